@@ -1,0 +1,13 @@
+/** The shape of one CLI command; main.ts dispatches to these. */
+export interface CommandIO {
+  out(text: string): void;
+  err(text: string): void;
+}
+export type OptionSpec = { type: 'string' | 'boolean'; help: string; default?: string | boolean };
+export interface Command {
+  name: string;
+  summary: string;
+  usage: string;
+  options: Record<string, OptionSpec>;
+  run(args: { values: Record<string, string | boolean | undefined>; positionals: string[] }, io: CommandIO): Promise<number>;
+}

@@ -1,0 +1,80 @@
+/**
+ * Ringside command line: the same engine as the page, headless, through Dawn.
+ *   npm run cli -- <command> [options]
+ */
+import { parseArgs } from 'node:util';
+import type { Command, CommandIO } from './command.ts';
+import { info } from './commands/info.ts';
+import { selftest } from './commands/selftest.ts';
+import { isGpuError } from '../gpu/errors.ts';
+
+const COMMANDS: Command[] = [info, selftest];
+
+function help(): string {
+  const lines = ['Ringside: block-versus-chain parity lab for Gemma 4 MTP (WebGPU).', '', 'usage: npm run cli -- <command> [options]', '', 'commands:'];
+  for (const c of COMMANDS) lines.push(`  ${c.name.padEnd(12)} ${c.summary}`);
+  lines.push('', 'npm run cli -- <command> --help  shows the options of one command.');
+  return lines.join('\n');
+}
+
+function commandHelp(c: Command): string {
+  const lines = [`usage: npm run cli -- ${c.usage}`, '', c.summary];
+  const opts = Object.entries(c.options);
+  if (opts.length) {
+    lines.push('', 'options:');
+    for (const [k, o] of opts) lines.push(`  --${k.padEnd(16)} ${o.help}${o.default !== undefined ? ` (default ${o.default})` : ''}`);
+  }
+  return lines.join('\n');
+}
+
+export async function main(argv: string[], io: CommandIO): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name === '--help' || name === '-h' || name === 'help') {
+    io.out(help());
+    return 0;
+  }
+  const cmd = COMMANDS.find((c) => c.name === name);
+  if (!cmd) {
+    io.err(`Unknown command "${name}".\n\n${help()}`);
+    return 2;
+  }
+  if (rest.includes('--help') || rest.includes('-h')) {
+    io.out(commandHelp(cmd));
+    return 0;
+  }
+  let args;
+  try {
+    args = parseArgs({
+      args: rest,
+      options: Object.fromEntries(Object.entries(cmd.options).map(([k, o]) => [k, { type: o.type }])),
+      allowPositionals: true,
+      strict: true,
+    });
+  } catch (e) {
+    io.err(`${(e as Error).message}\n\n${commandHelp(cmd)}`);
+    return 2;
+  }
+  for (const [k, o] of Object.entries(cmd.options)) {
+    if (args.values[k] === undefined && o.default !== undefined) (args.values as Record<string, unknown>)[k] = o.default;
+  }
+  try {
+    return await cmd.run(args as never, io);
+  } catch (e) {
+    const err = e as Error;
+    io.err(`error: ${err.message}`);
+    if (!isGpuError(e) && !(err.name === 'FormatError' || err.name === 'CancelledError') && process.env.RINGSIDE_DEBUG) io.err(String(err.stack));
+    return 1;
+  }
+}
+
+const io: CommandIO = { out: (t) => process.stdout.write(t + '\n'), err: (t) => process.stderr.write(t + '\n') };
+main(process.argv.slice(2), io).then(
+  (code) => {
+    // Dawn can keep the event loop alive; exit explicitly once output is flushed.
+    process.stdout.write('', () => process.exit(code));
+  },
+  (e) => {
+    io.err(`error: ${(e as Error).message}`);
+    process.exit(1);
+  },
+);

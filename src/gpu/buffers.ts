@@ -1,0 +1,67 @@
+/**
+ * Small helpers for creating, filling and reading GPU buffers. GPUBufferUsage / GPUMapMode are
+ * globals in browsers and are installed by the `webgpu` package's globals in Node (src/cli/node-gpu.ts).
+ */
+
+export function storageBuffer(device: GPUDevice, byteSize: number, label: string): GPUBuffer {
+  const U = GPUBufferUsage;
+  return device.createBuffer({
+    label,
+    size: Math.max(16, align4(byteSize)),
+    usage: U.STORAGE | U.COPY_SRC | U.COPY_DST,
+  });
+}
+
+export function uniformBuffer(device: GPUDevice, data: ArrayBuffer | ArrayBufferView, label: string): GPUBuffer {
+  const U = GPUBufferUsage;
+  const bytes = data instanceof ArrayBuffer ? new Uint8Array(data) : new Uint8Array(data.buffer as ArrayBuffer, data.byteOffset, data.byteLength);
+  const buf = device.createBuffer({ label, size: Math.max(16, align16(bytes.byteLength)), usage: U.UNIFORM | U.COPY_DST });
+  device.queue.writeBuffer(buf, 0, bytes);
+  return buf;
+}
+
+export function uploadBuffer(device: GPUDevice, data: ArrayBufferView, label: string): GPUBuffer {
+  const buf = storageBuffer(device, data.byteLength, label);
+  writeBytes(device, buf, 0, data);
+  return buf;
+}
+
+/** writeBuffer needs a size that is a multiple of 4: pad the tail with zeros when it is not. */
+export function writeBytes(device: GPUDevice, buf: GPUBuffer, offset: number, data: ArrayBufferView): void {
+  const bytes = new Uint8Array(data.buffer as ArrayBuffer, data.byteOffset, data.byteLength);
+  if (bytes.byteLength % 4 === 0) {
+    device.queue.writeBuffer(buf, offset, bytes);
+  } else {
+    const padded = new Uint8Array(align4(bytes.byteLength));
+    padded.set(bytes);
+    device.queue.writeBuffer(buf, offset, padded);
+  }
+}
+
+/** Copies `byteSize` bytes of `src` (from `offset`) back to the CPU. */
+export async function readBytes(device: GPUDevice, src: GPUBuffer, byteSize: number, offset = 0): Promise<Uint8Array> {
+  const U = GPUBufferUsage;
+  const size = align4(byteSize);
+  const staging = device.createBuffer({ label: 'readback', size, usage: U.COPY_DST | U.MAP_READ });
+  const enc = device.createCommandEncoder({ label: 'readback' });
+  enc.copyBufferToBuffer(src, offset, staging, 0, size);
+  device.queue.submit([enc.finish()]);
+  await staging.mapAsync(GPUMapMode.READ);
+  const out = new Uint8Array(staging.getMappedRange().slice(0, byteSize));
+  staging.unmap();
+  staging.destroy();
+  return out;
+}
+
+export async function readF32(device: GPUDevice, src: GPUBuffer, count: number, offset = 0): Promise<Float32Array> {
+  const b = await readBytes(device, src, count * 4, offset);
+  return new Float32Array(b.buffer, b.byteOffset, count);
+}
+
+export async function readU32(device: GPUDevice, src: GPUBuffer, count: number, offset = 0): Promise<Uint32Array> {
+  const b = await readBytes(device, src, count * 4, offset);
+  return new Uint32Array(b.buffer, b.byteOffset, count);
+}
+
+export const align4 = (n: number) => Math.ceil(n / 4) * 4;
+export const align16 = (n: number) => Math.ceil(n / 16) * 16;

@@ -1,0 +1,40 @@
+/**
+ * Every GPU failure the user can hit becomes a GpuError with a `kind` the UI and CLI can switch on
+ * and a message that says what happened and what to do about it.
+ */
+export type GpuErrorKind =
+  | 'no-webgpu' // navigator.gpu missing (browser without WebGPU, or Node without Dawn)
+  | 'no-adapter' // requestAdapter() gave null (no driver, blocked GPU, no software adapter)
+  | 'device-failed' // requestDevice() rejected (limits or features the adapter cannot give)
+  | 'device-lost' // the device went away during work (driver reset, tab backgrounded, OOM kill)
+  | 'out-of-memory' // an allocation or submission ran out of GPU memory
+  | 'validation' // a WebGPU validation error: a bug in Ringside, reported with the op that caused it
+  | 'limits'; // a buffer or binding larger than the adapter allows
+
+const HINTS: Record<GpuErrorKind, string> = {
+  'no-webgpu':
+    'Use Chrome/Edge 113+ or Safari 26+ on macOS. In Chrome check chrome://gpu ("WebGPU: Hardware accelerated"); ' +
+    'in Node the npm package "webgpu" must be installed.',
+  'no-adapter':
+    'The browser exposes WebGPU but found no usable adapter. Check chrome://gpu, enable hardware acceleration, ' +
+    'or on Linux provide a Vulkan driver (scripts/provision-webgpu.sh sets up Mesa lavapipe).',
+  'device-failed': 'The adapter refused the requested limits or features; the message above names them.',
+  'device-lost': 'Reload the page (or rerun the command). If it repeats, the model may be too large for this GPU.',
+  'out-of-memory': 'Close other GPU-heavy tabs/apps, or use a smaller checkpoint or a shorter context.',
+  validation: 'This is a bug in Ringside; please attach the JSON report.',
+  limits: 'This checkpoint needs a larger buffer than this adapter allows.',
+};
+
+export class GpuError extends Error {
+  override readonly name = 'GpuError';
+  constructor(
+    readonly kind: GpuErrorKind,
+    detail: string,
+  ) {
+    super(`${detail} ${HINTS[kind]}`);
+  }
+}
+
+export function isGpuError(e: unknown): e is GpuError {
+  return e instanceof Error && (e as { name?: string }).name === 'GpuError';
+}

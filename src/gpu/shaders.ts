@@ -1,0 +1,26 @@
+/**
+ * The one registry of WGSL sources. Files live in shaders/ and are imported with `?raw`, which
+ * Vite resolves in the browser and scripts/wgsl-hooks.mjs resolves in Node, so both load the very
+ * same text. `//#include "file.wgsl"` splices a shared file (WGSL has no includes).
+ */
+import common from '../../shaders/common.wgsl?raw';
+import selftest from '../../shaders/selftest.wgsl?raw';
+import selftestF16 from '../../shaders/selftest_f16.wgsl?raw';
+import selftestSubgroup from '../../shaders/selftest_subgroup.wgsl?raw';
+
+const FILES: Record<string, string> = {
+  'common.wgsl': common,
+  'selftest.wgsl': selftest,
+  'selftest_f16.wgsl': selftestF16,
+  'selftest_subgroup.wgsl': selftestSubgroup,
+};
+
+/** The shader's text with includes expanded (each file at most once). */
+export function shaderSource(name: string, seen = new Set<string>()): string {
+  const text = FILES[name];
+  if (text === undefined) throw new Error(`Unknown shader "${name}" (known: ${Object.keys(FILES).join(', ')}).`);
+  seen.add(name);
+  return text.replace(/^\/\/#include "([^"]+)"\s*$/gm, (_m, inc: string) =>
+    seen.has(inc) ? '' : shaderSource(inc, seen),
+  );
+}

@@ -1,0 +1,64 @@
+/**
+ * End-to-end harness: a Vite dev server on 127.0.0.1 (random port) and Debian's Chromium driven by
+ * playwright-core with WebGPU enabled (SwiftShader inside Chromium; see ../shared/WEBGPU-LINUX.md).
+ */
+import { createServer, type ViteDevServer } from 'vite';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { existsSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
+
+export const SCREENSHOTS = path.resolve('test-results/screenshots');
+
+export function chromiumPath(): string {
+  const p = process.env.RINGSIDE_CHROMIUM ?? '/usr/bin/chromium';
+  if (!existsSync(p)) {
+    throw new Error(`Browser tests need Chromium at ${p}: run them with \`npm test\` (scripts/provision-webgpu.sh installs it).`);
+  }
+  return p;
+}
+
+export async function startServer(): Promise<{ server: ViteDevServer; url: string }> {
+  const server = await createServer({ server: { host: '127.0.0.1', port: 0, strictPort: false }, logLevel: 'warn' });
+  await server.listen();
+  const addr = server.httpServer!.address();
+  if (!addr || typeof addr === 'string') throw new Error('vite server has no address');
+  return { server, url: `http://127.0.0.1:${addr.port}/` };
+}
+
+export async function launchBrowser(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: chromiumPath(),
+    headless: true,
+    args: [
+      '--enable-unsafe-webgpu',
+      '--enable-webgpu-developer-features',
+      '--no-sandbox',
+      '--disable-gpu-sandbox',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+      '--disable-quic',
+    ],
+  });
+}
+
+const uncaught = new WeakMap<Page, string[]>();
+/** Uncaught exceptions of a page opened with newPage(). */
+export const pageErrors = (page: Page): string[] => uncaught.get(page) ?? [];
+
+export async function newPage(browser: Browser, url: string): Promise<Page> {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 }, deviceScaleFactor: 1 });
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  uncaught.set(page, errors);
+  await page.goto(url);
+  return page;
+}
+
+export async function screenshot(page: Page, name: string): Promise<string> {
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  const file = path.join(SCREENSHOTS, `${name}.png`);
+  await page.screenshot({ path: file, fullPage: true });
+  return file;
+}

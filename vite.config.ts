@@ -1,0 +1,20 @@
+import { defineConfig } from 'vitest/config';
+
+// One config for the app (vite) and the tests (vitest).
+// - The page and its Worker are ES modules; WGSL files are imported with `?raw`.
+// - Tests run in Node. GPU tests use Dawn (npm `webgpu`) on the adapter that scripts/test.sh
+//   provisions; browser tests drive Debian's Chromium with playwright-core against a vite server.
+export default defineConfig({
+  server: { host: '127.0.0.1', fs: { allow: ['.', '../shared'] } },
+  worker: { format: 'es' },
+  build: { target: 'es2022', outDir: 'dist' },
+  test: {
+    include: ['test/**/*.test.ts'],
+    environment: 'node',
+    testTimeout: 120_000,
+    hookTimeout: 180_000,
+    // GPU work on a 2-core CPU adapter: run files one at a time so timings and memory stay sane.
+    fileParallelism: false,
+    pool: 'forks',
+  },
+});
