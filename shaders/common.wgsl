@@ -22,3 +22,56 @@ fn u16_at(words_val: u32, i: u32) -> u32 {
 fn linear_workgroup(wid: vec3<u32>, nwg: vec3<u32>) -> u32 {
   return wid.x + wid.y * nwg.x;
 }
+
+// ---- Reference-grade transcendentals -------------------------------------------------------
+// WGSL lets exp/tanh/inverseSqrt be loose (exp: 3 + 2|x| ULP; software adapters use fast
+// approximations), and a 12-layer model amplifies such errors several-fold per layer. These are
+// accurate to about 1 ULP on every adapter and give each adapter the same algorithm.
+
+// e^x: Cody-Waite reduction x = n ln2 + r, |r| <= ln2/2, then a degree-7 Taylor polynomial.
+fn exp_ref(x: f32) -> f32 {
+  if (x < -103.0) { return 0.0; }
+  // Large x overflows to +inf in ldexp at run time (callers pass x <= 18.2).
+  let n = round(x * 1.4426950408889634);
+  let r = (x - n * 0.693145751953125) - n * 1.428606765330187e-6;
+  var p = 1.0 / 5040.0;
+  p = p * r + 1.0 / 720.0;
+  p = p * r + 1.0 / 120.0;
+  p = p * r + 1.0 / 24.0;
+  p = p * r + 1.0 / 6.0;
+  p = p * r + 0.5;
+  p = p * r + 1.0;
+  p = p * r + 1.0;
+  return ldexp(p, i32(n));
+}
+
+// tanh(x): odd Taylor series near 0 (no cancellation), 1 - 2 / (e^{2|x|} + 1) elsewhere.
+fn tanh_ref(x: f32) -> f32 {
+  let a = abs(x);
+  if (a < 0.125) {
+    let x2 = x * x;
+    // x - x^3/3 + 2x^5/15 - 17x^7/315 + 62x^9/2835
+    return x * (1.0 + x2 * (-1.0 / 3.0 + x2 * (2.0 / 15.0 + x2 * (-17.0 / 315.0 + x2 * (62.0 / 2835.0)))));
+  }
+  if (a > 9.1) { return sign(x); }
+  let t = 1.0 - 2.0 / (exp_ref(2.0 * a) + 1.0);
+  return select(t, -t, x < 0.0);
+}
+
+// 1 / sqrt(x) from the correctly rounded sqrt (inverseSqrt may be a 2-ULP approximation).
+fn rsqrt_ref(x: f32) -> f32 {
+  return 1.0 / sqrt(x);
+}
+
+// ---- Compensated summation ----------------------------------------------------------------
+// Neumaier's variant of Kahan summation: s.x is the running sum, s.y the running compensation.
+// Reductions in this engine are long (thousands of terms) and a 12-layer model amplifies each
+// layer's error several-fold, so plain f32 accumulation is not accurate enough for a reference.
+fn ksum_add(s: vec2<f32>, v: f32) -> vec2<f32> {
+  let t = s.x + v;
+  let c = select((v - t) + s.x, (s.x - t) + v, abs(s.x) >= abs(v));
+  return vec2<f32>(t, s.y + c);
+}
+fn ksum_value(s: vec2<f32>) -> f32 {
+  return s.x + s.y;
+}

@@ -55,18 +55,25 @@ export function foldWorkgroups(n: number, maxPerDim: number): [number, number] {
 
 export type Binding = GPUBuffer | { buffer: GPUBuffer; offset?: number; size?: number };
 
-/** Records one compute dispatch into `pass` with bind group 0 made of `bindings` in order. */
+/**
+ * Records one compute dispatch into `pass`. `bindings[i]` goes to @binding(i) of group 0; holes
+ * (undefined) are bindings the entry point does not use (layout 'auto' leaves them out).
+ */
 export function dispatch(
   device: GPUDevice,
   pass: GPUComputePassEncoder,
   pipeline: GPUComputePipeline,
-  bindings: Binding[],
+  bindings: (Binding | undefined)[],
   workgroups: number,
 ): void {
-  const entries: GPUBindGroupEntry[] = bindings.map((b, binding) => ({
-    binding,
-    resource: 'buffer' in b ? { buffer: b.buffer, offset: b.offset ?? 0, size: b.size } : { buffer: b },
-  }));
+  const entries: GPUBindGroupEntry[] = [];
+  bindings.forEach((b, binding) => {
+    if (!b) return;
+    entries.push({
+      binding,
+      resource: 'buffer' in b ? { buffer: b.buffer, offset: b.offset ?? 0, size: b.size } : { buffer: b },
+    });
+  });
   const bindGroup = device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries });
   pass.setPipeline(pipeline);
   pass.setBindGroup(0, bindGroup);

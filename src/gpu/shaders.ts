@@ -7,12 +7,28 @@ import common from '../../shaders/common.wgsl?raw';
 import selftest from '../../shaders/selftest.wgsl?raw';
 import selftestF16 from '../../shaders/selftest_f16.wgsl?raw';
 import selftestSubgroup from '../../shaders/selftest_subgroup.wgsl?raw';
+import matmul from '../../shaders/matmul.wgsl?raw';
+import matmulDense from '../../shaders/matmul_dense.wgsl?raw';
+import embed from '../../shaders/embed.wgsl?raw';
+import rmsnorm from '../../shaders/rmsnorm.wgsl?raw';
+import rope from '../../shaders/rope.wgsl?raw';
+import elementwise from '../../shaders/elementwise.wgsl?raw';
+import argmax from '../../shaders/argmax.wgsl?raw';
+import attention from '../../shaders/attention.wgsl?raw';
 
 const FILES: Record<string, string> = {
   'common.wgsl': common,
   'selftest.wgsl': selftest,
   'selftest_f16.wgsl': selftestF16,
   'selftest_subgroup.wgsl': selftestSubgroup,
+  'matmul.wgsl': matmul,
+  'matmul_dense.wgsl': matmulDense,
+  'embed.wgsl': embed,
+  'rmsnorm.wgsl': rmsnorm,
+  'rope.wgsl': rope,
+  'elementwise.wgsl': elementwise,
+  'argmax.wgsl': argmax,
+  'attention.wgsl': attention,
 };
 
 /** The shader's text with includes expanded (each file at most once). */

@@ -1,0 +1,125 @@
+//#include "common.wgsl"
+// Attention of M query rows (positions p .. p+M-1) over one layer's cache, in three passes:
+//   scores:  s[j, h, i] = q[j, h] . k[key(j, i)]            (scale 1.0, one invocation per score)
+//   softmax: s[j, h, i] = exp(s - max), sum kept per (j, h)  (one invocation per (j, h), sequential)
+//   pv:      out[j, h, c] = sum_i s[j, h, i] * v[key(j, i), c] / sum   (one invocation per element)
+// Which key the i-th term reads (`key_of`) is the whole difference between the cache layouts:
+//   MODE_PHYSICAL: a sliding ring read in physical slot order 0..n-1, with no mask, exactly as classic
+//     one-token decode reads it. Row j of a block sees the ring as it would be after writing block
+//     tokens 0..j: slots those tokens overwrite are read from the staging rows instead.
+//   MODE_CHRONO: the same window read in chronological order (prefill; the ring-chronological policy).
+//   MODE_LINEAR: a full-attention cache, position = row, keys 0..p+j.
+// Every reduction runs in a fixed order over i, so a row's result depends only on its keys.
+override WG: u32 = 64u;
+
+const MODE_PHYSICAL: u32 = 0u;
+const MODE_CHRONO: u32 = 1u;
+const MODE_LINEAR: u32 = 2u;
+
+struct Params {
+  M: u32, heads: u32, kv_heads: u32, d: u32,
+  mode: u32, window: u32, base: u32, p: u32,
+  max_keys: u32, round: u32, _p0: u32, _p1: u32,
+}
+
+@group(0) @binding(0) var<uniform> P: Params;
+@group(0) @binding(1) var<storage, read> q: array<f32>;       // [M, heads, d]
+@group(0) @binding(2) var<storage, read> k_cache: array<f32>; // [slots, kv_heads, d]
+@group(0) @binding(3) var<storage, read> v_cache: array<f32>;
+@group(0) @binding(4) var<storage, read> k_stage: array<f32>; // [M, kv_heads, d] this block's rows
+@group(0) @binding(5) var<storage, read> v_stage: array<f32>;
+@group(0) @binding(6) var<storage, read_write> s: array<f32>; // [M, heads, max_keys] x 2 (score, compensation)
+@group(0) @binding(7) var<storage, read_write> out: array<f32>; // [M, heads, d]
+@group(0) @binding(8) var<storage, read_write> sums: array<f32>; // [M, heads]
+
+fn key_count(j: u32) -> u32 {
+  let pos = P.p + j;
+  if (P.mode == MODE_LINEAR) { return pos + 1u; }
+  return min(pos + 1u, P.window);
+}
+
+// Returns (from_stage, row): the cache slot or staging row that holds the i-th key of row j.
+fn key_of(j: u32, i: u32) -> vec2<u32> {
+  if (P.mode == MODE_LINEAR) { return vec2<u32>(0u, i); }
+  let W = P.window;
+  if (P.mode == MODE_PHYSICAL) {
+    // Block token t (position p + t) is written to slot (p + t - base) mod W.
+    let t = (i + W - ((P.p - P.base) % W)) % W;
+    if (t <= j) { return vec2<u32>(1u, t); }
+    return vec2<u32>(0u, i);
+  }
+  // MODE_CHRONO: positions lo .. p+j in order.
+  let pos = P.p + j;
+  let lo = pos + 1u - key_count(j);
+  let kp = lo + i;
+  if (kp >= P.p) { return vec2<u32>(1u, kp - P.p); }
+  return vec2<u32>(0u, (kp - P.base) % W);
+}
+
+fn k_at(loc: vec2<u32>, kvh: u32, c: u32) -> f32 {
+  let off = (loc.y * P.kv_heads + kvh) * P.d + c;
+  return select(k_cache[off], k_stage[off], loc.x == 1u);
+}
+fn v_at(loc: vec2<u32>, kvh: u32, c: u32) -> f32 {
+  let off = (loc.y * P.kv_heads + kvh) * P.d + c;
+  return select(v_cache[off], v_stage[off], loc.x == 1u);
+}
+
+@compute @workgroup_size(WG)
+fn scores(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+          @builtin(local_invocation_index) lid: u32) {
+  let idx = linear_workgroup(wid, nwg) * WG + lid;
+  let i = idx % P.max_keys;
+  let jh = idx / P.max_keys;
+  if (jh >= P.M * P.heads) { return; }
+  let j = jh / P.heads;
+  let h = jh % P.heads;
+  if (i >= key_count(j)) { return; }
+  let kvh = h / (P.heads / P.kv_heads);
+  let loc = key_of(j, i);
+  let qb = jh * P.d;
+  var acc = vec2<f32>(0.0);
+  for (var c = 0u; c < P.d; c++) { acc = ksum_add(acc, q[qb + c] * k_at(loc, kvh, c)); }
+  // Keep the compensation term: scores are large (scale 1.0) and exp() amplifies their rounding.
+  let t = ksum_value(acc);
+  let at = 2u * (jh * P.max_keys + i);
+  s[at] = t;
+  s[at + 1u] = (acc.x - t) + acc.y;
+}
+
+@compute @workgroup_size(WG)
+fn softmax(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+           @builtin(local_invocation_index) lid: u32) {
+  let jh = linear_workgroup(wid, nwg) * WG + lid;
+  if (jh >= P.M * P.heads) { return; }
+  let n = key_count(jh / P.heads);
+  let b = jh * P.max_keys;
+  var mx = s[2u * b];
+  for (var i = 1u; i < n; i++) { mx = max(mx, s[2u * (b + i)]); }
+  var sum = vec2<f32>(0.0);
+  for (var i = 0u; i < n; i++) {
+    let at = 2u * (b + i);
+    let e = exp_ref((s[at] - mx) + s[at + 1u]);
+    s[at] = e;
+    sum = ksum_add(sum, e);
+  }
+  sums[jh] = ksum_value(sum);
+}
+
+@compute @workgroup_size(WG)
+fn pv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+      @builtin(local_invocation_index) lid: u32) {
+  let idx = linear_workgroup(wid, nwg) * WG + lid;
+  let c = idx % P.d;
+  let jh = idx / P.d;
+  if (jh >= P.M * P.heads) { return; }
+  let j = jh / P.heads;
+  let h = jh % P.heads;
+  let kvh = h / (P.heads / P.kv_heads);
+  let n = key_count(j);
+  let b = jh * P.max_keys;
+  var acc = vec2<f32>(0.0);
+  for (var i = 0u; i < n; i++) { acc = ksum_add(acc, s[2u * (b + i)] * v_at(key_of(j, i), kvh, c)); }
+  let o = ksum_value(acc) / sums[jh];
+  out[jh * P.d + c] = select(o, round_bf16(o), P.round == 1u);
+}

@@ -1,0 +1,70 @@
+//#include "common.wgsl"
+// y[m, n_offset + n] = sum_k x[m, k] * W[n, k] for one row-part of a weight matrix.
+//
+// Exactness: one invocation computes one output element with a sequential reduction over k in a
+// fixed order (group by group, element by element). The arithmetic of a row therefore depends only
+// on that row's x and the weights, never on how many rows are dispatched (M) or where the row sits.
+override BITS: u32 = 4u;
+override WG: u32 = 64u;
+
+struct Params {
+  M: u32,          // rows of x
+  N: u32,          // output features in this part
+  K: u32,          // input features
+  group_size: u32, // affine quantization group size
+  n_offset: u32,   // first output feature of this part (tensors split across bindings)
+  x_stride: u32,   // elements between rows of x
+  y_stride: u32,   // elements between rows of y
+  round: u32,      // 1: round the output to bf16 (bf16 activation mode)
+}
+
+@group(0) @binding(0) var<uniform> P: Params;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read> w: array<u32>;
+@group(0) @binding(3) var<storage, read_write> y: array<f32>;
+@group(0) @binding(4) var<storage, read> scales: array<u32>; // bf16 pairs
+@group(0) @binding(5) var<storage, read> biases: array<u32>; // bf16 pairs
+
+fn store(m: u32, n: u32, acc: f32) {
+  y[m * P.y_stride + P.n_offset + n] = select(acc, round_bf16(acc), P.round == 1u);
+}
+
+fn bf16_elem(arr_index: u32, is_bias: bool) -> f32 {
+  let word = select(scales[arr_index >> 1u], biases[arr_index >> 1u], is_bias);
+  return bf16_to_f32(u16_at(word, arr_index));
+}
+
+// Affine-quantized weights (MLX): W[n, k] = scale[n, g] * q + bias[n, g], q packed LSB first.
+// Per group: scale * sum(q * x) + bias * sum(x), as MLX's quantized kernels do.
+@compute @workgroup_size(WG)
+fn affine(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+          @builtin(local_invocation_index) lid: u32) {
+  let idx = linear_workgroup(wid, nwg) * WG + lid;
+  let n = idx % P.N;
+  let m = idx / P.N;
+  if (m >= P.M) { return; }
+  let per_word = 32u / BITS;
+  let mask = (1u << BITS) - 1u;
+  let words_per_row = P.K / per_word;
+  let groups = P.K / P.group_size;
+  let words_per_group = P.group_size / per_word;
+  let xrow = m * P.x_stride;
+  var acc = vec2<f32>(0.0);
+  for (var g = 0u; g < groups; g++) {
+    var qx = vec2<f32>(0.0);
+    var sx = vec2<f32>(0.0);
+    for (var wi = 0u; wi < words_per_group; wi++) {
+      let word = w[n * words_per_row + g * words_per_group + wi];
+      let k0 = g * P.group_size + wi * per_word;
+      for (var e = 0u; e < per_word; e++) {
+        let xv = x[xrow + k0 + e];
+        qx = ksum_add(qx, f32((word >> (e * BITS)) & mask) * xv);
+        sx = ksum_add(sx, xv);
+      }
+    }
+    let gi = n * groups + g;
+    acc = ksum_add(acc, bf16_elem(gi, false) * ksum_value(qx));
+    acc = ksum_add(acc, bf16_elem(gi, true) * ksum_value(sx));
+  }
+  store(m, n, ksum_value(acc));
+}

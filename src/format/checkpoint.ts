@@ -1,0 +1,67 @@
+import type { ByteSource } from './bytesource.ts';
+import { locateCheckpointFiles } from './checkpoint-files.ts';
+import { parseConfig, type ModelType } from './config.ts';
+import { describeModel, TensorTable } from './describe.ts';
+import { FormatError } from './errors.ts';
+import type { ModelDescription } from './model-description.ts';
+import type { TensorRef } from './safetensors.ts';
+import { isIgnoredTensor, normaliseTensorName } from './tensor-names.ts';
+
+export interface Checkpoint {
+  /** A name for messages and reports (e.g. the folder name). */
+  label: string;
+  modelType: ModelType;
+  description: ModelDescription;
+  /** Language-model tensors by normalised name (vision/audio tensors excluded). */
+  tensors: Map<string, TensorRef>;
+  tokenizer?: ByteSource;
+  /** SHA-256 hex of config.json bytes + canonical JSON of every tensor header entry (for report provenance). */
+  digest: string;
+  /** Total bytes of the weight files. */
+  totalBytes: number;
+  /** Number of vision/audio tensors that were skipped. */
+  ignoredTensors: number;
+}
+
+/**
+ * Opens a checkpoint from its files: reads config and headers only (no tensor data), validates everything,
+ * and returns the typed description. Throws FormatError with a user-facing message on any problem.
+ */
+export async function openCheckpoint(files: ByteSource[], label = 'checkpoint'): Promise<Checkpoint> {
+  const f = await locateCheckpointFiles(files, label);
+  let configJson: unknown;
+  try {
+    configJson = JSON.parse(new TextDecoder().decode(f.configBytes));
+  } catch (e) {
+    throw new FormatError(`${f.config.name}: not valid JSON (${(e as Error).message})`, f.config.name);
+  }
+  const config = parseConfig(configJson, f.config.name, f.generationConfig);
+
+  const tensors = new Map<string, TensorRef>();
+  let ignored = 0;
+  for (const t of f.tensors.values()) {
+    if (isIgnoredTensor(t.name)) { ignored++; continue; }
+    const n = normaliseTensorName(t.name);
+    const prev = tensors.get(n);
+    if (prev) throw new FormatError(`${label}: tensors "${prev.name}" and "${t.name}" both normalise to "${n}"`, t.file.name, t.name);
+    tensors.set(n, t);
+  }
+  const fileSet = f.weightFiles.map((w) => w.name).join(', ');
+  const description = describeModel(config, new TensorTable(tensors, fileSet));
+  const digest = await checkpointDigest(f.configBytes, f.tensors);
+  const totalBytes = f.weightFiles.reduce((a, w) => a + w.size, 0);
+  return { label, modelType: config.modelType, description, tensors, tokenizer: f.tokenizer, digest, totalBytes, ignoredTensors: ignored };
+}
+
+/** Digest over config bytes and a canonical (name-sorted) listing of every tensor's header entry. */
+async function checkpointDigest(configBytes: Uint8Array, all: Map<string, TensorRef>): Promise<string> {
+  const entries = [...all.values()]
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+    .map((t) => [t.name, t.dtype, t.shape, t.file.name, t.byteLength]);
+  const headerBytes = new TextEncoder().encode(JSON.stringify(entries));
+  const buf = new Uint8Array(configBytes.byteLength + headerBytes.byteLength);
+  buf.set(configBytes, 0);
+  buf.set(headerBytes, configBytes.byteLength);
+  const hash = await globalThis.crypto.subtle.digest('SHA-256', buf);
+  return [...new Uint8Array(hash)].map((b) => b.toString(16).padStart(2, '0')).join('');
+}

@@ -1,0 +1,154 @@
+import type { ModelConfig } from './config.ts';
+import { isFloatDtype, roundToBf16 } from './dtype.ts';
+import { FormatError, fmtShape } from './errors.ts';
+import type { AssistantDescription, DecoderLayer, Linear, ModelDescription, TargetDescription } from './model-description.ts';
+import { quantParamsFor } from './quantization.ts';
+import type { TensorRef } from './safetensors.ts';
+
+/**
+ * Normalised-name view of a checkpoint's tensors that records which ones the description used, so that
+ * leftovers (a tensor the engine would silently ignore) can be reported.
+ */
+export class TensorTable {
+  private readonly used = new Set<string>();
+  constructor(
+    readonly byName: ReadonlyMap<string, TensorRef>,
+    /** For messages: "model.safetensors" or "model-00001-of-00002.safetensors, ...". */
+    readonly fileSet: string,
+  ) {}
+
+  has(name: string): boolean {
+    return this.byName.has(name);
+  }
+
+  /** The tensor, which must exist, be F32/F16/BF16 and have exactly `shape`; `what` describes it in errors. */
+  take(name: string, shape: readonly number[], what = 'a float tensor'): TensorRef {
+    const t = this.byName.get(name);
+    if (!t) throw new FormatError(`missing tensor "${name}" (${what} of shape ${fmtShape(shape)}) in ${this.fileSet}`, undefined, name);
+    if (!isFloatDtype(t.dtype)) {
+      throw new FormatError(`${t.file.name}: tensor "${t.name}" should be F32, F16 or BF16 (${what}) but is ${t.dtype}`, t.file.name, t.name);
+    }
+    checkShape(t, shape);
+    this.used.add(name);
+    return t;
+  }
+
+  /** Marks a tensor as used without checks (e.g. the U32 weight of an affine linear, checked by the caller). */
+  takeRaw(name: string): TensorRef | undefined {
+    const t = this.byName.get(name);
+    if (t) this.used.add(name);
+    return t;
+  }
+
+  leftovers(): string[] {
+    return [...this.byName.keys()].filter((n) => !this.used.has(n));
+  }
+}
+
+function checkShape(t: TensorRef, shape: readonly number[]): void {
+  if (t.shape.length !== shape.length || t.shape.some((d, i) => d !== shape[i])) {
+    throw new FormatError(`${t.file.name}: tensor "${t.name}" has shape ${fmtShape(t.shape)}, expected ${fmtShape(shape)}`, t.file.name, t.name);
+  }
+}
+
+/** A linear [out, in]: affine-quantized iff `${path}.scales` exists, else dense. */
+export function takeLinear(table: TensorTable, config: ModelConfig, path: string, out: number, inF: number): Linear {
+  const wName = `${path}.weight`;
+  if (!table.has(`${path}.scales`)) {
+    const weight = table.take(wName, [out, inF], `dense weight of ${path}`);
+    return { kind: 'dense', name: path, outFeatures: out, inFeatures: inF, weight };
+  }
+  const w = table.takeRaw(wName);
+  if (!w) throw new FormatError(`missing tensor "${wName}" (packed U32 weight; "${path}.scales" exists) in ${table.fileSet}`, undefined, wName);
+  const file = w.file.name;
+  const moduleInFile = w.name.slice(0, -'.weight'.length);
+  const q = config.quantization;
+  if (!q) throw new FormatError(`${file}: "${path}.scales" exists (quantized weights) but config.json has no "quantization" block`, file, w.name);
+  const p = quantParamsFor(q, moduleInFile);
+  if (!p) throw new FormatError(`${file}: config.json marks "${moduleInFile}" unquantized but "${path}.scales" exists`, file, w.name);
+  const { bits, groupSize } = p;
+  if (inF % groupSize !== 0 || (inF * bits) % 32 !== 0) {
+    throw new FormatError(`${file}: "${moduleInFile}" has ${inF} input features, not a multiple of group size ${groupSize} and of ${32 / gcd(32, bits)} (for ${bits}-bit packing)`, file, w.name);
+  }
+  if (w.dtype !== 'U32') throw new FormatError(`${file}: tensor "${w.name}" should be U32 packed ${bits}-bit codes but is ${w.dtype}`, file, w.name);
+  const packedCols = (inF * bits) / 32;
+  if (w.shape.length !== 2 || w.shape[0] !== out || w.shape[1] !== packedCols) {
+    throw new FormatError(`${file}: tensor "${w.name}" has shape ${fmtShape(w.shape)}, expected ${fmtShape([out, packedCols])} (${out} x ${inF} at ${bits} bits${bitsHint(w.shape, out, inF)})`, file, w.name);
+  }
+  const groups = inF / groupSize;
+  const scales = table.take(`${path}.scales`, [out, groups], `scales of ${path}, group size ${groupSize}`);
+  const biases = table.take(`${path}.biases`, [out, groups], `biases of ${path}, group size ${groupSize}`);
+  return { kind: 'affine', name: path, outFeatures: out, inFeatures: inF, bits, groupSize, weight: w, scales, biases };
+}
+
+/** Says which bit width the packed shape would fit, to make a wrong quantization config obvious. */
+function bitsHint(shape: readonly number[], out: number, inF: number): string {
+  if (shape.length !== 2 || shape[0] !== out) return '';
+  const b = (shape[1] * 32) / inF;
+  return Number.isInteger(b) ? `; the stored shape fits ${b} bits — check config.json "quantization"` : '';
+}
+
+function gcd(a: number, b: number): number {
+  return b === 0 ? a : gcd(b, a % b);
+}
+
+function takeLayer(table: TensorTable, c: ModelConfig, i: number, assistant: boolean): DecoderLayer {
+  const g = c.layers[i];
+  const H = c.hidden;
+  const p = `layers.${i}`;
+  const a = `${p}.self_attn`;
+  const qDim = g.numHeads * g.headDim;
+  const kvDim = g.numKvHeads * g.headDim;
+  const norm = (n: string, size: number) => table.take(n, [size], 'norm weight');
+  const inputNorm = norm(`${p}.input_layernorm.weight`, H);
+  const qProj = takeLinear(table, c, `${a}.q_proj`, qDim, H);
+  let kProj: Linear | null = null;
+  let vProj: Linear | null = null;
+  let kNorm = null;
+  if (!assistant) {
+    kProj = takeLinear(table, c, `${a}.k_proj`, kvDim, H);
+    if (!g.kEqV) vProj = takeLinear(table, c, `${a}.v_proj`, kvDim, H);
+    kNorm = norm(`${a}.k_norm.weight`, g.headDim);
+  }
+  const oProj = takeLinear(table, c, `${a}.o_proj`, H, qDim);
+  const qNorm = norm(`${a}.q_norm.weight`, g.headDim);
+  return {
+    index: i, type: g.type, headDim: g.headDim, numHeads: g.numHeads, numKvHeads: g.numKvHeads, kEqV: g.kEqV, rope: g.rope,
+    inputNorm, qProj, kProj, vProj, oProj, qNorm, kNorm,
+    postAttnNorm: norm(`${p}.post_attention_layernorm.weight`, H),
+    preFfNorm: norm(`${p}.pre_feedforward_layernorm.weight`, H),
+    gate: takeLinear(table, c, `${p}.mlp.gate_proj`, c.intermediate, H),
+    up: takeLinear(table, c, `${p}.mlp.up_proj`, c.intermediate, H),
+    down: takeLinear(table, c, `${p}.mlp.down_proj`, H, c.intermediate),
+    postFfNorm: norm(`${p}.post_feedforward_layernorm.weight`, H),
+    layerScalar: table.take(`${p}.layer_scalar`, [1], 'layer scalar'),
+  };
+}
+
+/** Builds the description; every tensor of the table must be used, or it is an error. */
+export function describeModel(c: ModelConfig, table: TensorTable): ModelDescription {
+  if (!c.tieWordEmbeddings) throw new FormatError('config.json: tie_word_embeddings is false (separate LM head); this variant is not supported yet');
+  const assistant = c.role === 'assistant';
+  const embed = takeLinear(table, c, 'embed_tokens', c.vocab, c.hidden);
+  const layers = c.layers.map((_, i) => takeLayer(table, c, i, assistant));
+  const finalNorm = table.take('norm.weight', [c.hidden], 'final norm weight');
+  const base = {
+    modelType: c.modelType, config: c, hidden: c.hidden, intermediate: c.intermediate, vocab: c.vocab, window: c.window,
+    eps: c.eps, finalSoftcap: c.finalSoftcap, embed, layers, finalNorm, eosIds: c.eosIds,
+  };
+  let desc: ModelDescription;
+  if (assistant) {
+    const bb = c.backboneHidden as number;
+    const preProjection = takeLinear(table, c, 'pre_projection', c.hidden, 2 * bb);
+    const postProjection = takeLinear(table, c, 'post_projection', bb, c.hidden);
+    desc = { ...base, role: 'assistant', backboneHidden: bb, preProjection, postProjection } satisfies AssistantDescription;
+  } else {
+    desc = { ...base, role: 'target', embedScale: roundToBf16(Math.sqrt(c.hidden)) } satisfies TargetDescription;
+  }
+  const left = table.leftovers();
+  if (left.length > 0) {
+    const shown = left.slice(0, 6).map((n) => `"${table.byName.get(n)!.name}"`).join(', ');
+    throw new FormatError(`${table.fileSet}: ${left.length} unexpected language-model tensor${left.length > 1 ? 's' : ''} that this ${c.modelType} description does not use: ${shown}${left.length > 6 ? ', ...' : ''}`);
+  }
+  return desc;
+}

@@ -1,0 +1,96 @@
+import { KernelCache, dispatch, type Binding } from './kernels.ts';
+
+/**
+ * Records a sequence of kernel dispatches and buffer copies into one command buffer (one submit
+ * per forward). Uniform parameters of all dispatches are packed into shared uniform buffers at
+ * 256-byte offsets and written once, just before the submit.
+ */
+export class F32 {
+  constructor(readonly value: number) {}
+}
+/** Marks a uniform field as f32 (plain numbers are u32). */
+export const f32 = (v: number) => new F32(v);
+export type ParamField = number | F32;
+
+const SLOT = 256; // >= minUniformBufferOffsetAlignment on every adapter we know (the spec maximum)
+const SLOTS_PER_ARENA = 256;
+
+interface Arena {
+  buffer: GPUBuffer;
+  data: ArrayBuffer;
+  used: number;
+}
+
+export class Recorder {
+  private encoder: GPUCommandEncoder;
+  private pass: GPUComputePassEncoder | undefined;
+  private readonly arenas: Arena[] = [];
+  readonly temporaries: GPUBuffer[] = [];
+  dispatches = 0;
+
+  constructor(
+    readonly device: GPUDevice,
+    readonly kernels: KernelCache,
+    label = 'forward',
+  ) {
+    this.encoder = device.createCommandEncoder({ label });
+  }
+
+  /** Packs one parameter block (u32 or f32 fields, 4 bytes each) and returns its binding. */
+  params(fields: ParamField[]): Binding {
+    if (fields.length * 4 > SLOT) throw new Error('parameter block larger than 256 bytes');
+    let arena = this.arenas[this.arenas.length - 1];
+    if (!arena || arena.used === SLOTS_PER_ARENA) {
+      arena = {
+        buffer: this.device.createBuffer({ label: 'params', size: SLOT * SLOTS_PER_ARENA, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST }),
+        data: new ArrayBuffer(SLOT * SLOTS_PER_ARENA),
+        used: 0,
+      };
+      this.arenas.push(arena);
+    }
+    const offset = arena.used * SLOT;
+    const view = new DataView(arena.data, offset, SLOT);
+    fields.forEach((f, i) => {
+      if (f instanceof F32) view.setFloat32(i * 4, f.value, true);
+      else view.setUint32(i * 4, f >>> 0, true);
+    });
+    arena.used++;
+    return { buffer: arena.buffer, offset, size: Math.max(16, Math.ceil((fields.length * 4) / 16) * 16) };
+  }
+
+  /** One compute dispatch: `bindings[0]` is normally the params block. */
+  run(
+    shader: string,
+    entry: string,
+    constants: Record<string, number>,
+    bindings: (Binding | undefined)[],
+    workgroups: number,
+  ): void {
+    if (!this.pass) this.pass = this.encoder.beginComputePass();
+    dispatch(this.device, this.pass, this.kernels.pipeline(shader, constants, entry), bindings, workgroups);
+    this.dispatches++;
+  }
+
+  copy(src: GPUBuffer, srcOffset: number, dst: GPUBuffer, dstOffset: number, size: number): void {
+    if (size === 0) return;
+    this.endPass();
+    this.encoder.copyBufferToBuffer(src, srcOffset, dst, dstOffset, size);
+  }
+
+  private endPass(): void {
+    this.pass?.end();
+    this.pass = undefined;
+  }
+
+  /** Writes the parameter arenas, submits, and starts a fresh encoder for further recording. */
+  submit(): void {
+    this.endPass();
+    for (const a of this.arenas) this.device.queue.writeBuffer(a.buffer, 0, a.data, 0, a.used * SLOT);
+    this.device.queue.submit([this.encoder.finish()]);
+    const done = [...this.arenas.map((a) => a.buffer), ...this.temporaries];
+    this.arenas.length = 0;
+    this.temporaries.length = 0;
+    void this.device.queue.onSubmittedWorkDone().then(() => done.forEach((b) => b.destroy()));
+    this.encoder = this.device.createCommandEncoder({ label: 'forward' });
+  }
+}

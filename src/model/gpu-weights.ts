@@ -1,0 +1,127 @@
+import type { DecoderLayer, Linear, ModelDescription, TensorRef } from '../format/model-description.ts';
+import { readTensorBytes } from '../format/safetensors.ts';
+import { toFloat64 } from '../format/dtype.ts';
+import { TensorUploader, type GpuTensor } from '../gpu/upload.ts';
+import type { CancelToken, ProgressFn } from '../util/cancel.ts';
+import { GpuError } from '../gpu/errors.ts';
+
+/**
+ * A checkpoint's weights in GPU memory, exactly as stored: packed U32 codes and bf16 scales/biases
+ * (widened in the shaders), dense weights in their own dtype. Large matrices are split by rows
+ * (see TensorUploader); the three tensors of a quantized linear share one row partition.
+ */
+export interface GpuLinear {
+  desc: Linear;
+  weight: GpuTensor;
+  scales?: GpuTensor;
+  biases?: GpuTensor;
+}
+
+export interface GpuLayer {
+  desc: DecoderLayer;
+  inputNorm: GPUBuffer;
+  qProj: GpuLinear;
+  kProj: GpuLinear | null;
+  vProj: GpuLinear | null;
+  oProj: GpuLinear;
+  qNorm: GPUBuffer;
+  kNorm: GPUBuffer | null;
+  postAttnNorm: GPUBuffer;
+  preFfNorm: GPUBuffer;
+  gate: GpuLinear;
+  up: GpuLinear;
+  down: GpuLinear;
+  postFfNorm: GPUBuffer;
+  /** layer_scalar as a number (it is a uniform of the residual kernel). */
+  layerScalar: number;
+}
+
+export interface GpuWeights<D extends ModelDescription = ModelDescription> {
+  desc: D;
+  embed: GpuLinear;
+  layers: GpuLayer[];
+  finalNorm: GPUBuffer;
+  preProjection?: GpuLinear;
+  postProjection?: GpuLinear;
+  bytes: number;
+  destroy(): void;
+}
+
+const SUPPORTED_BITS = new Set([2, 4, 8]);
+
+function linearTensors(l: Linear): TensorRef[] {
+  return l.kind === 'affine' ? [l.weight, l.scales, l.biases] : [l.weight];
+}
+
+function layerTensors(l: DecoderLayer): TensorRef[] {
+  const lin = [l.qProj, l.kProj, l.vProj, l.oProj, l.gate, l.up, l.down].filter((x): x is Linear => x !== null);
+  const norms = [l.inputNorm, l.qNorm, l.kNorm, l.postAttnNorm, l.preFfNorm, l.postFfNorm].filter((x): x is TensorRef => x !== null);
+  return [...lin.flatMap(linearTensors), ...norms];
+}
+
+/** Every tensor the GPU engine reads (layer_scalar is read on the CPU). */
+export function gpuTensorsOf(desc: ModelDescription): TensorRef[] {
+  const out = [...linearTensors(desc.embed), desc.finalNorm, ...desc.layers.flatMap(layerTensors)];
+  if (desc.role === 'assistant') out.push(...linearTensors(desc.preProjection), ...linearTensors(desc.postProjection));
+  return out;
+}
+
+export async function uploadWeights<D extends ModelDescription>(
+  device: GPUDevice,
+  desc: D,
+  onProgress?: ProgressFn,
+  cancel?: CancelToken,
+): Promise<GpuWeights<D>> {
+  const total = gpuTensorsOf(desc).reduce((a, t) => a + t.byteLength, 0);
+  const up = new TensorUploader(device, total, onProgress, cancel);
+  try {
+    const linear = async (l: Linear): Promise<GpuLinear> => {
+      if (l.kind === 'affine') {
+        if (!SUPPORTED_BITS.has(l.bits)) {
+          throw new GpuError('limits', `${l.name}: ${l.bits}-bit affine weights are not supported by the GPU kernels yet (2, 4 and 8 are).`);
+        }
+        const rows = up.rowsPerPart([l.weight, l.scales, l.biases]);
+        return { desc: l, weight: await up.upload(l.weight, rows), scales: await up.upload(l.scales, rows), biases: await up.upload(l.biases, rows) };
+      }
+      return { desc: l, weight: await up.upload(l.weight) };
+    };
+    const vector = async (t: TensorRef) => (await up.upload(t)).parts[0].buffer;
+    const layers: GpuLayer[] = [];
+    for (const l of desc.layers) {
+      const scalar = toFloat64(await readTensorBytes(l.layerScalar), l.layerScalar.dtype)[0];
+      layers.push({
+        desc: l,
+        inputNorm: await vector(l.inputNorm),
+        qProj: await linear(l.qProj),
+        kProj: l.kProj ? await linear(l.kProj) : null,
+        vProj: l.vProj ? await linear(l.vProj) : null,
+        oProj: await linear(l.oProj),
+        qNorm: await vector(l.qNorm),
+        kNorm: l.kNorm ? await vector(l.kNorm) : null,
+        postAttnNorm: await vector(l.postAttnNorm),
+        preFfNorm: await vector(l.preFfNorm),
+        gate: await linear(l.gate),
+        up: await linear(l.up),
+        down: await linear(l.down),
+        postFfNorm: await vector(l.postFfNorm),
+        layerScalar: scalar,
+      });
+    }
+    const w: GpuWeights<D> = {
+      desc,
+      embed: await linear(desc.embed),
+      layers,
+      finalNorm: await vector(desc.finalNorm),
+      bytes: total,
+      destroy: () => up.buffers.forEach((b) => b.destroy()),
+    };
+    if (desc.role === 'assistant') {
+      w.preProjection = await linear(desc.preProjection);
+      w.postProjection = await linear(desc.postProjection);
+    }
+    return w;
+  } catch (e) {
+    up.buffers.forEach((b) => b.destroy());
+    throw e;
+  }
+}

@@ -1,0 +1,131 @@
+import type { Recorder } from '../gpu/recorder.ts';
+import { f32 } from '../gpu/recorder.ts';
+import type { GpuLinear } from './gpu-weights.ts';
+
+/**
+ * Typed wrappers around the WGSL kernels: one function per op, taking buffers and sizes. The same
+ * function (hence the same compiled pipeline) serves every M, which is what makes rows exact.
+ */
+const WG = 64;
+const groups = (n: number) => Math.ceil(n / WG);
+const DENSE_DTYPE: Record<string, number> = { BF16: 0, F16: 1, F32: 2 };
+
+export interface Rows {
+  /** Number of rows. */
+  M: number;
+  /** Round every output to bf16 (bf16 activation mode). */
+  round: boolean;
+}
+
+/** y[m, :] = W x[m, :] for a whole linear (every row part). */
+export function matmul(rec: Recorder, lin: GpuLinear, x: GPUBuffer, y: GPUBuffer, r: Rows, xStride = lin.desc.inFeatures, yStride = lin.desc.outFeatures): void {
+  const { desc } = lin;
+  lin.weight.parts.forEach((part, i) => {
+    if (desc.kind === 'affine') {
+      const params = rec.params([r.M, part.rows, desc.inFeatures, desc.groupSize, part.rowStart, xStride, yStride, r.round ? 1 : 0]);
+      rec.run('matmul.wgsl', 'affine', { BITS: desc.bits }, [params, x, part.buffer, y, lin.scales!.parts[i].buffer, lin.biases!.parts[i].buffer], groups(r.M * part.rows));
+    } else {
+      const params = rec.params([r.M, part.rows, desc.inFeatures, 0, part.rowStart, xStride, yStride, r.round ? 1 : 0]);
+      rec.run('matmul_dense.wgsl', 'main', { DTYPE: DENSE_DTYPE[desc.weight.dtype] }, [params, x, part.buffer, y], groups(r.M * part.rows));
+    }
+  });
+}
+
+/** h[m, :] = table[ids[m], :] * scale (a tied embedding, quantized or dense). */
+export function embed(rec: Recorder, table: GpuLinear, ids: GPUBuffer, h: GPUBuffer, scale: number, r: Rows): void {
+  const { desc } = table;
+  const H = desc.inFeatures;
+  table.weight.parts.forEach((part, i) => {
+    if (desc.kind === 'affine') {
+      const params = rec.params([r.M, H, part.rowStart, part.rows, desc.groupSize, f32(scale), r.round ? 1 : 0, 0]);
+      rec.run('embed.wgsl', 'affine', { BITS: desc.bits }, [params, ids, part.buffer, h, table.scales!.parts[i].buffer, table.biases!.parts[i].buffer], groups(r.M * H));
+    } else {
+      const params = rec.params([r.M, H, part.rowStart, part.rows, 0, f32(scale), r.round ? 1 : 0, 0]);
+      rec.run('embed.wgsl', 'dense', { DTYPE: DENSE_DTYPE[desc.weight.dtype] }, [params, ids, part.buffer, h], groups(r.M * H));
+    }
+  });
+}
+
+export interface NormArgs {
+  rows: number;
+  D: number;
+  eps: number;
+  round: boolean;
+  inStride?: number;
+  outStride?: number;
+  /** Residual mode: out = (out + norm(x)) * postScale. */
+  residual?: { postScale: number };
+}
+
+/** RMSNorm of `rows` rows of length D; `weight` null = weightless (v_norm). */
+export function rmsnorm(rec: Recorder, x: GPUBuffer, weight: GPUBuffer | null, out: GPUBuffer, dummy: GPUBuffer, a: NormArgs): void {
+  const params = rec.params([
+    a.rows, a.D, a.inStride ?? a.D, a.outStride ?? a.D,
+    f32(a.eps), weight ? 1 : 0, a.residual ? 1 : 0, a.round ? 1 : 0,
+    f32(a.residual?.postScale ?? 1), 0, 0, 0,
+  ]);
+  rec.run('rmsnorm.wgsl', 'main', {}, [params, x, weight ?? dummy, out], groups(a.rows));
+}
+
+export interface RopeTable {
+  cos: GPUBuffer;
+  sin: GPUBuffer;
+  /** Pairs per position in the table (d / 2). */
+  half: number;
+  /** Pairs that rotate (the rest have frequency 0). */
+  rotPairs: number;
+}
+
+/** In-place rotate-half RoPE on [M, heads, d] at positions pos0 .. pos0+M-1. */
+export function rope(rec: Recorder, x: GPUBuffer, t: RopeTable, heads: number, d: number, pos0: number, r: Rows): void {
+  if (t.rotPairs === 0) return;
+  const params = rec.params([r.M, heads, d, pos0, t.rotPairs, t.half, r.round ? 1 : 0, 0]);
+  rec.run('rope.wgsl', 'main', {}, [params, x, t.cos, t.sin], groups(r.M * heads * t.rotPairs));
+}
+
+/** a = gelu_tanh(a) * b over n elements. */
+export function geglu(rec: Recorder, a: GPUBuffer, b: GPUBuffer, n: number, round: boolean): void {
+  rec.run('elementwise.wgsl', 'geglu', {}, [rec.params([n, round ? 1 : 0, f32(0), 0]), a, b], groups(n));
+}
+
+/** a = cap * tanh(a / cap) over n elements. */
+export function softcap(rec: Recorder, a: GPUBuffer, n: number, cap: number, round: boolean): void {
+  rec.run('elementwise.wgsl', 'softcap', {}, [rec.params([n, round ? 1 : 0, f32(cap), 0]), a], groups(n));
+}
+
+export function argmax(rec: Recorder, logits: GPUBuffer, ids: GPUBuffer, M: number, V: number): void {
+  rec.run('argmax.wgsl', 'main', {}, [rec.params([M, V, 0, 0]), logits, ids], M);
+}
+
+export const ATTENTION_MODE = { physical: 0, chrono: 1, linear: 2 } as const;
+export type AttentionMode = keyof typeof ATTENTION_MODE;
+
+export interface AttentionArgs {
+  M: number;
+  heads: number;
+  kvHeads: number;
+  d: number;
+  mode: AttentionMode;
+  window: number;
+  base: number;
+  /** Position of row 0. */
+  p: number;
+  round: boolean;
+  q: GPUBuffer;
+  kCache: GPUBuffer;
+  vCache: GPUBuffer;
+  kStage: GPUBuffer;
+  vStage: GPUBuffer;
+  out: GPUBuffer;
+  scratch: { scores: GPUBuffer; sums: GPUBuffer; maxKeys: number };
+}
+
+export function attention(rec: Recorder, a: AttentionArgs): void {
+  const { maxKeys } = a.scratch;
+  const params = rec.params([a.M, a.heads, a.kvHeads, a.d, ATTENTION_MODE[a.mode], a.window, a.base, a.p, maxKeys, a.round ? 1 : 0, 0, 0]);
+  const rows = a.M * a.heads;
+  const { scores, sums } = a.scratch;
+  rec.run('attention.wgsl', 'scores', {}, [params, a.q, a.kCache, undefined, a.kStage, undefined, scores], groups(rows * maxKeys));
+  rec.run('attention.wgsl', 'softmax', {}, [params, undefined, undefined, undefined, undefined, undefined, scores, undefined, sums], groups(rows));
+  rec.run('attention.wgsl', 'pv', {}, [params, undefined, undefined, a.vCache, undefined, a.vStage, scores, a.out, sums], groups(rows * a.d));
+}

@@ -1,0 +1,361 @@
+import type { TargetDescription } from '../format/model-description.ts';
+import type { GpuContext } from '../gpu/device.ts';
+import { withErrorScopes } from '../gpu/device.ts';
+import { readBytes, storageBuffer } from '../gpu/buffers.ts';
+import { KernelCache } from '../gpu/kernels.ts';
+import { Recorder } from '../gpu/recorder.ts';
+import { GpuError } from '../gpu/errors.ts';
+import type { GpuWeights } from './gpu-weights.ts';
+import { KvCache, type CacheSnapshot } from './kv-cache.ts';
+import { RopeTables } from './rope-tables.ts';
+import * as op from './ops.ts';
+import { EXACT, type Policy } from './policy.ts';
+
+/**
+ * The Gemma 4 target forward on the GPU (GEMMA4.md section 2) over M rows at positions
+ * p .. p+M-1: prefill (whole or chunked), a chain step (M = 1) or a verify block (M = K).
+ * Capture points copy intermediate buffers out and never change the arithmetic.
+ */
+export type Precision = 'f32' | 'bf16';
+
+export interface TargetOptions {
+  /** Largest sequence length (full-attention cache rows, RoPE table). */
+  maxContext: number;
+  /** Largest block width K (staging rows). */
+  maxBlock: number;
+  /** Prefill chunk size (rows per forward during prefill). */
+  prefillChunk: number;
+  precision: Precision;
+}
+
+/** Capture names: q.i k.i v.i (after norm + RoPE), attn.i (after o_proj), mlp.i (before post-FF norm), layer.i, final_norm, logits. */
+export type Captures = Set<string> | 'all';
+
+export interface ForwardResult {
+  /** Row-major [rows, V] for the rows requested. */
+  logits?: Float32Array;
+  /** Greedy argmax of each requested row. */
+  argmax?: Uint32Array;
+  /** Post-final-norm hidden state of every row [M, H] (the MTP seed). */
+  finalHidden?: Float32Array;
+  captures: Map<string, Float32Array>;
+}
+
+export interface StepOptions {
+  logits?: 'all' | 'last' | 'none';
+  captures?: Captures;
+  policy?: Policy;
+  finalHidden?: boolean;
+}
+
+export class TargetModel {
+  readonly desc: TargetDescription;
+  readonly cache: KvCache;
+  readonly kernels: KernelCache;
+  private readonly ropes: RopeTables;
+  private readonly device: GPUDevice;
+  private readonly round: boolean;
+  private readonly R: number; // rows of the workspace
+  private readonly ws: Record<string, GPUBuffer> = {};
+  private readonly dummy: GPUBuffer;
+  readonly stats = { forwards: 0, dispatches: 0, submits: 0 };
+
+  constructor(
+    ctx: GpuContext,
+    readonly weights: GpuWeights<TargetDescription>,
+    readonly opts: TargetOptions,
+  ) {
+    this.device = ctx.device;
+    this.desc = weights.desc;
+    this.kernels = new KernelCache(this.device);
+    this.round = opts.precision === 'bf16';
+    this.cache = new KvCache(this.device, this.desc, opts.maxContext, opts.maxBlock);
+    this.ropes = new RopeTables(this.device, opts.maxContext);
+    const d = this.desc;
+    this.R = Math.max(opts.prefillChunk, opts.maxBlock);
+    const qw = Math.max(...d.layers.map((l) => l.numHeads * l.headDim));
+    const kvw = Math.max(...d.layers.map((l) => l.numKvHeads * l.headDim));
+    const heads = Math.max(...d.layers.map((l) => l.numHeads));
+    const maxKeys = Math.max(d.window, opts.maxContext);
+    const scoreBytes = 2 * this.R * heads * maxKeys * 4;
+    const limit = this.device.limits.maxStorageBufferBindingSize;
+    if (scoreBytes > limit) {
+      throw new GpuError('limits', `Attention scores for ${this.R} rows x ${heads} heads x ${maxKeys} keys need ${scoreBytes} bytes, over this adapter's binding limit of ${limit}; use a smaller prefill chunk or context.`);
+    }
+    const f = (name: string, floats: number) => (this.ws[name] = storageBuffer(this.device, floats * 4, name));
+    const R = this.R;
+    f('h', R * d.hidden);
+    f('xn', R * d.hidden);
+    f('q', R * qw);
+    f('kraw', R * kvw);
+    f('vraw', R * kvw);
+    f('k', R * kvw);
+    f('v', R * kvw);
+    f('attn', R * qw);
+    f('a', R * d.hidden);
+    f('g', R * d.intermediate);
+    f('u', R * d.intermediate);
+    f('y', R * d.hidden);
+    f('scores', 2 * R * heads * maxKeys); // score + compensation per key
+    f('sums', R * heads);
+    f('headIn', opts.maxBlock * d.hidden);
+    f('logits', opts.maxBlock * d.vocab);
+    this.ws.ids = storageBuffer(this.device, R * 4, 'ids');
+    this.ws.argmax = storageBuffer(this.device, opts.maxBlock * 4, 'argmax');
+    this.maxKeys = maxKeys;
+    this.dummy = storageBuffer(this.device, 16, 'dummy');
+  }
+  private readonly maxKeys: number;
+
+  /** Prefill `tokens` from position 0 in chunks of opts.prefillChunk (or `chunk`), then lay out the rings. */
+  async prefill(tokens: number[], o: StepOptions & { chunk?: number } = {}): Promise<ForwardResult> {
+    if (this.cache.state.nextPos !== 0) throw new Error('prefill needs an empty cache (call reset())');
+    this.checkContext(tokens.length);
+    const chunk = Math.min(o.chunk ?? this.opts.prefillChunk, this.R);
+    const out: ForwardResult = { captures: new Map() };
+    const logitRows: Float32Array[] = [];
+    const argmaxRows: number[] = [];
+    const hidden: Float32Array[] = [];
+    for (let p = 0; p < tokens.length; p += chunk) {
+      const rows = tokens.slice(p, p + chunk);
+      const isLast = p + chunk >= tokens.length;
+      const want = o.logits === 'all' ? 'all' : o.logits === 'last' && isLast ? 'last' : 'none';
+      const r = await this.forward(rows, p, 'prefill', { ...o, logits: want });
+      if (r.logits) logitRows.push(r.logits);
+      if (r.argmax) argmaxRows.push(...r.argmax);
+      if (r.finalHidden) hidden.push(r.finalHidden);
+      appendCaptures(out.captures, r.captures);
+    }
+    const rec = this.recorder('finish-prefill');
+    this.cache.finishPrefill(rec, tokens.length);
+    this.submit(rec);
+    if (logitRows.length) out.logits = concat(logitRows);
+    if (argmaxRows.length) out.argmax = Uint32Array.from(argmaxRows);
+    if (hidden.length) out.finalHidden = concat(hidden);
+    return out;
+  }
+
+  /**
+   * A chain step (one token) or a verify block (K tokens) at nextPos. Writes the block's K/V to the
+   * staging rows only: call commit(accepted) afterwards.
+   */
+  async step(tokens: number[], o: StepOptions = {}): Promise<ForwardResult> {
+    if (tokens.length > this.opts.maxBlock) throw new Error(`block of ${tokens.length} rows exceeds maxBlock ${this.opts.maxBlock}`);
+    this.checkContext(this.cache.state.nextPos + tokens.length);
+    return this.forward(tokens, this.cache.state.nextPos, 'step', { logits: 'all', ...o });
+  }
+
+  /** Keeps the first `accepted` rows of the last step (rollback of the rest). */
+  commit(accepted: number, blockStart = this.cache.state.nextPos): void {
+    const rec = this.recorder('commit');
+    this.cache.commit(rec, blockStart, accepted);
+    this.submit(rec);
+  }
+
+  /** Classic decode of one token: step + commit. */
+  async decode(token: number, o: StepOptions = {}): Promise<ForwardResult> {
+    const r = await this.step([token], o);
+    this.commit(1);
+    return r;
+  }
+
+  snapshot(): CacheSnapshot {
+    const rec = this.recorder('snapshot');
+    const s = this.cache.snapshot(rec);
+    this.submit(rec);
+    return s;
+  }
+
+  restore(s: CacheSnapshot): void {
+    const rec = this.recorder('restore');
+    this.cache.restore(rec, s);
+    this.submit(rec);
+  }
+
+  reset(): void {
+    this.cache.reset();
+  }
+
+  destroy(): void {
+    Object.values(this.ws).forEach((b) => b.destroy());
+    this.cache.layers.forEach((l) => [l.k, l.v, l.kStage, l.vStage].forEach((b) => b.destroy()));
+    this.ropes.destroy();
+    this.dummy.destroy();
+  }
+
+  private checkContext(n: number): void {
+    if (n > this.opts.maxContext) throw new Error(`sequence of ${n} tokens exceeds maxContext ${this.opts.maxContext}`);
+  }
+
+  /** Error scopes around every recording: a shader or validation error fails the call that caused it. */
+  private readonly scopes: Promise<GPUError | null>[] = [];
+
+  private recorder(label: string): Recorder {
+    this.device.pushErrorScope('out-of-memory');
+    this.device.pushErrorScope('validation');
+    return new Recorder(this.device, this.kernels, label);
+  }
+
+  private submit(rec: Recorder): void {
+    this.stats.dispatches += rec.dispatches;
+    this.stats.submits++;
+    rec.submit();
+    this.scopes.push(this.device.popErrorScope(), this.device.popErrorScope());
+  }
+
+  /** Throws the first GPU error recorded since the last check. */
+  private async checkErrors(what: string): Promise<void> {
+    const errors = await Promise.all(this.scopes.splice(0));
+    const e = errors.find((x) => x !== null);
+    if (!e) return;
+    const oom = e.constructor?.name === 'GPUOutOfMemoryError' || /out of memory/i.test(e.message);
+    throw new GpuError(oom ? 'out-of-memory' : 'validation', `${oom ? 'Out of GPU memory' : 'WebGPU error'} while ${what}: ${e.message}`);
+  }
+
+  private async forward(tokens: number[], p: number, kind: 'prefill' | 'step', o: StepOptions): Promise<ForwardResult> {
+    const M = tokens.length;
+    const d = this.desc;
+    const policy = o.policy ?? EXACT;
+    const rows: op.Rows = { M, round: this.round };
+    const ws = this.ws;
+    const rec = this.recorder(kind);
+    const captures = new Map<string, { buf: GPUBuffer; floats: number }>();
+    const want = (name: string) => o.captures === 'all' || (o.captures?.has(name) ?? false);
+    const capture = (name: string, src: GPUBuffer, floats: number) => {
+      if (!want(name)) return;
+      const buf = storageBuffer(this.device, floats * 4, `cap.${name}`); // destroyed after readback
+      rec.copy(src, 0, buf, 0, floats * 4);
+      captures.set(name, { buf, floats });
+    };
+
+    this.device.queue.writeBuffer(ws.ids, 0, Uint32Array.from(tokens));
+    op.embed(rec, this.weights.embed, ws.ids, ws.h, d.embedScale, rows);
+    const state = this.cache.state;
+
+    d.layers.forEach((l, i) => {
+      const w = this.weights.layers[i];
+      const kv = this.cache.layers[i];
+      const H = d.hidden;
+      const qw = l.numHeads * l.headDim;
+      const kvw = l.numKvHeads * l.headDim;
+      const rope = this.ropes.get(l.rope, l.headDim);
+      const norm = (x: GPUBuffer, weight: GPUBuffer | null, out: GPUBuffer, nrows: number, D: number, extra: Partial<op.NormArgs> = {}) =>
+        op.rmsnorm(rec, x, weight, out, this.dummy, { rows: nrows, D, eps: d.eps, round: this.round, ...extra });
+
+      // Attention block.
+      norm(ws.h, w.inputNorm, ws.xn, M, H);
+      op.matmul(rec, w.qProj, ws.xn, ws.attn, rows); // raw q; ws.attn is free until attention
+      norm(ws.attn, w.qNorm, ws.q, M * l.numHeads, l.headDim);
+      op.rope(rec, ws.q, rope, l.numHeads, l.headDim, p, rows);
+      op.matmul(rec, w.kProj!, ws.xn, ws.kraw, rows);
+      norm(ws.kraw, w.kNorm, ws.k, M * l.numKvHeads, l.headDim);
+      op.rope(rec, ws.k, rope, l.numKvHeads, l.headDim, p, rows);
+      let vSrc = ws.kraw; // k_eq_v: V = v_norm(raw K projection)
+      if (w.vProj) {
+        op.matmul(rec, w.vProj, ws.xn, ws.vraw, rows);
+        vSrc = ws.vraw;
+      }
+      norm(vSrc, null, ws.v, M * l.numKvHeads, l.headDim);
+      capture(`q.${i}`, ws.q, M * qw);
+      capture(`k.${i}`, ws.k, M * kvw);
+      capture(`v.${i}`, ws.v, M * kvw);
+
+      const rowBytes = kvw * 4;
+      let mode: op.AttentionMode;
+      let kStage: GPUBuffer, vStage: GPUBuffer, base: number;
+      if (l.type === 'full') {
+        rec.copy(ws.k, 0, kv.k, p * rowBytes, M * rowBytes);
+        rec.copy(ws.v, 0, kv.v, p * rowBytes, M * rowBytes);
+        [mode, kStage, vStage, base] = ['linear', kv.k, kv.v, 0];
+      } else if (kind === 'prefill') {
+        [mode, kStage, vStage, base] = ['chrono', ws.k, ws.v, 0];
+      } else {
+        rec.copy(ws.k, 0, kv.kStage, 0, M * rowBytes);
+        rec.copy(ws.v, 0, kv.vStage, 0, M * rowBytes);
+        [mode, kStage, vStage, base] = [policy.slidingVerifyOrder(M), kv.kStage, kv.vStage, state.base];
+      }
+      op.attention(rec, {
+        M, heads: l.numHeads, kvHeads: l.numKvHeads, d: l.headDim, mode, window: d.window, base, p, round: this.round,
+        q: ws.q, kCache: kv.k, vCache: kv.v, kStage, vStage, out: ws.attn,
+        scratch: { scores: ws.scores, sums: ws.sums, maxKeys: this.maxKeys },
+      });
+      if (l.type === 'sliding' && kind === 'prefill') this.cache.commitPrefillRows(rec, i, ws.k, ws.v, p, M);
+      op.matmul(rec, w.oProj, ws.attn, ws.a, rows);
+      capture(`attn.${i}`, ws.a, M * H);
+      norm(ws.a, w.postAttnNorm, ws.h, M, H, { residual: { postScale: 1 } });
+
+      // MLP block.
+      norm(ws.h, w.preFfNorm, ws.xn, M, H);
+      op.matmul(rec, w.gate, ws.xn, ws.g, rows);
+      op.matmul(rec, w.up, ws.xn, ws.u, rows);
+      op.geglu(rec, ws.g, ws.u, M * d.intermediate, this.round);
+      op.matmul(rec, w.down, ws.g, ws.a, rows);
+      capture(`mlp.${i}`, ws.a, M * H);
+      norm(ws.a, w.postFfNorm, ws.h, M, H, { residual: { postScale: w.layerScalar } });
+      capture(`layer.${i}`, ws.h, M * H);
+    });
+
+    const result: ForwardResult = { captures: new Map() };
+    const needHead = o.logits === 'all' || o.logits === 'last';
+    if (needHead || o.finalHidden || want('final_norm') || want('logits')) {
+      op.rmsnorm(rec, ws.h, this.weights.finalNorm, ws.y, this.dummy, { rows: M, D: d.hidden, eps: d.eps, round: this.round });
+      capture('final_norm', ws.y, M * d.hidden);
+    }
+    const finalHidden = o.finalHidden ? storageBuffer(this.device, M * d.hidden * 4, 'finalHidden') : undefined;
+    if (finalHidden) {
+      rec.copy(ws.y, 0, finalHidden, 0, M * d.hidden * 4);
+    }
+    this.submit(rec);
+
+    // LM head, in groups of at most maxBlock rows (bounds the [rows, V] logits buffer).
+    if (needHead || want('logits')) {
+      const first = o.logits === 'last' ? M - 1 : 0;
+      const logitChunks: Float32Array[] = [];
+      const ids: number[] = [];
+      for (let r0 = first; r0 < M; r0 += this.opts.maxBlock) {
+        const n = Math.min(this.opts.maxBlock, M - r0);
+        const hrec = this.recorder('lm-head');
+        hrec.copy(ws.y, r0 * d.hidden * 4, ws.headIn, 0, n * d.hidden * 4);
+        op.matmul(hrec, this.weights.embed, ws.headIn, ws.logits, { M: n, round: this.round }, d.hidden, d.vocab);
+        if (d.finalSoftcap !== null) op.softcap(hrec, ws.logits, n * d.vocab, d.finalSoftcap, this.round);
+        op.argmax(hrec, ws.logits, ws.argmax, n, d.vocab);
+        this.submit(hrec);
+        const [lg, am] = await withErrorScopes(this.device, 'reading logits', () =>
+          Promise.all([readBytes(this.device, ws.logits, n * d.vocab * 4), readBytes(this.device, ws.argmax, n * 4)]));
+        logitChunks.push(new Float32Array(lg.buffer, lg.byteOffset, n * d.vocab));
+        ids.push(...new Uint32Array(am.buffer, am.byteOffset, n));
+      }
+      result.logits = concat(logitChunks);
+      result.argmax = Uint32Array.from(ids);
+      if (want('logits')) result.captures.set('logits', result.logits);
+    }
+    for (const [name, c] of captures) {
+      const b = await readBytes(this.device, c.buf, c.floats * 4);
+      result.captures.set(name, new Float32Array(b.buffer, b.byteOffset, c.floats));
+      c.buf.destroy();
+    }
+    if (finalHidden) {
+      const b = await readBytes(this.device, finalHidden, M * d.hidden * 4);
+      result.finalHidden = new Float32Array(b.buffer, b.byteOffset, M * d.hidden);
+      finalHidden.destroy();
+    }
+    await this.checkErrors(`running a ${kind} forward of ${M} rows at position ${p}`);
+    this.stats.forwards++;
+    return result;
+  }
+}
+
+function concat(parts: Float32Array[]): Float32Array {
+  if (parts.length === 1) return parts[0];
+  const out = new Float32Array(parts.reduce((a, p) => a + p.length, 0));
+  let o = 0;
+  for (const p of parts) {
+    out.set(p, o);
+    o += p.length;
+  }
+  return out;
+}
+
+function appendCaptures(into: Map<string, Float32Array>, add: Map<string, Float32Array>): void {
+  for (const [k, v] of add) into.set(k, into.has(k) ? concat([into.get(k)!, v]) : v);
+}

@@ -1,0 +1,108 @@
+import { dequantizeLinear } from '../format/dequant.ts';
+import type { AssistantDescription, DecoderLayer, Linear, ModelDescription, TargetDescription } from '../format/model-description.ts';
+import { readTensorBytes, toFloat64, type TensorRef } from '../format/safetensors.ts';
+import type { LayerGeometry } from '../format/config.ts';
+
+/** A linear map with its weight dequantized to float64, row-major [out, in]. */
+export interface RefLinear {
+  out: number;
+  in: number;
+  w: Float64Array;
+}
+
+/** One decoder layer's weights in float64 (null where the description has no tensor). */
+export interface RefLayer extends LayerGeometry {
+  index: number;
+  inputNorm: Float64Array;
+  q: RefLinear;
+  k: RefLinear | null;
+  v: RefLinear | null;
+  o: RefLinear;
+  qNorm: Float64Array;
+  kNorm: Float64Array | null;
+  postAttnNorm: Float64Array;
+  preFfNorm: Float64Array;
+  gate: RefLinear;
+  up: RefLinear;
+  down: RefLinear;
+  postFfNorm: Float64Array;
+  layerScalar: number;
+}
+
+interface RefModelBase {
+  hidden: number;
+  vocab: number;
+  window: number;
+  eps: number;
+  finalSoftcap: number | null;
+  /** Tied embedding / LM head [vocab, hidden]. */
+  embed: RefLinear;
+  layers: RefLayer[];
+  finalNorm: Float64Array;
+}
+
+export interface TargetWeights extends RefModelBase {
+  role: 'target';
+  desc: TargetDescription;
+  embedScale: number;
+}
+
+export interface AssistantWeights extends RefModelBase {
+  role: 'assistant';
+  desc: AssistantDescription;
+  backboneHidden: number;
+  preProjection: RefLinear;
+  postProjection: RefLinear;
+}
+
+export type ReferenceWeights = TargetWeights | AssistantWeights;
+
+async function vec(t: TensorRef): Promise<Float64Array> {
+  return toFloat64(await readTensorBytes(t), t.dtype);
+}
+
+async function lin(l: Linear): Promise<RefLinear> {
+  return { out: l.outFeatures, in: l.inFeatures, w: await dequantizeLinear(l) };
+}
+
+async function layer(l: DecoderLayer): Promise<RefLayer> {
+  return {
+    index: l.index, type: l.type, headDim: l.headDim, numHeads: l.numHeads, numKvHeads: l.numKvHeads, kEqV: l.kEqV, rope: l.rope,
+    inputNorm: await vec(l.inputNorm),
+    q: await lin(l.qProj),
+    k: l.kProj ? await lin(l.kProj) : null,
+    v: l.vProj ? await lin(l.vProj) : null,
+    o: await lin(l.oProj),
+    qNorm: await vec(l.qNorm),
+    kNorm: l.kNorm ? await vec(l.kNorm) : null,
+    postAttnNorm: await vec(l.postAttnNorm),
+    preFfNorm: await vec(l.preFfNorm),
+    gate: await lin(l.gate),
+    up: await lin(l.up),
+    down: await lin(l.down),
+    postFfNorm: await vec(l.postFfNorm),
+    layerScalar: (await vec(l.layerScalar))[0],
+  };
+}
+
+/**
+ * Loads every weight of a description into float64 (dequantized exactly: scale * q + bias in f64, which is
+ * exact for bf16 scales/biases and small integer codes). Meant for small models (fixtures, synthetic ones):
+ * a 12B would need ~100 GB this way.
+ */
+export async function loadReferenceWeights(desc: TargetDescription): Promise<TargetWeights>;
+export async function loadReferenceWeights(desc: AssistantDescription): Promise<AssistantWeights>;
+export async function loadReferenceWeights(desc: ModelDescription): Promise<ReferenceWeights>;
+export async function loadReferenceWeights(desc: ModelDescription): Promise<ReferenceWeights> {
+  const layers: RefLayer[] = [];
+  for (const l of desc.layers) layers.push(await layer(l));
+  const base: RefModelBase = {
+    hidden: desc.hidden, vocab: desc.vocab, window: desc.window, eps: desc.eps, finalSoftcap: desc.finalSoftcap,
+    embed: await lin(desc.embed), layers, finalNorm: await vec(desc.finalNorm),
+  };
+  if (desc.role === 'target') return { ...base, role: 'target', desc, embedScale: desc.embedScale };
+  return {
+    ...base, role: 'assistant', desc, backboneHidden: desc.backboneHidden,
+    preProjection: await lin(desc.preProjection), postProjection: await lin(desc.postProjection),
+  };
+}

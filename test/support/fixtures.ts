@@ -1,0 +1,63 @@
+/** Access to ../shared/fixtures for tests: checkpoints and golden tensors. */
+import path from 'node:path';
+import { readFileSync } from 'node:fs';
+import { nodeFileSource, openCheckpointDir } from '../../src/node/file-source.ts';
+import { readSafetensorsHeader, readTensorBytes } from '../../src/format/safetensors.ts';
+import { toFloat64 } from '../../src/format/dtype.ts';
+import type { Checkpoint } from '../../src/format/checkpoint.ts';
+
+export const FIXTURES = path.resolve(process.cwd(), '../shared/fixtures');
+export const TINY_A = path.join(FIXTURES, 'tiny-a');
+
+export interface Golden {
+  json: {
+    prompt: number[];
+    greedy: number[];
+    bonus_token: number;
+    draft: { position_id: number; tokens: number[] };
+    mtp_tokens: number[];
+    [k: string]: unknown;
+  };
+  tensor(name: string): Promise<{ shape: number[]; data: Float64Array }>;
+  names: string[];
+}
+
+export async function loadGolden(dir = TINY_A): Promise<Golden> {
+  const json = JSON.parse(readFileSync(path.join(dir, 'golden.json'), 'utf8'));
+  const header = await readSafetensorsHeader(await nodeFileSource(path.join(dir, 'golden.safetensors')));
+  const byName = new Map(header.tensors.map((t) => [t.name, t]));
+  return {
+    json,
+    names: [...byName.keys()],
+    async tensor(name) {
+      const t = byName.get(name);
+      if (!t) throw new Error(`golden tensor ${name} missing`);
+      return { shape: [...t.shape], data: toFloat64(await readTensorBytes(t), t.dtype) };
+    },
+  };
+}
+
+export async function tinyTarget(): Promise<Checkpoint> {
+  return openCheckpointDir(path.join(TINY_A, 'target'));
+}
+export async function tinyAssistant(): Promise<Checkpoint> {
+  return openCheckpointDir(path.join(TINY_A, 'assistant'));
+}
+
+export function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  if (a.length !== b.length) throw new Error(`length ${a.length} vs ${b.length}`);
+  let m = 0;
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - b[i]));
+  return m;
+}
+
+/** Normalised mean squared error: sum (a-b)^2 / sum b^2. */
+export function nmse(a: ArrayLike<number>, ref: ArrayLike<number>): number {
+  let num = 0;
+  let den = 0;
+  for (let i = 0; i < ref.length; i++) {
+    num += (a[i] - ref[i]) ** 2;
+    den += ref[i] ** 2;
+  }
+  return num / den;
+}
