@@ -1,35 +1,107 @@
 /**
  * The engine as the page sees it: every method runs inside the Worker and owns all GPU objects.
- * Nothing here touches the DOM. Long operations take a progress callback and a job id that
- * `cancel(jobId)` can stop between GPU steps.
+ * Nothing here touches the DOM. Long operations take a job id (for `cancel(jobId)`, checked between
+ * GPU steps) and a progress callback (a comlink proxy).
  */
 import { createGpuContext, type AdapterReport, type GpuContext } from '../gpu/device.ts';
 import { runSelfTest, type SelfTestResult } from '../gpu/selftest.ts';
-import { CancelToken } from '../util/cancel.ts';
+import { CancelToken, type ProgressFn } from '../util/cancel.ts';
+import { blobSource } from '../format/bytesource.ts';
+import { openCheckpoint, type Checkpoint } from '../format/checkpoint.ts';
+import { checkCompatibility } from '../format/compat.ts';
+import { uploadWeights, type GpuWeights } from '../model/gpu-weights.ts';
+import type { AssistantDescription, TargetDescription } from '../format/model-description.ts';
+import { checkpointInfo } from '../parity/summary.ts';
+import type { CheckpointInfo } from '../parity/report.ts';
+
+export type Role = 'target' | 'assistant';
+
+/** Files of one dropped or picked folder: `path` relative to the folder (e.g. "model-00001-of-00002.safetensors"). */
+export interface FolderFiles {
+  label: string;
+  files: { path: string; file: Blob }[];
+}
+
+export interface LoadedSummary extends CheckpointInfo {
+  role: Role;
+  tensors: number;
+  ignoredTensors: number;
+  hasTokenizer: boolean;
+  loadMs: number;
+}
 
 export class Engine {
   private ctx: GpuContext | undefined;
   private readonly jobs = new Map<string, CancelToken>();
+  protected checkpoints: Partial<Record<Role, { ck: Checkpoint; weights: GpuWeights }>> = {};
 
   /** Acquires the adapter and device (once). Throws a GpuError with an actionable message. */
   async init(): Promise<AdapterReport> {
+    return (await this.gpu()).report;
+  }
+
+  protected async gpu(): Promise<GpuContext> {
     if (!this.ctx) {
       const gpu = (globalThis.navigator as Navigator | undefined)?.gpu;
-      this.ctx = await createGpuContext(gpu);
-      this.ctx.lost.then((e) => {
-        this.ctx = undefined;
+      const ctx = await createGpuContext(gpu);
+      this.ctx = ctx;
+      void ctx.lost.then((e) => {
+        if (this.ctx === ctx) this.ctx = undefined;
+        this.checkpoints = {};
         this.onDeviceLost?.(e.message);
       });
     }
-    return this.ctx.report;
+    return this.ctx;
   }
 
   /** Set by the host to hear about a lost device (called with the user-facing message). */
   onDeviceLost: ((message: string) => void) | undefined;
 
   async selfTest(): Promise<SelfTestResult> {
-    await this.init();
-    return runSelfTest(this.ctx!);
+    return runSelfTest(await this.gpu());
+  }
+
+  /**
+   * Opens a checkpoint folder (config + headers, validated), checks it has the expected role and
+   * fits with the other one, and streams its weights to the GPU. Replaces a previous one of the role.
+   */
+  async loadCheckpoint(role: Role, folder: FolderFiles, jobId: string, onProgress?: ProgressFn): Promise<LoadedSummary> {
+    const t0 = performance.now();
+    const token = this.startJob(jobId);
+    try {
+      const ctx = await this.gpu();
+      const sources = folder.files.map((f) => blobSource(f.path, f.file));
+      onProgress?.({ phase: 'open', done: 0, total: 1, detail: 'reading config.json and safetensors headers' });
+      const ck = await openCheckpoint(sources, folder.label);
+      const actual: Role = ck.description.role;
+      if (actual !== role) {
+        throw new Error(`${folder.label}: this is ${actual === 'target' ? 'a target model' : 'an MTP assistant'} (model_type "${ck.modelType}"), not ${role === 'target' ? 'a target' : 'an assistant'}. Drop it on the ${actual} zone.`);
+      }
+      const other = this.checkpoints[role === 'target' ? 'assistant' : 'target'];
+      if (other) {
+        const [t, a] = role === 'target' ? [ck, other.ck] : [other.ck, ck];
+        checkCompatibility(t.description as TargetDescription, a.description as AssistantDescription);
+      }
+      this.checkpoints[role]?.weights.destroy();
+      delete this.checkpoints[role];
+      const weights = await uploadWeights(ctx.device, ck.description, onProgress, token);
+      this.checkpoints[role] = { ck, weights };
+      return {
+        ...checkpointInfo(ck),
+        role,
+        tensors: ck.tensors.size,
+        ignoredTensors: ck.ignoredTensors,
+        hasTokenizer: ck.tokenizer !== undefined,
+        loadMs: performance.now() - t0,
+      };
+    } finally {
+      this.endJob(jobId);
+    }
+  }
+
+  unload(role: Role): void {
+    this.checkpoints[role]?.weights.destroy();
+    delete this.checkpoints[role];
   }
 
   /** Registers a cancellable job; the token is checked between GPU steps. */

@@ -1,0 +1,185 @@
+/**
+ * The one report schema shared by the page and the CLI (`ringside-report/1`). A report renders the
+ * same from a file, a share link or a live run, without the model. Everything in it is plain JSON
+ * data; the page renders strings only as text (never HTML).
+ */
+import type { AdapterReport } from '../gpu/device.ts';
+
+export const REPORT_SCHEMA = 'ringside-report/1';
+
+export type Verdict = 'equal' | 'diverges';
+/** Stages in execution order within a layer, then the two final stages. */
+export const LAYER_STAGES = ['q', 'k', 'v', 'attn', 'mlp', 'layer'] as const;
+export const FINAL_STAGES = ['final_norm', 'logits'] as const;
+export type LayerStage = (typeof LAYER_STAGES)[number];
+export type FinalStage = (typeof FINAL_STAGES)[number];
+export type Stage = LayerStage | FinalStage;
+
+export const STAGE_LABELS: Record<Stage, string> = {
+  q: 'q (after q_norm + RoPE)',
+  k: 'k (after k_norm + RoPE)',
+  v: 'v (after v_norm)',
+  attn: 'attention output',
+  mlp: 'MLP output',
+  layer: 'layer output',
+  final_norm: 'final norm',
+  logits: 'LM head logits',
+};
+
+export interface CheckpointInfo {
+  label: string;
+  modelType: string;
+  digest: string;
+  layers: number;
+  hidden: number;
+  heads: number;
+  window: number;
+  vocab: number;
+  /** e.g. "affine 4-bit g64, MLP 8-bit" */
+  quantization: string;
+  bytes: number;
+}
+
+export interface Provenance {
+  app: { name: 'ringside'; version: string };
+  createdAt: string;
+  adapter: AdapterReport;
+  /** navigator.userAgent or "node v20 linux x64 (Dawn)". */
+  platform: string;
+  policy: string;
+  precision: 'f32' | 'bf16';
+  block: number;
+  drawLengths: number[];
+  prefillChunk: number;
+  draftPosition?: 'hf' | 'mlxcel';
+  target: CheckpointInfo;
+  assistant?: CheckpointInfo;
+}
+
+/** Differences between the two arms' values for one row (position). */
+export interface RowDiff {
+  position: number;
+  bytesDiffering: number;
+  bytesTotal: number;
+  maxAbs: number;
+  /** Largest difference in units in the last place of the storage format (f32 or bf16). */
+  maxUlp: number;
+  nmse: number;
+}
+
+export interface FirstDivergence {
+  /** Layer index, or null for final_norm / logits. */
+  layer: number | null;
+  layerKind: 'sliding' | 'full' | null;
+  stage: Stage;
+  /** Position within the block (0-based row of the verify block). */
+  position: number;
+  /** "first divergence: layer 0 (sliding) attention output at position 0" */
+  text: string;
+}
+
+export interface StageDiff {
+  layer: number | null;
+  layerKind: 'sliding' | 'full' | null;
+  stage: Stage;
+  rows: RowDiff[];
+}
+
+export interface LensRow {
+  position: number;
+  /** KL(chain || block) of the softmax of the lens logits. */
+  kl: number;
+  top1Agree: boolean;
+}
+
+export interface LensLayer {
+  layer: number;
+  rows: LensRow[];
+}
+
+/** Where the keys of the long draw live, for the ring diagram. */
+export interface RingView {
+  window: number;
+  /** Sequence positions held by each physical slot before the block (null = empty). */
+  slotPositions: (number | null)[];
+  /** Position of the first block row; block row t is written to slot (blockStart + t - base) mod W. */
+  blockStart: number;
+  base: number;
+  blockSlots: number[];
+  /** How each arm reads keys for block row j: "physical" (slot order) or "chronological". */
+  chainOrder: 'physical';
+  blockOrder: 'physical' | 'chronological' | 'masked-chronological';
+}
+
+export interface DrawResult {
+  index: number;
+  salt: number;
+  promptLength: number;
+  verdict: Verdict;
+  /** First block position that differs, or null. */
+  position: number | null;
+  /** Bytes differing in that row (0 when equal) and bytes per row. */
+  bytesDiffering: number;
+  bytesTotal: number;
+  /** mlxcel's words: "verify block position P differs from the single-token chain in N of M logit bytes". */
+  text: string;
+  rows: RowDiff[];
+  firstDivergence: FirstDivergence | null;
+  stages?: StageDiff[];
+  lens?: LensLayer[];
+  ring?: RingView;
+  timings: { prefillMs: number; chainMs: number; blockMs: number; localizeMs?: number };
+}
+
+export interface ProbeReport {
+  schema: typeof REPORT_SCHEMA;
+  kind: 'probe';
+  verdict: Verdict;
+  /** Overall text, e.g. "block-versus-chain probe passed: 4 draws, every logit byte equal". */
+  summary: string;
+  /** Fail-closed consequence: "MTP would be declined" / "MTP would be enabled". */
+  consequence: string;
+  provenance: Provenance;
+  draws: DrawResult[];
+  timings: { totalMs: number; loadMs?: number };
+}
+
+export type Report = ProbeReport;
+
+/** Validates an untrusted report (file, share link). Returns a list of problems (empty = valid). */
+export function validateReport(x: unknown): string[] {
+  const errs: string[] = [];
+  const obj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+  const need = (cond: boolean, msg: string) => {
+    if (!cond) errs.push(msg);
+  };
+  if (!obj(x)) return ['report is not a JSON object'];
+  need(x.schema === REPORT_SCHEMA, `schema must be "${REPORT_SCHEMA}" (found ${JSON.stringify(x.schema)})`);
+  need(x.kind === 'probe', `kind must be "probe" (found ${JSON.stringify(x.kind)})`);
+  need(x.verdict === 'equal' || x.verdict === 'diverges', 'verdict must be "equal" or "diverges"');
+  need(typeof x.summary === 'string', 'summary must be a string');
+  need(typeof x.consequence === 'string', 'consequence must be a string');
+  const p = x.provenance;
+  if (!obj(p)) errs.push('provenance missing');
+  else {
+    for (const k of ['policy', 'precision', 'createdAt', 'platform'] as const) need(typeof p[k] === 'string', `provenance.${k} must be a string`);
+    need(typeof p.block === 'number', 'provenance.block must be a number');
+    need(Array.isArray(p.drawLengths), 'provenance.drawLengths must be an array');
+    need(obj(p.adapter), 'provenance.adapter missing');
+    need(obj(p.target) && typeof (p.target as Record<string, unknown>).digest === 'string', 'provenance.target.digest missing');
+  }
+  if (!Array.isArray(x.draws)) errs.push('draws must be an array');
+  else
+    x.draws.forEach((d, i) => {
+      if (!obj(d)) return errs.push(`draws[${i}] is not an object`);
+      need(d.verdict === 'equal' || d.verdict === 'diverges', `draws[${i}].verdict invalid`);
+      for (const k of ['promptLength', 'bytesDiffering', 'bytesTotal', 'salt'] as const) need(typeof d[k] === 'number', `draws[${i}].${k} must be a number`);
+      need(d.position === null || typeof d.position === 'number', `draws[${i}].position must be a number or null`);
+      need(typeof d.text === 'string', `draws[${i}].text must be a string`);
+      need(Array.isArray(d.rows), `draws[${i}].rows must be an array`);
+      const fd = d.firstDivergence;
+      need(fd === null || (obj(fd) && typeof fd.stage === 'string' && typeof fd.position === 'number' && typeof fd.text === 'string'), `draws[${i}].firstDivergence invalid`);
+      if (d.stages !== undefined) need(Array.isArray(d.stages), `draws[${i}].stages must be an array`);
+    });
+  return errs;
+}
