@@ -9,12 +9,22 @@
 //     tokens 0..j: slots those tokens overwrite are read from the staging rows instead.
 //   MODE_CHRONO: the same window read in chronological order (prefill; the ring-chronological policy).
 //   MODE_LINEAR: a full-attention cache, position = row, keys 0..p+j.
-// Every reduction runs in a fixed order over i, so a row's result depends only on its keys.
+//   MODE_MASKED (inexact policy mask-widened): every row reads the whole buffered width, the union
+//     of all rows' windows in chronological order, and keys outside its own window get an additive
+//     -inf mask (they contribute exact zeros, but widen the reduction).
+// Every reduction runs in a fixed order over i, so a row's result depends only on its keys and
+// the order they are read in. Dot products over head_dim are compensated (accuracy); sums over the
+// key axis are plain f32, as in MLX, so that a different key order gives different bits.
 override WG: u32 = 64u;
 
 const MODE_PHYSICAL: u32 = 0u;
 const MODE_CHRONO: u32 = 1u;
 const MODE_LINEAR: u32 = 2u;
+const MODE_MASKED: u32 = 3u;
+const MASKED: f32 = -1.0e30;
+
+// softmax_split / pv_split only (inexact policies): number of contiguous key ranges reduced apart.
+override SPLIT: u32 = 2u;
 
 struct Params {
   M: u32, heads: u32, kv_heads: u32, d: u32,
@@ -35,7 +45,20 @@ struct Params {
 fn key_count(j: u32) -> u32 {
   let pos = P.p + j;
   if (P.mode == MODE_LINEAR) { return pos + 1u; }
+  if (P.mode == MODE_MASKED) { return P.p + P.M - masked_lo(); }
   return min(pos + 1u, P.window);
+}
+
+// First position of the widened (masked) key range: the window start of row 0.
+fn masked_lo() -> u32 {
+  return select(0u, P.p + 1u - P.window, P.p + 1u > P.window);
+}
+
+fn is_masked(j: u32, i: u32) -> bool {
+  if (P.mode != MODE_MASKED) { return false; }
+  let kp = masked_lo() + i;
+  let pos = P.p + j;
+  return kp > pos || kp + P.window <= pos;
 }
 
 // Returns (from_stage, row): the cache slot or staging row that holds the i-th key of row j.
@@ -48,9 +71,9 @@ fn key_of(j: u32, i: u32) -> vec2<u32> {
     if (t <= j) { return vec2<u32>(1u, t); }
     return vec2<u32>(0u, i);
   }
-  // MODE_CHRONO: positions lo .. p+j in order.
+  // MODE_CHRONO: positions lo .. p+j in order; MODE_MASKED: the widened range.
   let pos = P.p + j;
-  let lo = pos + 1u - key_count(j);
+  let lo = select(pos + 1u - key_count(j), masked_lo(), P.mode == MODE_MASKED);
   let kp = lo + i;
   if (kp >= P.p) { return vec2<u32>(1u, kp - P.p); }
   return vec2<u32>(0u, (kp - P.base) % W);
@@ -75,6 +98,8 @@ fn scores(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
   let j = jh / P.heads;
   let h = jh % P.heads;
   if (i >= key_count(j)) { return; }
+  let at = 2u * (jh * P.max_keys + i);
+  if (is_masked(j, i)) { s[at] = MASKED; s[at + 1u] = 0.0; return; }
   let kvh = h / (P.heads / P.kv_heads);
   let loc = key_of(j, i);
   let qb = jh * P.d;
@@ -82,7 +107,6 @@ fn scores(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
   for (var c = 0u; c < P.d; c++) { acc = ksum_add(acc, q[qb + c] * k_at(loc, kvh, c)); }
   // Keep the compensation term: scores are large (scale 1.0) and exp() amplifies their rounding.
   let t = ksum_value(acc);
-  let at = 2u * (jh * P.max_keys + i);
   s[at] = t;
   s[at + 1u] = (acc.x - t) + acc.y;
 }
@@ -96,14 +120,16 @@ fn softmax(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
   let b = jh * P.max_keys;
   var mx = s[2u * b];
   for (var i = 1u; i < n; i++) { mx = max(mx, s[2u * (b + i)]); }
-  var sum = vec2<f32>(0.0);
+  // Sums over the key axis are plain sequential f32 sums, as in MLX's kernels: the order in which
+  // the keys are visited matters, which is why verify must visit them in classic's order.
+  var sum = 0.0;
   for (var i = 0u; i < n; i++) {
     let at = 2u * (b + i);
     let e = exp_ref((s[at] - mx) + s[at + 1u]);
     s[at] = e;
-    sum = ksum_add(sum, e);
+    sum += e;
   }
-  sums[jh] = ksum_value(sum);
+  sums[jh] = sum;
 }
 
 @compute @workgroup_size(WG)
@@ -118,8 +144,60 @@ fn pv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<
   let kvh = h / (P.heads / P.kv_heads);
   let n = key_count(j);
   let b = jh * P.max_keys;
-  var acc = vec2<f32>(0.0);
-  for (var i = 0u; i < n; i++) { acc = ksum_add(acc, s[2u * (b + i)] * v_at(key_of(j, i), kvh, c)); }
-  let o = ksum_value(acc) / sums[jh];
+  var acc = 0.0;
+  for (var i = 0u; i < n; i++) { acc += s[2u * (b + i)] * v_at(key_of(j, i), kvh, c); }
+  let o = acc / sums[jh];
+  out[jh * P.d + c] = select(o, round_bf16(o), P.round == 1u);
+}
+
+// Inexact variants (policies attention-m-split, mask-widened): the key range is cut into SPLIT
+// contiguous blocks reduced separately in plain f32 and combined in order, the way two-pass vector
+// attention kernels do when they pick their block count from M or from the key count.
+@compute @workgroup_size(WG)
+fn softmax_split(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                 @builtin(local_invocation_index) lid: u32) {
+  let jh = linear_workgroup(wid, nwg) * WG + lid;
+  if (jh >= P.M * P.heads) { return; }
+  let n = key_count(jh / P.heads);
+  let b = jh * P.max_keys;
+  var mx = s[2u * b];
+  for (var i = 1u; i < n; i++) { mx = max(mx, s[2u * (b + i)]); }
+  let per = (n + SPLIT - 1u) / SPLIT;
+  var total = 0.0;
+  for (var sp = 0u; sp < SPLIT; sp++) {
+    var part = 0.0;
+    for (var i = sp * per; i < min(n, (sp + 1u) * per); i++) {
+      let at = 2u * (b + i);
+      let e = exp_ref(s[at] - mx);
+      s[at] = e;
+      part += e;
+    }
+    total += part;
+  }
+  sums[jh] = total;
+}
+
+@compute @workgroup_size(WG)
+fn pv_split(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+            @builtin(local_invocation_index) lid: u32) {
+  let idx = linear_workgroup(wid, nwg) * WG + lid;
+  let c = idx % P.d;
+  let jh = idx / P.d;
+  if (jh >= P.M * P.heads) { return; }
+  let j = jh / P.heads;
+  let h = jh % P.heads;
+  let kvh = h / (P.heads / P.kv_heads);
+  let n = key_count(j);
+  let b = jh * P.max_keys;
+  let per = (n + SPLIT - 1u) / SPLIT;
+  var total = 0.0;
+  for (var sp = 0u; sp < SPLIT; sp++) {
+    var part = 0.0;
+    for (var i = sp * per; i < min(n, (sp + 1u) * per); i++) {
+      part += s[2u * (b + i)] * v_at(key_of(j, i), kvh, c);
+    }
+    total += part;
+  }
+  let o = total / sums[jh];
   out[jh * P.d + c] = select(o, round_bf16(o), P.round == 1u);
 }

@@ -15,18 +15,24 @@ export interface Rows {
   M: number;
   /** Round every output to bf16 (bf16 activation mode). */
   round: boolean;
+  /** 0: the exact kernel. n > 0: the inexact split-K variant with n ranges (parity-lab policies). */
+  split?: number;
 }
 
 /** y[m, :] = W x[m, :] for a whole linear (every row part). */
 export function matmul(rec: Recorder, lin: GpuLinear, x: GPUBuffer, y: GPUBuffer, r: Rows, xStride = lin.desc.inFeatures, yStride = lin.desc.outFeatures): void {
   const { desc } = lin;
+  const split = r.split ?? 0;
   lin.weight.parts.forEach((part, i) => {
     if (desc.kind === 'affine') {
       const params = rec.params([r.M, part.rows, desc.inFeatures, desc.groupSize, part.rowStart, xStride, yStride, r.round ? 1 : 0]);
-      rec.run('matmul.wgsl', 'affine', { BITS: desc.bits }, [params, x, part.buffer, y, lin.scales!.parts[i].buffer, lin.biases!.parts[i].buffer], groups(r.M * part.rows));
+      const [entry, constants] = split > 0 ? ['affine_split', { BITS: desc.bits, SPLIT: split }] : ['affine', { BITS: desc.bits }];
+      rec.run('matmul.wgsl', entry, constants, [params, x, part.buffer, y, lin.scales!.parts[i].buffer, lin.biases!.parts[i].buffer], groups(r.M * part.rows));
     } else {
       const params = rec.params([r.M, part.rows, desc.inFeatures, 0, part.rowStart, xStride, yStride, r.round ? 1 : 0]);
-      rec.run('matmul_dense.wgsl', 'main', { DTYPE: DENSE_DTYPE[desc.weight.dtype] }, [params, x, part.buffer, y], groups(r.M * part.rows));
+      const dtype = DENSE_DTYPE[desc.weight.dtype];
+      const [entry, constants] = split > 0 ? ['main_split', { DTYPE: dtype, SPLIT: split }] : ['main', { DTYPE: dtype }];
+      rec.run('matmul_dense.wgsl', entry, constants, [params, x, part.buffer, y], groups(r.M * part.rows));
     }
   });
 }
@@ -97,7 +103,7 @@ export function argmax(rec: Recorder, logits: GPUBuffer, ids: GPUBuffer, M: numb
   rec.run('argmax.wgsl', 'main', {}, [rec.params([M, V, 0, 0]), logits, ids], M);
 }
 
-export const ATTENTION_MODE = { physical: 0, chrono: 1, linear: 2 } as const;
+export const ATTENTION_MODE = { physical: 0, chrono: 1, linear: 2, masked: 3 } as const;
 export type AttentionMode = keyof typeof ATTENTION_MODE;
 
 export interface AttentionArgs {
@@ -111,6 +117,8 @@ export interface AttentionArgs {
   /** Position of row 0. */
   p: number;
   round: boolean;
+  /** 0: exact reductions. n > 0: the inexact variant reducing keys in n blocks. */
+  split: number;
   q: GPUBuffer;
   kCache: GPUBuffer;
   vCache: GPUBuffer;
@@ -120,12 +128,18 @@ export interface AttentionArgs {
   scratch: { scores: GPUBuffer; sums: GPUBuffer; maxKeys: number };
 }
 
+/** Keys each row reduces over in MODE_MASKED: the union of the M rows' windows. */
+export function maskedKeyCount(p: number, M: number, window: number): number {
+  return p + M - Math.max(0, p + 1 - window);
+}
+
 export function attention(rec: Recorder, a: AttentionArgs): void {
   const { maxKeys } = a.scratch;
   const params = rec.params([a.M, a.heads, a.kvHeads, a.d, ATTENTION_MODE[a.mode], a.window, a.base, a.p, maxKeys, a.round ? 1 : 0, 0, 0]);
   const rows = a.M * a.heads;
   const { scores, sums } = a.scratch;
   rec.run('attention.wgsl', 'scores', {}, [params, a.q, a.kCache, undefined, a.kStage, undefined, scores], groups(rows * maxKeys));
-  rec.run('attention.wgsl', 'softmax', {}, [params, undefined, undefined, undefined, undefined, undefined, scores, undefined, sums], groups(rows));
-  rec.run('attention.wgsl', 'pv', {}, [params, undefined, undefined, a.vCache, undefined, a.vStage, scores, a.out, sums], groups(rows * a.d));
+  const [sm, pv, constants] = a.split > 0 ? ['softmax_split', 'pv_split', { SPLIT: a.split }] : ['softmax', 'pv', {}];
+  rec.run('attention.wgsl', sm, constants, [params, undefined, undefined, undefined, undefined, undefined, scores, undefined, sums], groups(rows));
+  rec.run('attention.wgsl', pv, constants, [params, undefined, undefined, a.vCache, undefined, a.vStage, scores, a.out, sums], groups(rows * a.d));
 }

@@ -1,19 +1,100 @@
-import type { AttentionMode } from './ops.ts';
+import { maskedKeyCount, type AttentionMode } from './ops.ts';
 
 /**
  * A numerics policy decides, per op, which kernel variant a forward uses. `exact` keeps every row's
- * arithmetic identical whatever M is; the inexact policies (parity lab) re-create known causes of
- * block-versus-chain divergence one at a time.
+ * arithmetic identical whatever M is, so block rows equal chain rows. Each inexact policy switches
+ * on one real kernel variant that re-creates a known cause of block-versus-chain divergence
+ * (GEMMA4.md section 7); the chain arm (M = 1) always runs the exact kernels, as classic decode does.
  */
+export interface AttentionPlan {
+  mode: AttentionMode;
+  /** 0 = exact reductions; n > 0 = keys reduced in n blocks in plain f32. */
+  split: number;
+}
+
 export interface Policy {
   name: string;
   description: string;
-  /** How a chain step / verify block of M rows reads a sliding ring. */
-  slidingVerifyOrder(M: number): AttentionMode;
+  /** Attention of a sliding layer in a chain step / verify block of M rows. */
+  slidingStep(M: number, window: number, p: number): AttentionPlan;
+  /** Attention of a full layer in a chain step / verify block of M rows. */
+  fullStep(M: number): AttentionPlan;
+  /** Matmul variant for M rows: 0 = exact, n = split-K with n ranges. */
+  matmulSplit(M: number, phase: 'prefill' | 'step'): number;
+  /** When set, the two arms prefill separately with these chunk sizes (0 = whole prompt). */
+  prefillChunks?: { chain: number; block: number };
 }
+
+const exactSliding = (): AttentionPlan => ({ mode: 'physical', split: 0 });
+const exactFull = (): AttentionPlan => ({ mode: 'linear', split: 0 });
 
 export const EXACT: Policy = {
   name: 'exact',
-  description: 'Every row uses the same pipeline and reduction order whatever M is; verify reads the ring in classic physical order.',
-  slidingVerifyOrder: () => 'physical',
+  description: 'Reference: every row runs the same pipeline and reduction order whatever M is; verify reads the ring in classic physical order.',
+  slidingStep: exactSliding,
+  fullStep: exactFull,
+  matmulSplit: () => 0,
 };
+
+/** MLX's two-pass vector attention picks its block count from the key count. */
+const blocksForKeys = (keys: number) => Math.min(32, Math.max(2, Math.ceil(keys / 16)));
+/** Split-K of a "wide" quantized matmul kernel for 2 <= M (MLX qmv vs qmm). */
+const matmulSplitForM = (M: number) => (M > 1 ? 2 : 0);
+/** Prefill GEMM with split-K chosen by the row count (MLX steel GEMM). */
+const prefillSplitForM = (M: number) => (M >= 32 ? 4 : M >= 8 ? 2 : 0);
+
+const ringChronological: Policy = {
+  ...EXACT,
+  name: 'ring-chronological',
+  description: 'Verify reads the sliding keys in chronological order instead of classic decode\'s physical ring order (differs once the ring has wrapped).',
+  slidingStep: (M) => (M > 1 ? { mode: 'chrono', split: 0 } : exactSliding()),
+};
+
+const maskWidened: Policy = {
+  ...EXACT,
+  name: 'mask-widened',
+  description: 'Verify reduces over the whole buffered width in chronological order under an additive -inf mask, with a block count that depends on the key count (MLX vector attention).',
+  slidingStep: (M, window, p) => {
+    if (M === 1) return exactSliding();
+    return { mode: 'masked', split: blocksForKeys(maskedKeyCount(p, M, window)) };
+  },
+};
+
+const matmulMSplit: Policy = {
+  ...EXACT,
+  name: 'matmul-m-split',
+  description: 'Matmuls with M > 1 use a split-K reduction (two partial sums) where M = 1 sums in one pass (MLX qmv vs wide kernels).',
+  matmulSplit: (M, phase) => (phase === 'step' ? matmulSplitForM(M) : 0),
+};
+
+const attentionMSplit: Policy = {
+  ...EXACT,
+  name: 'attention-m-split',
+  description: 'Attention with M > 1 reduces its keys in M blocks (two-pass kernels that pick the block count from M); M = 1 uses one pass.',
+  slidingStep: (M) => (M > 1 ? { mode: 'physical', split: M } : exactSliding()),
+  fullStep: (M) => (M > 1 ? { mode: 'linear', split: M } : exactFull()),
+};
+
+const prefillChunkMismatch: Policy = {
+  ...EXACT,
+  name: 'prefill-chunk-mismatch',
+  description: 'The two arms prefill with different chunk sizes (whole prompt vs chunks of 4) through a prefill GEMM whose split-K depends on the row count, so their K/V caches differ.',
+  matmulSplit: (M, phase) => (phase === 'prefill' ? prefillSplitForM(M) : 0),
+  prefillChunks: { chain: 0, block: 4 },
+};
+
+const mlxMetal: Policy = {
+  name: 'mlx-metal',
+  description: 'What MLX does on Apple GPUs: masked, widened chronological verify attention with key-count blocks, M-dependent attention splits on full layers, and split-K matmuls for M > 1.',
+  slidingStep: maskWidened.slidingStep,
+  fullStep: attentionMSplit.fullStep,
+  matmulSplit: matmulMSplit.matmulSplit,
+};
+
+export const POLICIES: Policy[] = [EXACT, ringChronological, maskWidened, matmulMSplit, attentionMSplit, prefillChunkMismatch, mlxMetal];
+
+export function policyByName(name: string): Policy {
+  const p = POLICIES.find((x) => x.name === name);
+  if (!p) throw new Error(`Unknown policy "${name}" (known: ${POLICIES.map((x) => x.name).join(', ')}).`);
+  return p;
+}

@@ -1,6 +1,5 @@
 import type { TargetDescription } from '../format/model-description.ts';
 import type { GpuContext } from '../gpu/device.ts';
-import { withErrorScopes } from '../gpu/device.ts';
 import { readBytes, storageBuffer } from '../gpu/buffers.ts';
 import { KernelCache } from '../gpu/kernels.ts';
 import { Recorder } from '../gpu/recorder.ts';
@@ -9,7 +8,7 @@ import type { GpuWeights } from './gpu-weights.ts';
 import { KvCache, type CacheSnapshot } from './kv-cache.ts';
 import { RopeTables } from './rope-tables.ts';
 import * as op from './ops.ts';
-import { EXACT, type Policy } from './policy.ts';
+import { EXACT, type AttentionPlan, type Policy } from './policy.ts';
 
 /**
  * The Gemma 4 target forward on the GPU (GEMMA4.md section 2) over M rows at positions
@@ -183,6 +182,46 @@ export class TargetModel {
     this.dummy.destroy();
   }
 
+  /**
+   * LM head (+ softcap, argmax) over rows [first, M) of the final-norm output ws.y, in groups of at
+   * most maxBlock rows (bounds the [rows, V] logits buffer).
+   */
+  private async head(first: number, M: number, split: number): Promise<{ logits: Float32Array; argmax: Uint32Array }> {
+    const d = this.desc;
+    const ws = this.ws;
+    const logitChunks: Float32Array[] = [];
+    const ids: number[] = [];
+    for (let r0 = first; r0 < M; r0 += this.opts.maxBlock) {
+      const n = Math.min(this.opts.maxBlock, M - r0);
+      const rec = this.recorder('lm-head');
+      rec.copy(ws.y, r0 * d.hidden * 4, ws.headIn, 0, n * d.hidden * 4);
+      op.matmul(rec, this.weights.embed, ws.headIn, ws.logits, { M: n, round: this.round, split }, d.hidden, d.vocab);
+      if (d.finalSoftcap !== null) op.softcap(rec, ws.logits, n * d.vocab, d.finalSoftcap, this.round);
+      op.argmax(rec, ws.logits, ws.argmax, n, d.vocab);
+      this.submit(rec);
+      const [lg, am] = await Promise.all([readBytes(this.device, ws.logits, n * d.vocab * 4), readBytes(this.device, ws.argmax, n * 4)]);
+      logitChunks.push(new Float32Array(lg.buffer, lg.byteOffset, n * d.vocab));
+      ids.push(...new Uint32Array(am.buffer, am.byteOffset, n));
+    }
+    return { logits: concat(logitChunks), argmax: Uint32Array.from(ids) };
+  }
+
+  /**
+   * Logit lens: final norm + LM head (exact kernels) applied to arbitrary hidden rows [M, H], e.g. a
+   * layer's output captured from either arm. Uses the workspace: call between forwards.
+   */
+  async lens(hidden: Float32Array, M: number): Promise<Float32Array> {
+    const d = this.desc;
+    if (M > this.R) throw new Error(`lens of ${M} rows exceeds the workspace (${this.R})`);
+    this.device.queue.writeBuffer(this.ws.h, 0, hidden.buffer, hidden.byteOffset, M * d.hidden * 4);
+    const rec = this.recorder('lens');
+    op.rmsnorm(rec, this.ws.h, this.weights.finalNorm, this.ws.y, this.dummy, { rows: M, D: d.hidden, eps: d.eps, round: this.round });
+    this.submit(rec);
+    const { logits } = await this.head(0, M, 0);
+    await this.checkErrors('running the logit lens');
+    return logits;
+  }
+
   private checkContext(n: number): void {
     if (n > this.opts.maxContext) throw new Error(`sequence of ${n} tokens exceeds maxContext ${this.opts.maxContext}`);
   }
@@ -216,7 +255,7 @@ export class TargetModel {
     const M = tokens.length;
     const d = this.desc;
     const policy = o.policy ?? EXACT;
-    const rows: op.Rows = { M, round: this.round };
+    const rows: op.Rows = { M, round: this.round, split: policy.matmulSplit(M, kind) };
     const ws = this.ws;
     const rec = this.recorder(kind);
     const captures = new Map<string, { buf: GPUBuffer; floats: number }>();
@@ -261,21 +300,24 @@ export class TargetModel {
       capture(`v.${i}`, ws.v, M * kvw);
 
       const rowBytes = kvw * 4;
-      let mode: op.AttentionMode;
+      let plan: AttentionPlan;
       let kStage: GPUBuffer, vStage: GPUBuffer, base: number;
       if (l.type === 'full') {
         rec.copy(ws.k, 0, kv.k, p * rowBytes, M * rowBytes);
         rec.copy(ws.v, 0, kv.v, p * rowBytes, M * rowBytes);
-        [mode, kStage, vStage, base] = ['linear', kv.k, kv.v, 0];
+        plan = kind === 'prefill' ? { mode: 'linear', split: 0 } : policy.fullStep(M);
+        [kStage, vStage, base] = [kv.k, kv.v, 0];
       } else if (kind === 'prefill') {
-        [mode, kStage, vStage, base] = ['chrono', ws.k, ws.v, 0];
+        plan = { mode: 'chrono', split: 0 };
+        [kStage, vStage, base] = [ws.k, ws.v, 0];
       } else {
         rec.copy(ws.k, 0, kv.kStage, 0, M * rowBytes);
         rec.copy(ws.v, 0, kv.vStage, 0, M * rowBytes);
-        [mode, kStage, vStage, base] = [policy.slidingVerifyOrder(M), kv.kStage, kv.vStage, state.base];
+        plan = policy.slidingStep(M, d.window, p);
+        [kStage, vStage, base] = [kv.kStage, kv.vStage, state.base];
       }
       op.attention(rec, {
-        M, heads: l.numHeads, kvHeads: l.numKvHeads, d: l.headDim, mode, window: d.window, base, p, round: this.round,
+        M, heads: l.numHeads, kvHeads: l.numKvHeads, d: l.headDim, mode: plan.mode, split: plan.split, window: d.window, base, p, round: this.round,
         q: ws.q, kCache: kv.k, vCache: kv.v, kStage, vStage, out: ws.attn,
         scratch: { scores: ws.scores, sums: ws.sums, maxKeys: this.maxKeys },
       });
@@ -307,27 +349,12 @@ export class TargetModel {
     }
     this.submit(rec);
 
-    // LM head, in groups of at most maxBlock rows (bounds the [rows, V] logits buffer).
     if (needHead || want('logits')) {
       const first = o.logits === 'last' ? M - 1 : 0;
-      const logitChunks: Float32Array[] = [];
-      const ids: number[] = [];
-      for (let r0 = first; r0 < M; r0 += this.opts.maxBlock) {
-        const n = Math.min(this.opts.maxBlock, M - r0);
-        const hrec = this.recorder('lm-head');
-        hrec.copy(ws.y, r0 * d.hidden * 4, ws.headIn, 0, n * d.hidden * 4);
-        op.matmul(hrec, this.weights.embed, ws.headIn, ws.logits, { M: n, round: this.round }, d.hidden, d.vocab);
-        if (d.finalSoftcap !== null) op.softcap(hrec, ws.logits, n * d.vocab, d.finalSoftcap, this.round);
-        op.argmax(hrec, ws.logits, ws.argmax, n, d.vocab);
-        this.submit(hrec);
-        const [lg, am] = await withErrorScopes(this.device, 'reading logits', () =>
-          Promise.all([readBytes(this.device, ws.logits, n * d.vocab * 4), readBytes(this.device, ws.argmax, n * 4)]));
-        logitChunks.push(new Float32Array(lg.buffer, lg.byteOffset, n * d.vocab));
-        ids.push(...new Uint32Array(am.buffer, am.byteOffset, n));
-      }
-      result.logits = concat(logitChunks);
-      result.argmax = Uint32Array.from(ids);
-      if (want('logits')) result.captures.set('logits', result.logits);
+      const head = await this.head(first, M, (o.policy ?? EXACT).matmulSplit(M, kind));
+      result.logits = head.logits;
+      result.argmax = head.argmax;
+      if (want('logits')) result.captures.set('logits', head.logits);
     }
     for (const [name, c] of captures) {
       const b = await readBytes(this.device, c.buf, c.floats * 4);

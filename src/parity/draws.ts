@@ -1,0 +1,22 @@
+/**
+ * mlxcel's probe draws (GEMMA4.md section 6): draw d uses salt = 977 d + 1, prompt
+ * p[i] = (7 i + 1 + salt) mod V and block b[i] = (13 i + 3 + salt) mod V, no BOS.
+ */
+export interface Draw {
+  index: number;
+  salt: number;
+  prompt: number[];
+  block: number[];
+}
+
+/** Default lengths: 8, 8, 8 plus the long buffered draw min(W + 32, 1536). */
+export function defaultDrawLengths(window: number): number[] {
+  return [8, 8, 8, Math.min(window + 32, 1536)];
+}
+
+export function probeDraw(index: number, promptLength: number, K: number, vocab: number): Draw {
+  const salt = 977 * index + 1;
+  const prompt = Array.from({ length: promptLength }, (_, i) => (7 * i + 1 + salt) % vocab);
+  const block = Array.from({ length: K }, (_, i) => (13 * i + 3 + salt) % vocab);
+  return { index, salt, prompt, block };
+}

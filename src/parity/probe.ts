@@ -1,0 +1,233 @@
+import type { TargetDescription } from '../format/model-description.ts';
+import type { GpuContext } from '../gpu/device.ts';
+import type { GpuWeights } from '../model/gpu-weights.ts';
+import { TargetModel, type ForwardResult, type Precision } from '../model/target.ts';
+import { policyByName, type Policy } from '../model/policy.ts';
+import type { CancelToken, ProgressFn } from '../util/cancel.ts';
+import { compareRows } from './compare.ts';
+import { defaultDrawLengths, probeDraw, type Draw } from './draws.ts';
+import { lensLayers, localize, type StageCaptures } from './localize.ts';
+import { REPORT_SCHEMA, type CheckpointInfo, type DrawResult, type ProbeReport, type RingView, type RowDiff } from './report.ts';
+import { APP_VERSION } from './version.ts';
+
+/**
+ * The block-versus-chain probe (GEMMA4.md section 6, mlxcel's startup guard). Per draw: prefill the
+ * prompt once and snapshot the caches; chain arm: feed the K block tokens one at a time; block arm:
+ * from the same snapshot, one verify forward of K rows through the staging (buffered) caches.
+ * Every logits row is compared byte for byte in the precision's storage format. A failing draw is
+ * localized by re-running both arms with every stage captured, plus a per-layer logit lens.
+ */
+export interface ProbeOptions {
+  block: number;
+  lengths?: number[];
+  policy: string;
+  precision: Precision;
+  localize: boolean;
+  prefillChunk?: number;
+  draftPosition?: 'hf' | 'mlxcel';
+}
+
+export interface ProbeEnv {
+  ctx: GpuContext;
+  weights: GpuWeights<TargetDescription>;
+  target: CheckpointInfo;
+  assistant?: CheckpointInfo;
+  platform: string;
+  onProgress?: ProgressFn;
+  cancel?: CancelToken;
+}
+
+interface ArmRows {
+  logits: Float32Array[];
+  captures?: StageCaptures;
+}
+
+async function chainArm(model: TargetModel, block: number[], policy: Policy, capture: boolean): Promise<ArmRows> {
+  const logits: Float32Array[] = [];
+  const parts: ForwardResult[] = [];
+  for (const t of block) {
+    const r = await model.decode(t, { policy, captures: capture ? 'all' : undefined });
+    logits.push(r.logits!);
+    parts.push(r);
+  }
+  if (!capture) return { logits };
+  const captures: StageCaptures = new Map();
+  for (const name of parts[0].captures.keys()) {
+    const rows = parts.map((p) => p.captures.get(name)!);
+    const out = new Float32Array(rows.reduce((a, r) => a + r.length, 0));
+    rows.reduce((o, r) => (out.set(r, o), o + r.length), 0);
+    captures.set(name, out);
+  }
+  return { logits, captures };
+}
+
+async function blockArm(model: TargetModel, block: number[], policy: Policy, capture: boolean): Promise<ArmRows> {
+  const r = await model.step(block, { policy, captures: capture ? 'all' : undefined });
+  const V = model.desc.vocab;
+  const logits = block.map((_, j) => r.logits!.slice(j * V, (j + 1) * V));
+  return { logits, captures: capture ? r.captures : undefined };
+}
+
+function ringView(model: TargetModel, K: number, policy: Policy): RingView {
+  const { window, state } = model.cache;
+  const slotPositions: (number | null)[] = new Array(window).fill(null);
+  for (let q = Math.max(0, state.nextPos - window); q < state.nextPos; q++) slotPositions[model.cache.slotOf(q)] = q;
+  const mode = policy.slidingStep(K, window, state.nextPos).mode;
+  return {
+    window,
+    slotPositions,
+    blockStart: state.nextPos,
+    base: state.base,
+    blockSlots: Array.from({ length: K }, (_, t) => model.cache.slotOf(state.nextPos + t)),
+    chainOrder: 'physical',
+    blockOrder: mode === 'physical' ? 'physical' : mode === 'masked' ? 'masked-chronological' : 'chronological',
+  };
+}
+
+export async function runProbe(env: ProbeEnv, opts: ProbeOptions): Promise<ProbeReport> {
+  const t0 = performance.now();
+  const desc = env.weights.desc;
+  const policy = policyByName(opts.policy);
+  const K = opts.block;
+  if (!(K >= 1 && K <= 16)) throw new Error(`block width must be between 1 and 16 (got ${K})`);
+  const lengths = opts.lengths ?? defaultDrawLengths(desc.window);
+  const maxLen = Math.max(...lengths);
+  const prefillChunk = opts.prefillChunk ?? Math.min(maxLen, 512);
+  const model = new TargetModel(env.ctx, env.weights, {
+    maxContext: maxLen + K,
+    maxBlock: Math.max(K, 1),
+    prefillChunk: Math.max(prefillChunk, policy.prefillChunks?.block ?? 0, 1),
+    precision: opts.precision,
+  });
+  const storage = opts.precision;
+  const draws: DrawResult[] = [];
+  try {
+    for (let d = 0; d < lengths.length; d++) {
+      const draw = probeDraw(d, lengths[d], K, desc.vocab);
+      const progress = (phase: string, done: number) =>
+        env.onProgress?.({ phase, done: d * 4 + done, total: lengths.length * 4, detail: `draw ${d + 1} of ${lengths.length} (prompt ${draw.prompt.length}): ${phase}` });
+      draws.push(await probeOneDraw(model, draw, policy, opts, storage, prefillChunk, progress, env.cancel));
+    }
+  } finally {
+    model.destroy();
+  }
+  const failing = draws.filter((x) => x.verdict === 'diverges');
+  const verdict = failing.length ? 'diverges' : 'equal';
+  return {
+    schema: REPORT_SCHEMA,
+    kind: 'probe',
+    verdict,
+    summary:
+      verdict === 'equal'
+        ? `block-versus-chain probe passed: ${draws.length} draws, every verify position equals the single-token chain in all logit bytes`
+        : `block-versus-chain probe failed: ${failing.length} of ${draws.length} draws differ; ${failing[0].text}`,
+    consequence: verdict === 'equal' ? 'MTP would be enabled' : 'MTP would be declined (fail closed) unless inexact verify is explicitly allowed',
+    provenance: {
+      app: { name: 'ringside', version: APP_VERSION },
+      createdAt: new Date().toISOString(),
+      adapter: env.ctx.report,
+      platform: env.platform,
+      policy: policy.name,
+      precision: opts.precision,
+      block: K,
+      drawLengths: lengths,
+      prefillChunk,
+      draftPosition: opts.draftPosition,
+      target: env.target,
+      assistant: env.assistant,
+    },
+    draws,
+    timings: { totalMs: performance.now() - t0 },
+  };
+}
+
+async function probeOneDraw(
+  model: TargetModel,
+  draw: Draw,
+  policy: Policy,
+  opts: ProbeOptions,
+  storage: Precision,
+  prefillChunk: number,
+  progress: (phase: string, done: number) => void,
+  cancel?: CancelToken,
+): Promise<DrawResult> {
+  const K = draw.block.length;
+  const P = draw.prompt.length;
+  const timings = { prefillMs: 0, chainMs: 0, blockMs: 0 } as DrawResult['timings'];
+  // Prefill once and share a snapshot, or (prefill-chunk-mismatch) prefill per arm with its chunk.
+  const separate = policy.prefillChunks;
+  const prefill = async (chunk: number) => {
+    const t = performance.now();
+    model.reset();
+    await model.prefill(draw.prompt, { chunk: chunk || P, policy, logits: 'none' });
+    timings.prefillMs += performance.now() - t;
+  };
+  progress('prefill', 0);
+  cancel?.throwIfCancelled();
+  let snapshot = undefined as ReturnType<TargetModel['snapshot']> | undefined;
+  if (!separate) {
+    await prefill(prefillChunk);
+    snapshot = model.snapshot();
+  }
+  const startArm = async (arm: 'chain' | 'block') => {
+    if (separate) await prefill(arm === 'chain' ? separate.chain : separate.block);
+    else model.restore(snapshot!);
+  };
+  try {
+    const runArms = async (capture: boolean) => {
+      await startArm('chain');
+      let t = performance.now();
+      const chain = await chainArm(model, draw.block, policy, capture);
+      if (!capture) timings.chainMs = performance.now() - t;
+      cancel?.throwIfCancelled();
+      await startArm('block');
+      const view = P > model.cache.window ? ringView(model, K, policy) : undefined;
+      t = performance.now();
+      const block = await blockArm(model, draw.block, policy, capture);
+      if (!capture) timings.blockMs = performance.now() - t;
+      return { chain, block, view };
+    };
+    progress('arms', 1);
+    const { chain, block, view } = await runArms(false);
+    const rows: RowDiff[] = draw.block.map((_, j) => compareRows(chain.logits[j], block.logits[j], storage, j));
+    const bad = rows.find((r) => r.bytesDiffering > 0);
+    const result: DrawResult = {
+      index: draw.index,
+      salt: draw.salt,
+      promptLength: P,
+      verdict: bad ? 'diverges' : 'equal',
+      position: bad ? bad.position : null,
+      bytesDiffering: bad ? bad.bytesDiffering : 0,
+      bytesTotal: rows[0].bytesTotal,
+      text: bad
+        ? `verify block position ${bad.position} differs from the single-token chain in ${bad.bytesDiffering} of ${bad.bytesTotal} logit bytes`
+        : `all ${K} verify block positions equal the single-token chain in all ${rows[0].bytesTotal} logit bytes`,
+      rows,
+      firstDivergence: null,
+      ring: view,
+      timings,
+    };
+    if (bad && opts.localize) {
+      progress('localize', 2);
+      cancel?.throwIfCancelled();
+      const t = performance.now();
+      const cap = await runArms(true);
+      const loc = localize(model.desc, cap.chain.captures!, cap.block.captures!, K, storage);
+      result.firstDivergence = loc.first;
+      result.stages = loc.stages;
+      progress('logit lens', 3);
+      const chainLens: Float32Array[] = [];
+      const blockLens: Float32Array[] = [];
+      for (let i = 0; i < model.desc.layers.length; i++) {
+        cancel?.throwIfCancelled();
+        chainLens.push(await model.lens(cap.chain.captures!.get(`layer.${i}`)!, K));
+        blockLens.push(await model.lens(cap.block.captures!.get(`layer.${i}`)!, K));
+      }
+      result.lens = lensLayers(chainLens, blockLens, K);
+      result.timings.localizeMs = performance.now() - t;
+    }
+    return result;
+  } finally {
+    snapshot?.destroy();
+  }
+}
