@@ -6,9 +6,13 @@ import { parseArgs } from 'node:util';
 import type { Command, CommandIO } from './command.ts';
 import { info } from './commands/info.ts';
 import { selftest } from './commands/selftest.ts';
+import { synth } from './commands/synth.ts';
+import { loadBench } from './commands/load-bench.ts';
+import { policies } from './commands/policies.ts';
+import { probe } from './commands/probe.ts';
 import { isGpuError } from '../gpu/errors.ts';
 
-const COMMANDS: Command[] = [info, selftest];
+const COMMANDS: Command[] = [info, selftest, policies, probe, synth, loadBench];
 
 function help(): string {
   const lines = ['Ringside: block-versus-chain parity lab for Gemma 4 MTP (WebGPU).', '', 'usage: npm run cli -- <command> [options]', '', 'commands:'];

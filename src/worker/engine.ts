@@ -12,7 +12,9 @@ import { checkCompatibility } from '../format/compat.ts';
 import { uploadWeights, type GpuWeights } from '../model/gpu-weights.ts';
 import type { AssistantDescription, TargetDescription } from '../format/model-description.ts';
 import { checkpointInfo } from '../parity/summary.ts';
-import type { CheckpointInfo } from '../parity/report.ts';
+import type { CheckpointInfo, ProbeReport } from '../parity/report.ts';
+import { runProbe, type ProbeOptions } from '../parity/probe.ts';
+import { POLICIES } from '../model/policy.ts';
 
 export type Role = 'target' | 'assistant';
 
@@ -33,7 +35,7 @@ export interface LoadedSummary extends CheckpointInfo {
 export class Engine {
   private ctx: GpuContext | undefined;
   private readonly jobs = new Map<string, CancelToken>();
-  protected checkpoints: Partial<Record<Role, { ck: Checkpoint; weights: GpuWeights }>> = {};
+  protected checkpoints: Partial<Record<Role, { ck: Checkpoint; weights: GpuWeights; loadMs: number }>> = {};
 
   /** Acquires the adapter and device (once). Throws a GpuError with an actionable message. */
   async init(): Promise<AdapterReport> {
@@ -85,7 +87,7 @@ export class Engine {
       this.checkpoints[role]?.weights.destroy();
       delete this.checkpoints[role];
       const weights = await uploadWeights(ctx.device, ck.description, onProgress, token);
-      this.checkpoints[role] = { ck, weights };
+      this.checkpoints[role] = { ck, weights, loadMs: performance.now() - t0 };
       return {
         ...checkpointInfo(ck),
         role,
@@ -94,6 +96,37 @@ export class Engine {
         hasTokenizer: ck.tokenizer !== undefined,
         loadMs: performance.now() - t0,
       };
+    } finally {
+      this.endJob(jobId);
+    }
+  }
+
+  /** The numerics policies (exact and the inexact variants), for the run panel. */
+  policies(): { name: string; description: string }[] {
+    return POLICIES.map((p) => ({ name: p.name, description: p.description }));
+  }
+
+  /** Runs the block-versus-chain probe on the loaded target. */
+  async runProbe(opts: ProbeOptions, jobId: string, onProgress?: ProgressFn): Promise<ProbeReport> {
+    const target = this.checkpoints.target;
+    if (!target) throw new Error('Load a target checkpoint first (drop its folder on the target zone).');
+    const token = this.startJob(jobId);
+    try {
+      const ctx = await this.gpu();
+      const report = await runProbe(
+        {
+          ctx,
+          weights: target.weights as GpuWeights<TargetDescription>,
+          target: checkpointInfo(target.ck),
+          assistant: this.checkpoints.assistant ? checkpointInfo(this.checkpoints.assistant.ck) : undefined,
+          platform: typeof navigator !== 'undefined' ? navigator.userAgent : 'unknown',
+          onProgress,
+          cancel: token,
+        },
+        opts,
+      );
+      report.timings.loadMs = target.loadMs;
+      return report;
     } finally {
       this.endJob(jobId);
     }

@@ -1,0 +1,64 @@
+import { writeFile } from 'node:fs/promises';
+import { nodeGpuContext } from '../node-gpu.ts';
+import { openCheckpointDir } from '../../node/file-source.ts';
+import { uploadWeights } from '../../model/gpu-weights.ts';
+import { checkCompatibility } from '../../format/compat.ts';
+import type { AssistantDescription, TargetDescription } from '../../format/model-description.ts';
+import { runProbe } from '../../parity/probe.ts';
+import { checkpointInfo } from '../../parity/summary.ts';
+import { choice, intList, intOption, requireString } from '../args.ts';
+import type { Command } from '../command.ts';
+
+export const probe: Command = {
+  name: 'probe',
+  summary: 'Run the block-versus-chain probe (mlxcel startup guard) and write a JSON report.',
+  usage: 'probe --target DIR [--draft DIR] [--block K] [--lengths CSV] [--policy NAME] [--precision f32|bf16] [--no-localize] --report FILE',
+  options: {
+    target: { type: 'string', help: 'target checkpoint folder (MLX)' },
+    draft: { type: 'string', help: 'assistant checkpoint folder (checked for compatibility, recorded in provenance)' },
+    block: { type: 'string', help: 'block width K', default: '4' },
+    lengths: { type: 'string', help: 'draw prompt lengths (default 8,8,8 and min(W+32,1536))' },
+    policy: { type: 'string', help: 'numerics policy (see `policies`)', default: 'exact' },
+    precision: { type: 'string', help: 'activation precision f32 | bf16', default: 'f32' },
+    'prefill-chunk': { type: 'string', help: 'prefill chunk size (default: whole prompt up to 512)' },
+    'no-localize': { type: 'boolean', help: 'skip failure localization' },
+    report: { type: 'string', help: 'where to write the JSON report' },
+  },
+  async run({ values }, io) {
+    const reportPath = requireString(values, 'report');
+    const block = intOption(values, 'block', 1, 16)!;
+    const precision = choice(values, 'precision', ['f32', 'bf16'] as const)!;
+    const target = await openCheckpointDir(requireString(values, 'target'));
+    if (target.description.role !== 'target') throw new Error(`${target.label}: not a target model (model_type "${target.modelType}")`);
+    const assistant = values.draft ? await openCheckpointDir(String(values.draft)) : undefined;
+    if (assistant) checkCompatibility(target.description as TargetDescription, assistant.description as AssistantDescription);
+    const ctx = await nodeGpuContext();
+    const weights = await uploadWeights(ctx.device, target.description as TargetDescription);
+    const report = await runProbe(
+      {
+        ctx,
+        weights,
+        target: checkpointInfo(target),
+        assistant: assistant ? checkpointInfo(assistant) : undefined,
+        platform: ctx.report.platform,
+        onProgress: (p) => io.err(`[probe] ${p.detail ?? p.phase}`),
+      },
+      {
+        block,
+        precision,
+        policy: String(values.policy),
+        lengths: intList(values, 'lengths'),
+        prefillChunk: intOption(values, 'prefill-chunk', 1),
+        localize: !values['no-localize'],
+      },
+    );
+    await writeFile(reportPath, JSON.stringify(report, null, 1));
+    io.out(report.summary);
+    for (const d of report.draws) io.out(`  draw ${d.index} (prompt ${d.promptLength}): ${d.text}${d.firstDivergence ? `; ${d.firstDivergence.text}` : ''}`);
+    io.out(report.consequence);
+    io.out(`report written to ${reportPath}`);
+    weights.destroy();
+    ctx.destroy();
+    return report.verdict === 'equal' ? 0 : 3;
+  },
+};
