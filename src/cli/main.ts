@@ -10,9 +10,10 @@ import { synth } from './commands/synth.ts';
 import { loadBench } from './commands/load-bench.ts';
 import { policies } from './commands/policies.ts';
 import { probe } from './commands/probe.ts';
+import { forward } from './commands/forward.ts';
 import { isGpuError } from '../gpu/errors.ts';
 
-const COMMANDS: Command[] = [info, selftest, policies, probe, synth, loadBench];
+const COMMANDS: Command[] = [info, selftest, forward, policies, probe, synth, loadBench];
 
 function help(): string {
   const lines = ['Ringside: block-versus-chain parity lab for Gemma 4 MTP (WebGPU).', '', 'usage: npm run cli -- <command> [options]', '', 'commands:'];
