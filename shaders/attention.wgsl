@@ -9,6 +9,9 @@
 //     tokens 0..j: slots those tokens overwrite are read from the staging rows instead.
 //   MODE_CHRONO: the same window read in chronological order (prefill; the ring-chronological policy).
 //   MODE_LINEAR: a full-attention cache, position = row, keys 0..p+j.
+//   MODE_DRAFT: the MTP assistant's query-only read of a target ring: positions p - span .. p - 1
+//     (p = the target's nextPos) in chronological order; position p - 1 - W (the entry the ring's
+//     last write evicted, kept in the staging binding's row 0) when span = W + 1.
 //   MODE_MASKED (inexact policy mask-widened): every row reads the whole buffered width, the union
 //     of all rows' windows in chronological order, and keys outside its own window get an additive
 //     -inf mask (they contribute exact zeros, but widen the reduction).
@@ -21,6 +24,7 @@ const MODE_PHYSICAL: u32 = 0u;
 const MODE_CHRONO: u32 = 1u;
 const MODE_LINEAR: u32 = 2u;
 const MODE_MASKED: u32 = 3u;
+const MODE_DRAFT: u32 = 4u;
 const MASKED: f32 = -1.0e30;
 
 // softmax_split / pv_split only (inexact policies): number of contiguous key ranges reduced apart.
@@ -29,7 +33,7 @@ override SPLIT: u32 = 2u;
 struct Params {
   M: u32, heads: u32, kv_heads: u32, d: u32,
   mode: u32, window: u32, base: u32, p: u32,
-  max_keys: u32, round: u32, _p0: u32, _p1: u32,
+  max_keys: u32, round: u32, span: u32, _p1: u32,
 }
 
 @group(0) @binding(0) var<uniform> P: Params;
@@ -46,6 +50,7 @@ fn key_count(j: u32) -> u32 {
   let pos = P.p + j;
   if (P.mode == MODE_LINEAR) { return pos + 1u; }
   if (P.mode == MODE_MASKED) { return P.p + P.M - masked_lo(); }
+  if (P.mode == MODE_DRAFT) { return min(P.p, P.span); }
   return min(pos + 1u, P.window);
 }
 
@@ -70,6 +75,11 @@ fn key_of(j: u32, i: u32) -> vec2<u32> {
     let t = (i + W - ((P.p - P.base) % W)) % W;
     if (t <= j) { return vec2<u32>(1u, t); }
     return vec2<u32>(0u, i);
+  }
+  if (P.mode == MODE_DRAFT) {
+    let kp = P.p - key_count(j) + i;
+    if (kp + W + 1u == P.p) { return vec2<u32>(1u, 0u); }
+    return vec2<u32>(0u, (kp - P.base) % W);
   }
   // MODE_CHRONO: positions lo .. p+j in order; MODE_MASKED: the widened range.
   let pos = P.p + j;

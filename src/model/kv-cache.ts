@@ -15,6 +15,10 @@ import type { Recorder } from '../gpu/recorder.ts';
  *
  * Full layers: a linear cache, row = position. Block rows are written at their positions before
  * attention; rollback only moves `nextPos` back (rows past it are never read and get overwritten).
+ *
+ * Each ring also keeps the entry its last write evicted (position nextPos - 1 - W) in `kEvicted` /
+ * `vEvicted`: transformers' assistant reads W + 1 sliding keys (|q - kv| <= W), one more than the
+ * ring holds. Ring contents and slot order are unaffected.
  */
 export interface LayerKv {
   type: 'sliding' | 'full';
@@ -26,6 +30,9 @@ export interface LayerKv {
   /** Staging rows of the current step/block (sliding layers; full layers stage into k/v directly). */
   kStage: GPUBuffer;
   vStage: GPUBuffer;
+  /** One row: the entry evicted by the most recent write (sliding layers). */
+  kEvicted: GPUBuffer;
+  vEvicted: GPUBuffer;
 }
 
 export interface CacheState {
@@ -39,6 +46,8 @@ export interface CacheSnapshot {
   state: CacheState;
   k: GPUBuffer[];
   v: GPUBuffer[];
+  kEvicted: GPUBuffer[];
+  vEvicted: GPUBuffer[];
   destroy(): void;
 }
 
@@ -66,6 +75,8 @@ export class KvCache {
         v: storageBuffer(device, slots * rowFloats * 4, `v.${i}`),
         kStage: storageBuffer(device, stageRows * rowFloats * 4, `kstage.${i}`),
         vStage: storageBuffer(device, stageRows * rowFloats * 4, `vstage.${i}`),
+        kEvicted: storageBuffer(device, rowFloats * 4, `kevicted.${i}`),
+        vEvicted: storageBuffer(device, rowFloats * 4, `vevicted.${i}`),
       };
     });
   }
@@ -83,6 +94,12 @@ export class KvCache {
     for (const l of this.layers) {
       if (l.type !== 'sliding') continue;
       const bytes = l.rowFloats * 4;
+      if (accepted > 0) {
+        // The last committed row overwrites position (its position - W): keep that entry.
+        const slot = this.slotOf(blockStart + accepted - 1);
+        rec.copy(l.k, slot * bytes, l.kEvicted, 0, bytes);
+        rec.copy(l.v, slot * bytes, l.vEvicted, 0, bytes);
+      }
       for (let t = 0; t < accepted; t++) {
         const slot = this.slotOf(blockStart + t);
         rec.copy(l.kStage, t * bytes, l.k, slot * bytes, bytes);
@@ -100,6 +117,15 @@ export class KvCache {
   commitPrefillRows(rec: Recorder, layer: number, kSrc: GPUBuffer, vSrc: GPUBuffer, p: number, rows: number): void {
     const l = this.layers[layer];
     const bytes = l.rowFloats * 4;
+    // Entry evicted once this chunk is in: position p + rows - 1 - W, in the chunk or in the ring.
+    if (rows > this.window) {
+      rec.copy(kSrc, (rows - 1 - this.window) * bytes, l.kEvicted, 0, bytes);
+      rec.copy(vSrc, (rows - 1 - this.window) * bytes, l.vEvicted, 0, bytes);
+    } else {
+      const slot = (p + rows - 1) % this.window;
+      rec.copy(l.k, slot * bytes, l.kEvicted, 0, bytes);
+      rec.copy(l.v, slot * bytes, l.vEvicted, 0, bytes);
+    }
     for (let t = Math.max(0, rows - this.window); t < rows; t++) {
       const slot = (p + t) % this.window;
       rec.copy(kSrc, t * bytes, l.k, slot * bytes, bytes);
@@ -137,18 +163,17 @@ export class KvCache {
 
   /** GPU copies of every cache buffer plus the layout state. */
   snapshot(rec: Recorder): CacheSnapshot {
-    const k: GPUBuffer[] = [];
-    const v: GPUBuffer[] = [];
-    for (const l of this.layers) {
-      const size = l.slots * l.rowFloats * 4;
-      const ks = storageBuffer(this.device, size, 'snap-k');
-      const vs = storageBuffer(this.device, size, 'snap-v');
-      rec.copy(l.k, 0, ks, 0, size);
-      rec.copy(l.v, 0, vs, 0, size);
-      k.push(ks);
-      v.push(vs);
-    }
-    return { state: { ...this.state }, k, v, destroy: () => [...k, ...v].forEach((b) => b.destroy()) };
+    const copyOf = (src: GPUBuffer, size: number) => {
+      const b = storageBuffer(this.device, size, `snap-${src.label}`);
+      rec.copy(src, 0, b, 0, size);
+      return b;
+    };
+    const size = (l: LayerKv) => l.slots * l.rowFloats * 4;
+    const k = this.layers.map((l) => copyOf(l.k, size(l)));
+    const v = this.layers.map((l) => copyOf(l.v, size(l)));
+    const kEvicted = this.layers.map((l) => copyOf(l.kEvicted, l.rowFloats * 4));
+    const vEvicted = this.layers.map((l) => copyOf(l.vEvicted, l.rowFloats * 4));
+    return { state: { ...this.state }, k, v, kEvicted, vEvicted, destroy: () => [...k, ...v, ...kEvicted, ...vEvicted].forEach((b) => b.destroy()) };
   }
 
   restore(rec: Recorder, s: CacheSnapshot): void {
@@ -156,6 +181,8 @@ export class KvCache {
       const size = l.slots * l.rowFloats * 4;
       rec.copy(s.k[i], 0, l.k, 0, size);
       rec.copy(s.v[i], 0, l.v, 0, size);
+      rec.copy(s.kEvicted[i], 0, l.kEvicted, 0, l.rowFloats * 4);
+      rec.copy(s.vEvicted[i], 0, l.vEvicted, 0, l.rowFloats * 4);
     });
     this.state = { ...s.state };
   }

@@ -103,7 +103,7 @@ export function argmax(rec: Recorder, logits: GPUBuffer, ids: GPUBuffer, M: numb
   rec.run('argmax.wgsl', 'main', {}, [rec.params([M, V, 0, 0]), logits, ids], M);
 }
 
-export const ATTENTION_MODE = { physical: 0, chrono: 1, linear: 2, masked: 3 } as const;
+export const ATTENTION_MODE = { physical: 0, chrono: 1, linear: 2, masked: 3, draft: 4 } as const;
 export type AttentionMode = keyof typeof ATTENTION_MODE;
 
 export interface AttentionArgs {
@@ -119,6 +119,8 @@ export interface AttentionArgs {
   round: boolean;
   /** 0: exact reductions. n > 0: the inexact variant reducing keys in n blocks. */
   split: number;
+  /** MODE_DRAFT: how many of the most recent ring entries the query reads (W or W + 1). */
+  span?: number;
   q: GPUBuffer;
   kCache: GPUBuffer;
   vCache: GPUBuffer;
@@ -135,7 +137,7 @@ export function maskedKeyCount(p: number, M: number, window: number): number {
 
 export function attention(rec: Recorder, a: AttentionArgs): void {
   const { maxKeys } = a.scratch;
-  const params = rec.params([a.M, a.heads, a.kvHeads, a.d, ATTENTION_MODE[a.mode], a.window, a.base, a.p, maxKeys, a.round ? 1 : 0, 0, 0]);
+  const params = rec.params([a.M, a.heads, a.kvHeads, a.d, ATTENTION_MODE[a.mode], a.window, a.base, a.p, maxKeys, a.round ? 1 : 0, a.span ?? 0, 0]);
   const rows = a.M * a.heads;
   const { scores, sums } = a.scratch;
   rec.run('attention.wgsl', 'scores', {}, [params, a.q, a.kCache, undefined, a.kStage, undefined, scores], groups(rows * maxKeys));

@@ -177,7 +177,7 @@ export class TargetModel {
 
   destroy(): void {
     Object.values(this.ws).forEach((b) => b.destroy());
-    this.cache.layers.forEach((l) => [l.k, l.v, l.kStage, l.vStage].forEach((b) => b.destroy()));
+    this.cache.layers.forEach((l) => [l.k, l.v, l.kStage, l.vStage, l.kEvicted, l.vEvicted].forEach((b) => b.destroy()));
     this.ropes.destroy();
     this.dummy.destroy();
   }

@@ -1,0 +1,171 @@
+import type { AssistantDescription, TargetDescription } from '../format/model-description.ts';
+import type { GpuContext } from '../gpu/device.ts';
+import { readBytes, storageBuffer } from '../gpu/buffers.ts';
+import { Recorder } from '../gpu/recorder.ts';
+import { GpuError } from '../gpu/errors.ts';
+import type { GpuWeights } from './gpu-weights.ts';
+import type { TargetModel, Precision } from './target.ts';
+import { RopeTables } from './rope-tables.ts';
+import * as op from './ops.ts';
+
+/**
+ * The MTP assistant (drafter) on the GPU, GEMMA4.md section 5. One step:
+ *   x = pre_projection([E_target[tok] * s_target, h_prev]); 4 layers whose attention is query-only
+ *   over the target's K/V (its last sliding layer's ring for sliding layers, its last full layer's
+ *   cache for the full layer) with RoPE on q at one frozen position per round; y = norm(x);
+ *   logits = E_assistant y (no softcap); tok = argmax; h_prev = post_projection(y).
+ * All K-1 steps of a round are encoded in one command buffer: the argmax of a step feeds the next
+ * step's embedding on the GPU, and only the drafted ids are read back.
+ *
+ * Conventions (reports record which):
+ *   'hf'     (default): q at the position of the embedded token (the target's nextPos); sliding
+ *            layers read W + 1 keys, as transformers' mask |q - kv| <= W does.
+ *   'mlxcel': q at kv_valid_len - 1 (one less); sliding layers read the ring's W keys.
+ */
+export type DraftConvention = 'hf' | 'mlxcel';
+
+export interface DraftResult {
+  tokens: number[];
+  /** [steps, V] when requested. */
+  logits?: Float32Array;
+  /** [steps, backboneHidden]: the projected state after each step, when requested. */
+  hidden?: Float32Array;
+}
+
+export class AssistantModel {
+  readonly desc: AssistantDescription;
+  private readonly device: GPUDevice;
+  private readonly ropes: RopeTables;
+  private readonly ws: Record<string, GPUBuffer> = {};
+  private readonly round: boolean;
+  private readonly sources: { sliding: number; full: number };
+
+  constructor(
+    ctx: GpuContext,
+    readonly weights: GpuWeights<AssistantDescription>,
+    private readonly target: TargetModel,
+    readonly convention: DraftConvention = 'hf',
+    precision: Precision = 'f32',
+    private readonly maxSteps = 16,
+  ) {
+    this.device = ctx.device;
+    this.desc = weights.desc;
+    this.round = precision === 'bf16';
+    this.ropes = new RopeTables(this.device, target.opts.maxContext + 1);
+    const t: TargetDescription = target.desc;
+    const last = (type: 'sliding' | 'full') => {
+      for (let i = t.layers.length - 1; i >= 0; i--) if (t.layers[i].type === type) return i;
+      throw new GpuError('limits', `the target has no ${type} layer for the assistant to read`);
+    };
+    this.sources = { sliding: last('sliding'), full: last('full') };
+    const a = this.desc;
+    const BB = a.backboneHidden;
+    const qw = Math.max(...a.layers.map((l) => l.numHeads * l.headDim));
+    const heads = Math.max(...a.layers.map((l) => l.numHeads));
+    const f = (name: string, floats: number) => (this.ws[name] = storageBuffer(this.device, floats * 4, `asst.${name}`));
+    f('cat', 2 * BB);
+    f('x', a.hidden);
+    f('xn', a.hidden);
+    f('q', qw);
+    f('attn', qw);
+    f('a', a.hidden);
+    f('g', a.intermediate);
+    f('u', a.intermediate);
+    f('y', a.hidden);
+    f('hprev', BB);
+    f('logits', a.vocab);
+    f('scores', 2 * heads * Math.max(target.opts.maxContext, t.window + 1));
+    f('sums', heads);
+    f('outLogits', maxSteps * a.vocab);
+    f('outHidden', maxSteps * BB);
+    this.ws.tok = storageBuffer(this.device, 16, 'asst.tok');
+    this.ws.drafts = storageBuffer(this.device, maxSteps * 4, 'asst.drafts');
+    this.ws.dummy = storageBuffer(this.device, 16, 'asst.dummy');
+  }
+
+  /** The frozen RoPE position of a round whose bonus token sits at the target's nextPos. */
+  position(): number {
+    const p = this.target.cache.state.nextPos;
+    return this.convention === 'hf' ? p : p - 1;
+  }
+
+  /**
+   * Drafts `steps` tokens after `bonus`, seeded with the target's post-final-norm hidden state at the
+   * position that produced `bonus`. The target's caches must hold every position before the bonus.
+   */
+  async draft(bonus: number, seedHidden: Float32Array, steps: number, o: { capture?: boolean } = {}): Promise<DraftResult> {
+    if (steps > this.maxSteps) throw new Error(`at most ${this.maxSteps} draft steps per round`);
+    const a = this.desc;
+    const t = this.target.desc;
+    const BB = a.backboneHidden;
+    const ws = this.ws;
+    const cache = this.target.cache;
+    const state = cache.state;
+    const rows: op.Rows = { M: 1, round: this.round };
+    const pos = this.position();
+    this.device.queue.writeBuffer(ws.tok, 0, Uint32Array.of(bonus));
+    this.device.queue.writeBuffer(ws.hprev, 0, seedHidden.buffer, seedHidden.byteOffset, BB * 4);
+    this.device.pushErrorScope('validation');
+    const rec = new Recorder(this.device, this.target.kernels, 'draft');
+    const norm = (x: GPUBuffer, w: GPUBuffer | null, out: GPUBuffer, n: number, D: number, extra: Partial<op.NormArgs> = {}) =>
+      op.rmsnorm(rec, x, w, out, ws.dummy, { rows: n, D, eps: a.eps, round: this.round, ...extra });
+    for (let s = 0; s < steps; s++) {
+      op.embed(rec, this.target.weights.embed, ws.tok, ws.cat, t.embedScale, rows);
+      rec.copy(ws.hprev, 0, ws.cat, BB * 4, BB * 4);
+      op.matmul(rec, this.weights.preProjection!, ws.cat, ws.x, rows);
+      a.layers.forEach((l, i) => {
+        const w = this.weights.layers[i];
+        const src = cache.layers[this.sources[l.type]];
+        norm(ws.x, w.inputNorm, ws.xn, 1, a.hidden);
+        op.matmul(rec, w.qProj, ws.xn, ws.attn, rows);
+        norm(ws.attn, w.qNorm, ws.q, l.numHeads, l.headDim);
+        op.rope(rec, ws.q, this.ropes.get(l.rope, l.headDim), l.numHeads, l.headDim, pos, rows);
+        const sliding = l.type === 'sliding';
+        op.attention(rec, {
+          M: 1, heads: l.numHeads, kvHeads: l.numKvHeads, d: l.headDim,
+          mode: sliding ? 'draft' : 'linear', split: 0,
+          window: t.window, base: state.base, p: sliding ? state.nextPos : state.nextPos - 1,
+          span: this.convention === 'hf' ? t.window + 1 : t.window,
+          round: this.round, q: ws.q, kCache: src.k, vCache: src.v,
+          kStage: sliding ? src.kEvicted : src.k, vStage: sliding ? src.vEvicted : src.v,
+          out: ws.attn, scratch: { scores: ws.scores, sums: ws.sums, maxKeys: Math.max(this.target.opts.maxContext, t.window + 1) },
+        });
+        op.matmul(rec, w.oProj, ws.attn, ws.a, rows);
+        norm(ws.a, w.postAttnNorm, ws.x, 1, a.hidden, { residual: { postScale: 1 } });
+        norm(ws.x, w.preFfNorm, ws.xn, 1, a.hidden);
+        op.matmul(rec, w.gate, ws.xn, ws.g, rows);
+        op.matmul(rec, w.up, ws.xn, ws.u, rows);
+        op.geglu(rec, ws.g, ws.u, a.intermediate, this.round);
+        op.matmul(rec, w.down, ws.g, ws.a, rows);
+        norm(ws.a, w.postFfNorm, ws.x, 1, a.hidden, { residual: { postScale: w.layerScalar } });
+      });
+      norm(ws.x, this.weights.finalNorm, ws.y, 1, a.hidden);
+      op.matmul(rec, this.weights.embed, ws.y, ws.logits, rows, a.hidden, a.vocab);
+      op.argmax(rec, ws.logits, ws.tok, 1, a.vocab);
+      op.matmul(rec, this.weights.postProjection!, ws.y, ws.hprev, rows);
+      rec.copy(ws.tok, 0, ws.drafts, s * 4, 4);
+      if (o.capture) {
+        rec.copy(ws.logits, 0, ws.outLogits, s * a.vocab * 4, a.vocab * 4);
+        rec.copy(ws.hprev, 0, ws.outHidden, s * BB * 4, BB * 4);
+      }
+    }
+    rec.submit();
+    const err = this.device.popErrorScope();
+    const ids = await readBytes(this.device, ws.drafts, steps * 4);
+    const e = await err;
+    if (e) throw new GpuError('validation', `WebGPU error while drafting: ${e.message}`);
+    const result: DraftResult = { tokens: [...new Uint32Array(ids.buffer, ids.byteOffset, steps)] };
+    if (o.capture) {
+      const lg = await readBytes(this.device, ws.outLogits, steps * a.vocab * 4);
+      const hd = await readBytes(this.device, ws.outHidden, steps * BB * 4);
+      result.logits = new Float32Array(lg.buffer, lg.byteOffset, steps * a.vocab);
+      result.hidden = new Float32Array(hd.buffer, hd.byteOffset, steps * BB);
+    }
+    return result;
+  }
+
+  destroy(): void {
+    Object.values(this.ws).forEach((b) => b.destroy());
+    this.ropes.destroy();
+  }
+}
