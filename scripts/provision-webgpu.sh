@@ -5,6 +5,8 @@
 #     (Mesa 22) is refused by Dawn, so the backports package is downloaded and unpacked privately
 #     into .cache/lavapipe (not installed system-wide).
 #   - Browser tests: Debian's chromium (with its SwiftShader Vulkan driver).
+#   - A second Node/Dawn adapter: Chromium's SwiftShader Vulkan ICD (other subgroup size and limits),
+#     on which scripts/test.sh reruns the kernel tests. Exported as RINGSIDE_SWIFTSHADER_ICD.
 # Prints `export` lines for the caller to eval. Fails loudly (never skips) when it cannot provision.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -55,8 +57,17 @@ if [ ! -f "$icd" ]; then
   rm -rf "$work"
   log "lavapipe ready at $cache"
 fi
+# Debian's chromium package ships SwiftShader's Vulkan ICD next to the browser (RINGSIDE_SWIFTSHADER_ICD
+# set beforehand points elsewhere).
+swiftshader_icd=${RINGSIDE_SWIFTSHADER_ICD:-/usr/lib/chromium/vk_swiftshader_icd.json}
+[ -f "$swiftshader_icd" ] || fail "no SwiftShader Vulkan ICD at $swiftshader_icd (Debian's chromium package ships it: apt-get install --reinstall chromium)"
+swiftshader_lib=$(sed -nE 's/.*"library_path" *: *"([^"]+)".*/\1/p' "$swiftshader_icd")
+case "$swiftshader_lib" in /*) ;; *) swiftshader_lib="$(dirname "$swiftshader_icd")/$swiftshader_lib" ;; esac
+[ -f "$swiftshader_lib" ] || fail "the SwiftShader ICD $swiftshader_icd names a driver that does not exist: $swiftshader_lib"
+
 mkdir -p "$root/.cache/xdg" && chmod 700 "$root/.cache/xdg"
 echo "export VK_ICD_FILENAMES='$icd'"
 echo "export LD_LIBRARY_PATH='$cache'\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
 echo "export XDG_RUNTIME_DIR='$root/.cache/xdg'"
 echo "export RINGSIDE_CHROMIUM=/usr/bin/chromium"
+echo "export RINGSIDE_SWIFTSHADER_ICD='$swiftshader_icd'"

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The whole test suite: `npm test`. Provisions the software WebGPU adapters first (lavapipe for
-# Node/Dawn, Debian chromium for the browser tests), then type-checks and runs vitest, and ends with
-# the line "N passed, N failed" that CI reads.
+# The whole test suite: `npm test` (or `bash scripts/test.sh <paths>` for part of it). Provisions the
+# software WebGPU adapters first (lavapipe for Node/Dawn, Debian chromium for the browser tests), then
+# type-checks and runs vitest on lavapipe. The kernel tests then run a second time on SwiftShader
+# (another subgroup size and other limits). Ends with the line "N passed, N failed" that CI reads,
+# summed over both passes.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 if ! provision=$(bash scripts/provision-webgpu.sh); then
@@ -10,11 +12,41 @@ if ! provision=$(bash scripts/provision-webgpu.sh); then
   exit 1
 fi
 eval "$provision"
+# Reports are written to a private folder, then moved to test-results/ at the end: two runs at once
+# (several worktrees or terminals) must not sum each other's reports.
 mkdir -p test-results
+results=$(mktemp -d test-results/.run.XXXXXX)
+trap 'rm -rf "$results"' EXIT
 typecheck_failed=0
 if ! npx tsc --noEmit -p tsconfig.json; then typecheck_failed=1; echo "typecheck FAILED" >&2; fi
-npx vitest run --reporter=default --reporter=json --outputFile.json=test-results/vitest.json "$@"
+
+# run_vitest <json report> <vitest args...>
+run_vitest() {
+  local report=$1
+  shift
+  npx vitest run --reporter=default --reporter=json --outputFile.json="$report" "$@"
+}
+# report_has <json report> <test file>: did that vitest run include the file?
+report_has() { grep -q "\"name\":\"[^\"]*/$2\"" "$1" 2>/dev/null; }
+
+# Pass 1: the selected tests (all by default) on lavapipe.
+RINGSIDE_ADAPTER=lavapipe run_vitest "$results/vitest.json" "$@"
 rc=$?
-node scripts/test-summary.mjs test-results/vitest.json "$typecheck_failed"
+reports=("$results/vitest.json")
+
+# Pass 2: the kernel tests again on SwiftShader, those of them that pass 1 ran. RINGSIDE_ADAPTER makes
+# the tests check that Dawn really picked SwiftShader.
+swiftshader_tests=(test/gpu/kernels.test.ts)
+rerun=()
+for f in "${swiftshader_tests[@]}"; do report_has "$results/vitest.json" "$f" && rerun+=("$f"); done
+if [ ${#rerun[@]} -gt 0 ]; then
+  echo "--- again on SwiftShader: ${rerun[*]}"
+  VK_ICD_FILENAMES="$RINGSIDE_SWIFTSHADER_ICD" RINGSIDE_ADAPTER=swiftshader \
+    run_vitest "$results/vitest-swiftshader.json" "${rerun[@]}" || rc=1
+  reports+=("$results/vitest-swiftshader.json")
+fi
+
+node scripts/test-summary.mjs "$typecheck_failed" "${reports[@]}"
+mv -f "${reports[@]}" test-results/ 2>/dev/null
 [ "$typecheck_failed" = 0 ] || rc=1
 exit $rc

@@ -14,7 +14,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>) {
   var best_v = logits[m * P.V];
   for (var i = 1u; i < P.V; i++) {
     let v = logits[m * P.V + i];
-    if (v > best_v || (best_v != best_v && v == v)) { best = i; best_v = v; }
+    // NaN tests by bit pattern: compilers may assume x != x is false.
+    let best_nan = (bitcast<u32>(best_v) & 0x7fffffffu) > 0x7f800000u;
+    let v_nan = (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
+    if ((v > best_v && !v_nan) || (best_nan && !v_nan)) { best = i; best_v = v; }
   }
   ids[m] = best;
 }

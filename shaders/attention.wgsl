@@ -79,14 +79,20 @@ fn key_of(j: u32, i: u32) -> vec2<u32> {
   if (P.mode == MODE_DRAFT) {
     let kp = P.p - key_count(j) + i;
     if (kp + W + 1u == P.p) { return vec2<u32>(1u, 0u); }
-    return vec2<u32>(0u, (kp - P.base) % W);
+    return vec2<u32>(0u, ring_slot(kp));
   }
   // MODE_CHRONO: positions lo .. p+j in order; MODE_MASKED: the widened range.
   let pos = P.p + j;
   let lo = select(pos + 1u - key_count(j), masked_lo(), P.mode == MODE_MASKED);
   let kp = lo + i;
   if (kp >= P.p) { return vec2<u32>(1u, kp - P.p); }
-  return vec2<u32>(0u, (kp - P.base) % W);
+  return vec2<u32>(0u, ring_slot(kp));
+}
+
+// Physical slot of a position: (pos - base) mod W, computed without u32 wrap-around when pos < base
+// (a 2^32 wrap is not a multiple of W unless W is a power of two).
+fn ring_slot(pos: u32) -> u32 {
+  return (pos % P.window + P.window - P.base % P.window) % P.window;
 }
 
 fn k_at(loc: vec2<u32>, kvh: u32, c: u32) -> f32 {

@@ -1,4 +1,5 @@
 import type { ByteSource } from './bytesource.ts';
+import { sha256Hex } from '../util/sha256.ts';
 import { locateCheckpointFiles } from './checkpoint-files.ts';
 import { parseConfig, type ModelType } from './config.ts';
 import { describeModel, TensorTable } from './describe.ts';
@@ -62,6 +63,5 @@ async function checkpointDigest(configBytes: Uint8Array, all: Map<string, Tensor
   const buf = new Uint8Array(configBytes.byteLength + headerBytes.byteLength);
   buf.set(configBytes, 0);
   buf.set(headerBytes, configBytes.byteLength);
-  const hash = await globalThis.crypto.subtle.digest('SHA-256', buf);
-  return [...new Uint8Array(hash)].map((b) => b.toString(16).padStart(2, '0')).join('');
+  return sha256Hex(buf);
 }

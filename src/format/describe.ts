@@ -28,7 +28,7 @@ export class TensorTable {
     if (!isFloatDtype(t.dtype)) {
       throw new FormatError(`${t.file.name}: tensor "${t.name}" should be F32, F16 or BF16 (${what}) but is ${t.dtype}`, t.file.name, t.name);
     }
-    checkShape(t, shape);
+    checkShape(t, shape, what);
     this.used.add(name);
     return t;
   }
@@ -45,9 +45,9 @@ export class TensorTable {
   }
 }
 
-function checkShape(t: TensorRef, shape: readonly number[]): void {
+function checkShape(t: TensorRef, shape: readonly number[], what: string): void {
   if (t.shape.length !== shape.length || t.shape.some((d, i) => d !== shape[i])) {
-    throw new FormatError(`${t.file.name}: tensor "${t.name}" has shape ${fmtShape(t.shape)}, expected ${fmtShape(shape)}`, t.file.name, t.name);
+    throw new FormatError(`${t.file.name}: tensor "${t.name}" has shape ${fmtShape(t.shape)}, expected ${fmtShape(shape)} (${what})`, t.file.name, t.name);
   }
 }
 
@@ -76,8 +76,9 @@ export function takeLinear(table: TensorTable, config: ModelConfig, path: string
     throw new FormatError(`${file}: tensor "${w.name}" has shape ${fmtShape(w.shape)}, expected ${fmtShape([out, packedCols])} (${out} x ${inF} at ${bits} bits${bitsHint(w.shape, out, inF)})`, file, w.name);
   }
   const groups = inF / groupSize;
-  const scales = table.take(`${path}.scales`, [out, groups], `scales of ${path}, group size ${groupSize}`);
-  const biases = table.take(`${path}.biases`, [out, groups], `biases of ${path}, group size ${groupSize}`);
+  const hint = groupHint(table.byName.get(`${path}.scales`)?.shape, out, inF, groups);
+  const scales = table.take(`${path}.scales`, [out, groups], `scales of ${path}, group size ${groupSize}${hint}`);
+  const biases = table.take(`${path}.biases`, [out, groups], `biases of ${path}, group size ${groupSize}${hint}`);
   return { kind: 'affine', name: path, outFeatures: out, inFeatures: inF, bits, groupSize, weight: w, scales, biases };
 }
 
@@ -86,6 +87,12 @@ function bitsHint(shape: readonly number[], out: number, inF: number): string {
   if (shape.length !== 2 || shape[0] !== out) return '';
   const b = (shape[1] * 32) / inF;
   return Number.isInteger(b) ? `; the stored shape fits ${b} bits — check config.json "quantization"` : '';
+}
+
+/** Says which group size the stored scales would fit, to make a wrong group_size obvious. */
+function groupHint(shape: readonly number[] | undefined, out: number, inF: number, groups: number): string {
+  if (!shape || shape.length !== 2 || shape[0] !== out || shape[1] === groups || inF % shape[1] !== 0) return '';
+  return `; the stored shape fits group size ${inF / shape[1]} — check config.json "quantization"`;
 }
 
 function gcd(a: number, b: number): number {

@@ -11,3 +11,4 @@ export { openCheckpoint, type Checkpoint } from './checkpoint.ts';
 export { checkCompatibility } from './compat.ts';
 export { dequantizeLinear, dequantAffine, unpackRow, readRows } from './dequant.ts';
 export type * from './model-description.ts';
+export { synthGeometry, syntheticCheckpoint, layerTypes, SyntheticFile, SYNTH_PRESETS, DEFAULT_SHARD_BYTES, type SynthGeometry, type SynthPreset, type SynthOptions, type SyntheticPair } from './synthetic.ts';

@@ -1,0 +1,139 @@
+import { existsSync } from 'node:fs';
+import { open } from 'node:fs/promises';
+import path from 'node:path';
+import type { Checkpoint } from '../../format/checkpoint.ts';
+import type { AssistantDescription } from '../../format/model-description.ts';
+import { openCheckpointDir } from '../../node/file-source.ts';
+import { uploadWeights, type GpuWeights } from '../../model/gpu-weights.ts';
+import { checkMemory, planMemory } from '../../model/memory-budget.ts';
+import { nodeGpuContext } from '../node-gpu.ts';
+import type { Command } from '../command.ts';
+
+const CHUNK = 8 << 20;
+const MB = 1e6;
+
+export const loadBench: Command = {
+  name: 'load-bench',
+  summary: 'Measure raw read vs GPU upload throughput of a checkpoint, with peak JS heap and RSS (JSON).',
+  usage: 'load-bench --model DIR [--memory-budget GB] [--max-context N]',
+  options: {
+    model: { type: 'string', help: 'checkpoint folder, or a folder with target/ and assistant/ (as synth writes)' },
+    'memory-budget': { type: 'string', help: 'refuse before uploading when the plan exceeds this many GB (10^9 bytes)' },
+    'max-context': { type: 'string', help: 'context length for the memory plan', default: '4096' },
+  },
+  async run({ values: v }, io) {
+    if (typeof v.model !== 'string') throw new Error('--model DIR is required');
+    const dirs = modelDirs(path.resolve(v.model));
+    const cks: Checkpoint[] = [];
+    for (const d of dirs) cks.push(await openCheckpointDir(d));
+    const files = [...new Set(cks.flatMap((c, i) => [...c.tensors.values()].map((t) => path.join(dirs[i], t.file.name))))];
+
+    const mem = new PeakMemory();
+    const raw = await rawRead(files);
+    const viaSource = await sourceRead(cks);
+
+    const ctx = await nodeGpuContext();
+    const limits = { maxBufferSize: ctx.device.limits.maxBufferSize, maxStorageBufferBindingSize: ctx.device.limits.maxStorageBufferBindingSize };
+    const target = cks.find((c) => c.description.role === 'target')?.description ?? cks[0].description;
+    const asst = cks.find((c) => c.description.role === 'assistant')?.description as AssistantDescription | undefined;
+    const plan = planMemory(target, { maxContext: Number(v['max-context']), maxBlock: 8, prefillChunk: 64 }, limits, asst === target ? undefined : asst);
+    const budget = v['memory-budget'] !== undefined ? Number(v['memory-budget']) * 1e9 : undefined;
+    if (budget !== undefined && !(budget > 0)) throw new Error('--memory-budget must be a positive number of GB');
+    checkMemory(plan, budget);
+
+    const loaded: GpuWeights[] = [];
+    let lastLog = 0;
+    const t0 = performance.now();
+    mem.start();
+    try {
+      for (const c of cks) {
+        loaded.push(await uploadWeights(ctx.device, c.description, (p) => {
+          mem.sample();
+          const now = performance.now();
+          if (now - lastLog > 5000) { lastLog = now; io.err(`load-bench: ${c.label}: ${p.detail}`); }
+        }));
+      }
+      await ctx.device.queue.onSubmittedWorkDone(); // the copies into the buffers are part of the load
+    } finally {
+      mem.stop();
+    }
+    const seconds = (performance.now() - t0) / 1000;
+    const bytes = loaded.reduce((a, w) => a + w.bytes, 0);
+    const loadMBps = bytes / MB / seconds;
+    io.out(JSON.stringify({
+      model: dirs, adapter: ctx.report.description || ctx.report.vendor,
+      bytes, fileBytes: raw.bytes,
+      rawReadMBps: round(raw.MBps), sourceReadMBps: round(viaSource), loadMBps: round(loadMBps), ratio: +(loadMBps / raw.MBps).toFixed(3),
+      peakHeapMB: round(mem.heap / MB), peakArrayBuffersMB: round(mem.arrayBuffers / MB), peakRssMB: round(process.resourceUsage().maxRSS / 1024),
+      seconds: +seconds.toFixed(2), rawReadSeconds: +raw.seconds.toFixed(2),
+      plan: { weightsGB: plan.weights / 1e9, cacheGB: plan.cache / 1e9, workspaceGB: plan.workspace / 1e9, buffers: plan.buffers },
+    }, null, 2));
+    loaded.forEach((w) => w.destroy());
+    ctx.destroy();
+    return 0;
+  },
+};
+
+const round = (x: number) => Math.round(x * 10) / 10;
+
+/** A checkpoint folder, or the target/ and assistant/ folders under it. */
+function modelDirs(dir: string): string[] {
+  if (existsSync(path.join(dir, 'config.json'))) return [dir];
+  const subs = ['target', 'assistant'].map((s) => path.join(dir, s)).filter((d) => existsSync(path.join(d, 'config.json')));
+  if (subs.length === 0) throw new Error(`${dir}: no config.json there or in target/ or assistant/`);
+  return subs;
+}
+
+/** Sequential reads of whole files in 8 MB chunks into one reused buffer: the disk (or page cache) alone. */
+async function rawRead(files: string[]): Promise<{ bytes: number; seconds: number; MBps: number }> {
+  const buf = new Uint8Array(CHUNK);
+  const t0 = performance.now();
+  let bytes = 0;
+  for (const f of files) {
+    const fh = await open(f, 'r');
+    try {
+      for (let pos = 0; ; ) {
+        const { bytesRead } = await fh.read(buf, 0, CHUNK, pos);
+        if (bytesRead === 0) break;
+        pos += bytesRead;
+        bytes += bytesRead;
+      }
+    } finally {
+      await fh.close();
+    }
+  }
+  const seconds = (performance.now() - t0) / 1000;
+  return { bytes, seconds, MBps: bytes / MB / seconds };
+}
+
+/** Reads every tensor through the checkpoint's ByteSources in 8 MB reads, as the uploader does, minus the GPU. */
+async function sourceRead(cks: Checkpoint[]): Promise<number> {
+  const t0 = performance.now();
+  let bytes = 0;
+  for (const t of cks.flatMap((c) => [...c.tensors.values()])) {
+    for (let off = 0; off < t.byteLength; off += CHUNK) {
+      bytes += (await t.file.read(t.offset + off, Math.min(CHUNK, t.byteLength - off))).byteLength;
+    }
+  }
+  return bytes / MB / ((performance.now() - t0) / 1000);
+}
+
+/** Peak heapUsed and ArrayBuffer memory, sampled on demand (progress callbacks) and every 20 ms. */
+class PeakMemory {
+  heap = 0;
+  arrayBuffers = 0;
+  private timer?: ReturnType<typeof setInterval>;
+  start(): void {
+    this.sample();
+    this.timer = setInterval(() => this.sample(), 20);
+  }
+  stop(): void {
+    this.sample();
+    clearInterval(this.timer);
+  }
+  sample(): void {
+    const m = process.memoryUsage();
+    this.heap = Math.max(this.heap, m.heapUsed);
+    this.arrayBuffers = Math.max(this.arrayBuffers, m.arrayBuffers);
+  }
+}

@@ -1,0 +1,206 @@
+/**
+ * GPU memory a model will take, computed before anything is allocated, so that a model that cannot fit is
+ * refused with numbers instead of failing mid-upload (or being OOM-killed). WebGPU exposes no memory total:
+ * the only hard facts are the per-buffer limits; the total is checked against a caller-supplied budget
+ * (`--memory-budget`, or navigator.deviceMemory in the browser).
+ *
+ * The buffer list mirrors what the engine allocates: weights split by rows as TensorUploader does
+ * (src/gpu/upload.ts), KV caches as KvCache (kv-cache.ts), workspace and RoPE tables as TargetModel
+ * (target.ts). Each buffer is rounded as storageBuffer rounds it (multiple of 4, at least 16 bytes).
+ */
+import type { AssistantDescription, Linear, ModelDescription, TargetDescription, TensorRef } from '../format/model-description.ts';
+import { GpuError } from '../gpu/errors.ts';
+
+export interface MemoryOptions {
+  /** Longest sequence (rows of the full-attention caches and RoPE tables). */
+  maxContext: number;
+  /** Widest verify block K. */
+  maxBlock: number;
+  /** Rows per prefill forward. */
+  prefillChunk: number;
+}
+
+export interface BufferLimits {
+  maxBufferSize: number;
+  maxStorageBufferBindingSize: number;
+}
+
+export interface OversizeBuffer {
+  what: string;
+  bytes: number;
+  limit: number;
+  limitName: 'maxBufferSize' | 'maxStorageBufferBindingSize';
+}
+
+export interface MemoryPlan {
+  /** Model types planned, e.g. ["gemma4_unified", "gemma4_unified_assistant"]. */
+  models: string[];
+  /** Bytes of GPU buffers by use; total = weights + cache + workspace. */
+  weights: number;
+  cache: number;
+  workspace: number;
+  total: number;
+  buffers: number;
+  largest: { what: string; bytes: number };
+  /** Buffers (or single rows of a weight) larger than one buffer may be on this adapter. */
+  oversize: OversizeBuffer[];
+  limits: BufferLimits;
+  options: MemoryOptions;
+}
+
+type Category = 'weights' | 'cache' | 'workspace';
+
+class Planner {
+  readonly plan: MemoryPlan;
+  /** Every buffer is bound whole as storage, so it must fit both limits. */
+  private readonly limit: number;
+  private readonly limitName: OversizeBuffer['limitName'];
+
+  constructor(limits: BufferLimits, options: MemoryOptions) {
+    this.limit = Math.min(limits.maxBufferSize, limits.maxStorageBufferBindingSize);
+    this.limitName = limits.maxStorageBufferBindingSize <= limits.maxBufferSize ? 'maxStorageBufferBindingSize' : 'maxBufferSize';
+    this.plan = { models: [], weights: 0, cache: 0, workspace: 0, total: 0, buffers: 0, largest: { what: '', bytes: 0 }, oversize: [], limits, options };
+  }
+
+  buffer(cat: Category, what: string, bytes: number): void {
+    const size = Math.max(16, Math.ceil(bytes / 4) * 4);
+    this.plan[cat] += size;
+    this.plan.total += size;
+    this.plan.buffers++;
+    if (size > this.plan.largest.bytes) this.plan.largest = { what, bytes: size };
+    if (size > this.limit) this.oversize(what, size);
+  }
+
+  oversize(what: string, bytes: number): void {
+    this.plan.oversize.push({ what, bytes, limit: this.limit, limitName: this.limitName });
+  }
+
+  /** The tensors of one linear share a row partition sized by the widest row (TensorUploader.rowsPerPart). */
+  rowSplit(refs: TensorRef[]): void {
+    const rowBytes = Math.max(...refs.map((r) => r.byteLength / (r.shape.length === 0 ? 1 : r.shape[0])));
+    const perPart = Math.floor(this.limit / rowBytes);
+    if (perPart < 1) {
+      this.oversize(`one row of ${refs[0].name} (${rowBytes} bytes)`, rowBytes);
+      return;
+    }
+    for (const r of refs) {
+      const rows = r.shape.length === 0 ? 1 : r.shape[0];
+      const rb = r.byteLength / rows;
+      for (let start = 0; start < rows; start += perPart) {
+        this.buffer('weights', `${r.name}[${start}:${Math.min(rows, start + perPart)}]`, Math.min(perPart, rows - start) * rb);
+      }
+    }
+  }
+}
+
+function linearRefs(l: Linear): TensorRef[] {
+  return l.kind === 'affine' ? [l.weight, l.scales, l.biases] : [l.weight];
+}
+
+function weights(p: Planner, d: ModelDescription): void {
+  const lin: Linear[] = [d.embed];
+  const vec: TensorRef[] = [d.finalNorm];
+  for (const l of d.layers) {
+    for (const x of [l.qProj, l.kProj, l.vProj, l.oProj, l.gate, l.up, l.down]) if (x) lin.push(x);
+    for (const x of [l.inputNorm, l.qNorm, l.kNorm, l.postAttnNorm, l.preFfNorm, l.postFfNorm]) if (x) vec.push(x);
+  }
+  if (d.role === 'assistant') lin.push(d.preProjection, d.postProjection);
+  for (const l of lin) p.rowSplit(linearRefs(l));
+  for (const v of vec) p.rowSplit([v]);
+}
+
+/** KvCache: sliding layers keep W slots, full layers maxContext rows; f32; plus per-layer staging rows. */
+function caches(p: Planner, d: TargetDescription, o: MemoryOptions): void {
+  d.layers.forEach((l, i) => {
+    const row = l.numKvHeads * l.headDim * 4;
+    const slots = l.type === 'sliding' ? d.window : o.maxContext;
+    const stage = l.type === 'sliding' ? o.maxBlock : 1;
+    for (const kv of ['K', 'V']) {
+      p.buffer('cache', `${kv} cache of layer ${i} (${l.type}, ${slots} positions x ${l.numKvHeads} x ${l.headDim})`, slots * row);
+      p.buffer('cache', `${kv} staging of layer ${i}`, stage * row);
+    }
+  });
+}
+
+/** TargetModel's workspace (rows R = max(prefillChunk, maxBlock)) and RoPE tables. */
+function targetWorkspace(p: Planner, d: TargetDescription, o: MemoryOptions): void {
+  const R = Math.max(o.prefillChunk, o.maxBlock);
+  const qw = Math.max(...d.layers.map((l) => l.numHeads * l.headDim));
+  const kvw = Math.max(...d.layers.map((l) => l.numKvHeads * l.headDim));
+  const heads = Math.max(...d.layers.map((l) => l.numHeads));
+  const maxKeys = Math.max(d.window, o.maxContext);
+  const f = (name: string, floats: number) => p.buffer('workspace', `workspace "${name}" of the target`, floats * 4);
+  for (const n of ['h', 'xn', 'a', 'y']) f(n, R * d.hidden);
+  for (const n of ['q', 'attn']) f(n, R * qw);
+  for (const n of ['kraw', 'vraw', 'k', 'v']) f(n, R * kvw);
+  for (const n of ['g', 'u']) f(n, R * d.intermediate);
+  f('scores', 2 * R * heads * maxKeys);
+  f('sums', R * heads);
+  f('headIn', o.maxBlock * d.hidden);
+  f('logits', o.maxBlock * d.vocab);
+  f('ids', R);
+  f('argmax', o.maxBlock);
+  const ropes = new Set(d.layers.map((l) => `${l.rope.theta}/${l.headDim}/${l.rope.partialRotary}`));
+  for (const r of ropes) {
+    const hd = Number(r.split('/')[1]);
+    for (const t of ['cos', 'sin']) p.buffer('workspace', `RoPE ${t} table ${r} x ${o.maxContext} positions`, (o.maxContext * hd) / 2 * 4);
+  }
+}
+
+/** The assistant's drafting workspace (an estimate: maxBlock rows of its activations and logits). */
+function assistantWorkspace(p: Planner, d: AssistantDescription, o: MemoryOptions): void {
+  const R = o.maxBlock;
+  const qw = Math.max(...d.layers.map((l) => l.numHeads * l.headDim));
+  const heads = Math.max(...d.layers.map((l) => l.numHeads));
+  const floats = R * (4 * d.hidden + 2 * qw + 2 * d.intermediate + 2 * d.backboneHidden + d.vocab + heads * 2 * Math.max(d.window, o.maxContext));
+  p.buffer('workspace', 'assistant workspace (estimate)', floats * 4);
+}
+
+/** Plans the buffers of a target (and optionally its assistant) on an adapter with `limits`. */
+export function planMemory(desc: ModelDescription, options: MemoryOptions, limits: BufferLimits, assistant?: AssistantDescription): MemoryPlan {
+  for (const k of ['maxContext', 'maxBlock', 'prefillChunk'] as const) {
+    if (!Number.isSafeInteger(options[k]) || options[k] < 1) throw new Error(`planMemory: ${k} must be a positive integer, found ${options[k]}`);
+  }
+  const p = new Planner(limits, options);
+  for (const d of assistant ? [desc, assistant] : [desc]) {
+    p.plan.models.push(d.modelType);
+    weights(p, d);
+    if (d.role === 'target') {
+      caches(p, d, options);
+      targetWorkspace(p, d, options);
+    } else {
+      assistantWorkspace(p, d, options);
+    }
+  }
+  return p.plan;
+}
+
+/** "18.41 GB" / "512.0 MB" (decimal units, as disk sizes are shown). */
+export function fmtBytes(n: number): string {
+  return n >= 1e8 ? `${(n / 1e9).toFixed(2)} GB` : `${(n / 1e6).toFixed(1)} MB`;
+}
+
+function needs(p: MemoryPlan): string {
+  return `${fmtBytes(p.weights)} for weights + ${fmtBytes(p.cache)} KV cache (context ${p.options.maxContext}) + ${fmtBytes(p.workspace)} workspace = ${fmtBytes(p.total)}`;
+}
+
+/**
+ * Throws GpuError('out-of-memory') when one buffer cannot exist on this adapter, or when the plan's total
+ * exceeds `availableBytes` (when given). Returns the plan otherwise.
+ */
+export function checkMemory(plan: MemoryPlan, availableBytes?: number): MemoryPlan {
+  const who = plan.models.join(' + ');
+  const adapter = `this adapter allows buffers of at most ${fmtBytes(plan.limits.maxBufferSize)} (maxBufferSize) and bindings of at most ${fmtBytes(plan.limits.maxStorageBufferBindingSize)} (maxStorageBufferBindingSize)`;
+  if (plan.oversize.length > 0) {
+    const o = plan.oversize[0];
+    const more = plan.oversize.length > 1 ? ` (and ${plan.oversize.length - 1} more buffer${plan.oversize.length > 2 ? 's' : ''})` : '';
+    throw new GpuError('out-of-memory',
+      `${who}: ${o.what} needs ${o.bytes} bytes in one buffer, over this adapter's ${o.limitName} of ${o.limit} bytes${more}; ` +
+      `the model needs ${needs(plan)} in all. Use a shorter context or smaller prefill chunk if the buffer is a cache or workspace.`);
+  }
+  if (availableBytes !== undefined && plan.total > availableBytes) {
+    throw new GpuError('out-of-memory',
+      `${who} needs ${needs(plan)}, but the memory budget is ${fmtBytes(availableBytes)}; ${adapter}.`);
+  }
+  return plan;
+}

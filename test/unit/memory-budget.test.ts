@@ -1,0 +1,67 @@
+import { describe, expect, it } from 'vitest';
+import { openCheckpoint } from '../../src/format/checkpoint.ts';
+import type { AssistantDescription, TargetDescription } from '../../src/format/model-description.ts';
+import { synthGeometry, syntheticCheckpoint } from '../../src/format/synthetic.ts';
+import { gpuTensorsOf, uploadWeights } from '../../src/model/gpu-weights.ts';
+import { checkMemory, fmtBytes, planMemory } from '../../src/model/memory-budget.ts';
+
+const lavapipe = { maxBufferSize: 4294967295, maxStorageBufferBindingSize: 134217728 };
+const open = async (p: 'tiny' | '12b') => {
+  const pair = syntheticCheckpoint(synthGeometry(p));
+  return {
+    t: (await openCheckpoint(pair.target)).description as TargetDescription,
+    a: (await openCheckpoint(pair.assistant!)).description as AssistantDescription,
+  };
+};
+
+// Refusals (over budget, oversize buffers) are in bad-input.test.ts.
+describe('memory plan', () => {
+  it('tiny: weights are the tensor bytes (rounded per buffer), caches follow the ring/linear layout', async () => {
+    const { t } = await open('tiny');
+    const o = { maxContext: 128, maxBlock: 8, prefillChunk: 64 };
+    const plan = planMemory(t, o, lavapipe);
+    const refs = gpuTensorsOf(t);
+    expect(plan.weights).toBe(refs.reduce((a, r) => a + Math.max(16, Math.ceil(r.byteLength / 4) * 4), 0));
+    // 10 sliding layers: 16 window slots of 2 x 64 floats + 8 staging rows; 2 full: 128 rows of 1 x 128 + 1 staging row; K and V
+    expect(plan.cache).toBe(2 * 4 * (10 * (16 + 8) * 2 * 64 + 2 * (128 + 1) * 128));
+    expect(plan.total).toBe(plan.weights + plan.cache + plan.workspace);
+    expect(plan.oversize).toEqual([]);
+    expect(checkMemory(plan, plan.total)).toBe(plan);
+  });
+
+  it('weights match, buffer for buffer, what uploadWeights allocates when it splits tensors by rows', async () => {
+    const { t, a } = await open('tiny');
+    // A recording stand-in for a device with tiny limits: every tensor over 4 KiB gets split.
+    const limits = { maxBufferSize: 6000, maxStorageBufferBindingSize: 4096 };
+    const sizes: number[] = [];
+    (globalThis as any).GPUBufferUsage ??= { STORAGE: 0x80, COPY_SRC: 0x4, COPY_DST: 0x8, UNIFORM: 0x40, MAP_READ: 0x1 };
+    const device = {
+      limits,
+      createBuffer: ({ size }: { size: number }) => { sizes.push(size); return { size, destroy() {} }; },
+      queue: { writeBuffer() {} },
+    } as unknown as GPUDevice;
+    for (const d of [t, a]) {
+      sizes.length = 0;
+      await uploadWeights(device, d);
+      const plan = planMemory(d, { maxContext: 64, maxBlock: 4, prefillChunk: 16 }, limits);
+      expect(plan.weights).toBe(sizes.reduce((x, y) => x + y, 0));
+      expect(Math.max(...sizes)).toBeLessThanOrEqual(4096);
+    }
+  });
+
+  it('12b: the embedding is split by rows to fit a 128 MiB binding; totals match GEMMA4.md scale', async () => {
+    const { t, a } = await open('12b');
+    const plan = planMemory(t, { maxContext: 8192, maxBlock: 8, prefillChunk: 64 }, lavapipe, a);
+    expect(plan.models).toEqual(['gemma4_unified', 'gemma4_unified_assistant']);
+    expect(plan.oversize).toEqual([]);
+    expect(plan.largest.bytes).toBeLessThanOrEqual(lavapipe.maxStorageBufferBindingSize);
+    // the assistant's 4-bit embedding rows are 512 bytes: 262144 of them fill a binding exactly
+    expect(plan.largest).toEqual({ what: 'model.embed_tokens.weight[0:262144]', bytes: 134217728 });
+    // the target's rows are 1920 bytes: 69905 per part
+    expect(planMemory(t, { maxContext: 8192, maxBlock: 8, prefillChunk: 64 }, lavapipe).largest.what).toBe('language_model.model.embed_tokens.weight[0:69905]');
+    expect(fmtBytes(plan.weights)).toBe('6.94 GB');
+    // 40 sliding x 1024 slots x 8 x 256 + 8 full x 8192 rows x 1 x 512 floats, K and V (+ staging)
+    expect(plan.cache).toBeGreaterThan(2 * 4 * (40 * 1024 * 2048 + 8 * 8192 * 512));
+    expect(plan.cache).toBeLessThan(2 * 4 * (40 * 1032 * 2048 + 8 * 8193 * 512) + 1);
+  });
+});
