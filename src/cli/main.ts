@@ -11,9 +11,10 @@ import { loadBench } from './commands/load-bench.ts';
 import { policies } from './commands/policies.ts';
 import { probe } from './commands/probe.ts';
 import { forward } from './commands/forward.ts';
+import { generate } from './commands/generate.ts';
 import { isGpuError } from '../gpu/errors.ts';
 
-const COMMANDS: Command[] = [info, selftest, forward, policies, probe, synth, loadBench];
+const COMMANDS: Command[] = [info, selftest, forward, generate, policies, probe, synth, loadBench];
 
 function help(): string {
   const lines = ['Ringside: block-versus-chain parity lab for Gemma 4 MTP (WebGPU).', '', 'usage: npm run cli -- <command> [options]', '', 'commands:'];

@@ -1,0 +1,57 @@
+import { Tokenizer } from '@huggingface/tokenizers';
+import type { ByteSource } from './bytesource.ts';
+import { readJson } from './bytesource.ts';
+import { FormatError } from './errors.ts';
+
+/**
+ * Text <-> ids with the checkpoint's own tokenizer.json (Hugging Face's maintained JS tokenizer
+ * library; Gemma's is BPE with byte fallback). The chat form is Gemma's
+ * `<bos><|turn>user\n{text}<turn|>\n<|turn>model\n` (GEMMA4.md section 9).
+ */
+export interface TextCodec {
+  encode(text: string, chat: boolean): number[];
+  decode(ids: readonly number[]): string;
+}
+
+export async function loadTokenizer(tokenizerJson: ByteSource, tokenizerConfig?: ByteSource): Promise<TextCodec> {
+  const json = await readJson(tokenizerJson);
+  const config = tokenizerConfig ? await readJson(tokenizerConfig) : {};
+  let tok: Tokenizer;
+  try {
+    tok = new Tokenizer(json as object, config as object);
+  } catch (e) {
+    throw new FormatError(`${tokenizerJson.name}: not a tokenizer this app can read (${(e as Error).message})`, tokenizerJson.name);
+  }
+  return {
+    encode: (text, chat) => tok.encode(chat ? `<bos><|turn>user\n${text}<turn|>\n<|turn>model\n` : text, { add_special_tokens: false }).ids,
+    decode: (ids) => decodeLenient(tok, ids),
+  };
+}
+
+/**
+ * Decodes ids, showing ids the tokenizer does not know as `⟨id⟩` instead of failing: a report must
+ * still render when a checkpoint's tokenizer is smaller than its embedding (or a test model's).
+ */
+function decodeLenient(tok: Tokenizer, ids: readonly number[]): string {
+  try {
+    return tok.decode([...ids], { skip_special_tokens: false });
+  } catch {
+    let out = '';
+    let run: number[] = [];
+    const flush = () => {
+      if (run.length) out += tok.decode(run, { skip_special_tokens: false });
+      run = [];
+    };
+    for (const id of ids) {
+      try {
+        tok.decode([id]);
+        run.push(id);
+      } catch {
+        flush();
+        out += `⟨${id}⟩`;
+      }
+    }
+    flush();
+    return out;
+  }
+}

@@ -1,0 +1,155 @@
+import { sha256Hex } from '../util/sha256.ts';
+import type { AssistantModel } from './assistant.ts';
+import type { TargetModel } from './target.ts';
+import type { Policy } from './policy.ts';
+import type { CancelToken, ProgressFn } from '../util/cancel.ts';
+
+/**
+ * Greedy generation, classic (one chain step per token) and MTP (GEMMA4.md section 5):
+ *   round: bonus b + seed hidden h -> K-1 drafts -> one verify forward of K rows [b, d1..d(K-1)]
+ *   through the staging (buffered) caches -> accept the longest prefix where d(i+1) == argmax(row i)
+ *   -> emit the accepted drafts plus the target's token at the first mismatch -> commit the accepted
+ *   rows (rollback of the rest) -> next bonus and seed from the last accepted row.
+ * Under the exact policy both produce the same tokens: that is what the tests check.
+ */
+export interface GenerateCounters {
+  rounds: number;
+  drafted: number;
+  accepted: number;
+  acceptanceRate: number;
+  /** Mean accepted drafts per round. */
+  meanAcceptedLength: number;
+  /** histogram[n] = rounds that accepted exactly n drafts (n = 0 .. K-1). */
+  acceptedHistogram: number[];
+  /** perPosition[i] = rounds whose draft i was accepted (i = 0 .. K-2). */
+  perPositionAccepted: number[];
+}
+
+export interface GenerateResult {
+  mode: 'classic' | 'mtp';
+  block: number;
+  prompt: number[];
+  /** Emitted tokens (the first is the argmax after the prompt). */
+  tokens: number[];
+  sha256: string;
+  stoppedOnEos: boolean;
+  counters?: GenerateCounters;
+  draftSource?: string;
+  draftPosition?: string;
+  timings: { prefillMs: number; decodeMs: number; tokensPerSecond: number };
+}
+
+/** Where drafts come from. */
+export interface DraftSource {
+  name: string;
+  /** K-1 drafts for a round whose bonus token is `bonus` and whose emitted tokens so far are `emitted`. */
+  draft(bonus: number, seedHidden: Float32Array, emitted: readonly number[], count: number): Promise<number[]>;
+}
+
+export function assistantSource(asst: AssistantModel): DraftSource {
+  return { name: 'assistant', draft: async (bonus, seed, _emitted, count) => (await asst.draft(bonus, seed, count)).tokens };
+}
+
+/**
+ * Replays a reference token stream (e.g. classic greedy output) as drafts, replacing the draft for
+ * stream index i by a wrong token whenever `mismatch(i)` says so: any acceptance length and any
+ * rollback depth on demand.
+ */
+export function oracleSource(stream: readonly number[], vocab: number, mismatch: (streamIndex: number) => boolean): DraftSource {
+  return {
+    name: 'oracle',
+    draft: async (_bonus, _seed, emitted, count) =>
+      Array.from({ length: count }, (_, i) => {
+        const at = emitted.length + i;
+        const t = stream[at] ?? 0;
+        return mismatch(at) ? (t + 1) % vocab : t;
+      }),
+  };
+}
+
+export interface GenerateOptions {
+  maxNew: number;
+  eosIds?: readonly number[];
+  policy?: Policy;
+  onProgress?: ProgressFn;
+  cancel?: CancelToken;
+}
+
+function finish(tokens: number[], maxNew: number, eos: readonly number[]): { tokens: number[]; stoppedOnEos: boolean } {
+  const cut = tokens.findIndex((t) => eos.includes(t));
+  if (cut >= 0 && cut < maxNew) return { tokens: tokens.slice(0, cut + 1), stoppedOnEos: true };
+  return { tokens: tokens.slice(0, maxNew), stoppedOnEos: false };
+}
+
+export async function generateClassic(target: TargetModel, prompt: number[], o: GenerateOptions): Promise<GenerateResult> {
+  const eos = o.eosIds ?? [];
+  target.reset();
+  let t = performance.now();
+  const pre = await target.prefill(prompt, { logits: 'last', policy: o.policy });
+  const prefillMs = performance.now() - t;
+  t = performance.now();
+  const tokens = [pre.argmax![0]];
+  while (tokens.length < o.maxNew && !eos.includes(tokens[tokens.length - 1])) {
+    o.cancel?.throwIfCancelled();
+    const r = await target.decode(tokens[tokens.length - 1], { policy: o.policy });
+    tokens.push(r.argmax![0]);
+    o.onProgress?.({ phase: 'classic', done: tokens.length, total: o.maxNew });
+  }
+  const decodeMs = performance.now() - t;
+  const out = finish(tokens, o.maxNew, eos);
+  return {
+    mode: 'classic',
+    block: 1,
+    prompt,
+    ...out,
+    sha256: await sha256Hex(Uint32Array.from(out.tokens)),
+    timings: { prefillMs, decodeMs, tokensPerSecond: (out.tokens.length - 1) / Math.max(decodeMs / 1000, 1e-9) },
+  };
+}
+
+export async function generateMtp(target: TargetModel, source: DraftSource, prompt: number[], K: number, o: GenerateOptions & { draftPosition?: string }): Promise<GenerateResult> {
+  if (K < 2) throw new Error('MTP needs a block of at least 2 (one bonus token and one draft)');
+  const eos = o.eosIds ?? [];
+  const H = target.desc.hidden;
+  target.reset();
+  let t = performance.now();
+  const pre = await target.prefill(prompt, { logits: 'last', finalHidden: true, policy: o.policy });
+  const prefillMs = performance.now() - t;
+  t = performance.now();
+  const tokens = [pre.argmax![0]];
+  let seed = pre.finalHidden!.slice((prompt.length - 1) * H, prompt.length * H);
+  const c: GenerateCounters = { rounds: 0, drafted: 0, accepted: 0, acceptanceRate: 0, meanAcceptedLength: 0, acceptedHistogram: new Array(K).fill(0), perPositionAccepted: new Array(K - 1).fill(0) };
+  while (tokens.length < o.maxNew && !eos.includes(tokens[tokens.length - 1])) {
+    o.cancel?.throwIfCancelled();
+    const bonus = tokens[tokens.length - 1];
+    const drafts = await source.draft(bonus, seed, tokens, K - 1);
+    const verify = await target.step([bonus, ...drafts], { finalHidden: true, policy: o.policy });
+    const am = verify.argmax!;
+    let n = 0;
+    while (n < K - 1 && drafts[n] === am[n]) n++;
+    target.commit(n + 1);
+    tokens.push(...drafts.slice(0, n), am[n]);
+    seed = verify.finalHidden!.slice(n * H, (n + 1) * H);
+    c.rounds++;
+    c.drafted += K - 1;
+    c.accepted += n;
+    c.acceptedHistogram[n]++;
+    for (let i = 0; i < n; i++) c.perPositionAccepted[i]++;
+    o.onProgress?.({ phase: 'mtp', done: Math.min(tokens.length, o.maxNew), total: o.maxNew });
+  }
+  c.acceptanceRate = c.drafted ? c.accepted / c.drafted : 0;
+  c.meanAcceptedLength = c.rounds ? c.accepted / c.rounds : 0;
+  const decodeMs = performance.now() - t;
+  const out = finish(tokens, o.maxNew, eos);
+  return {
+    mode: 'mtp',
+    block: K,
+    prompt,
+    ...out,
+    sha256: await sha256Hex(Uint32Array.from(out.tokens)),
+    counters: c,
+    draftSource: source.name,
+    draftPosition: o.draftPosition,
+    timings: { prefillMs, decodeMs, tokensPerSecond: (out.tokens.length - 1) / Math.max(decodeMs / 1000, 1e-9) },
+  };
+}
