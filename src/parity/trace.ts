@@ -1,0 +1,237 @@
+import type { TargetDescription } from '../format/model-description.ts';
+import type { GpuContext } from '../gpu/device.ts';
+import type { GpuWeights } from '../model/gpu-weights.ts';
+import { TargetModel, type Precision } from '../model/target.ts';
+import { policyByName, type Policy } from '../model/policy.ts';
+import type { CancelToken, ProgressFn } from '../util/cancel.ts';
+import { compareRows } from './compare.ts';
+import type { Provenance } from './report.ts';
+import { REPORT_SCHEMA } from './report.ts';
+import { APP_VERSION } from './version.ts';
+import type { CheckpointInfo } from './report.ts';
+
+/**
+ * The teacher-forced trace (GEMMA4.md section 8): a fixed token stream, an untraced prefix, then
+ * traced positions run two ways from the same prefill: chain (one token per forward) and block (K
+ * tokens per forward through the staging caches, all committed). Per position: top-k, nll of the
+ * stream's next token; then disagreement metrics between the arms.
+ */
+export interface TraceOptions {
+  block: number;
+  prefix: number;
+  traced: number;
+  policy: string;
+  precision: Precision;
+  topK?: number;
+  /** The stream: prefix + traced + 1 tokens. Default: a deterministic pseudo-random stream. */
+  stream?: number[];
+}
+
+export interface TracePosition {
+  position: number;
+  next: number;
+  chainTop: { id: number; logit: number }[];
+  blockTop: { id: number; logit: number }[];
+  nllChain: number;
+  nllBlock: number;
+  /** chain top-1 minus top-2 logit. */
+  gap: number;
+  /** |block - chain| logit of the chain's top-1 token. */
+  deltaChosen: number;
+  agree: boolean;
+  bytesDiffering: number;
+}
+
+export const GAP_BUCKETS = [0, 0.5, 1, 2, 5, 10, Infinity] as const;
+export const DECIDED_GAP = 2.0;
+
+export interface TraceMetrics {
+  positions: number;
+  rowsByteEqual: number;
+  top1Disagreements: number;
+  decidedPositions: number;
+  decidedDisagreements: number;
+  /** Per bucket [lo, hi): positions and disagreements. */
+  buckets: { lo: number; hi: number | null; positions: number; disagreements: number }[];
+  deltaLogit: { p50: number; p90: number; p99: number; max: number };
+  perplexity: { chain: number; block: number };
+}
+
+export interface TraceReport {
+  schema: typeof REPORT_SCHEMA;
+  kind: 'trace';
+  verdict: 'equal' | 'diverges';
+  summary: string;
+  provenance: Provenance & { prefix: number; traced: number };
+  metrics: TraceMetrics;
+  positions: TracePosition[];
+  timings: { totalMs: number; prefillMs: number; chainMs: number; blockMs: number };
+}
+
+export function defaultStream(n: number, vocab: number): number[] {
+  let s = 0x2545f491;
+  return Array.from({ length: n }, () => {
+    s = (Math.imul(s ^ (s >>> 15), 0x2c1b3c6d) + 0x297a2d39) >>> 0;
+    return s % vocab;
+  });
+}
+
+function topK(row: Float32Array, k: number): { id: number; logit: number }[] {
+  const best: { id: number; logit: number }[] = [];
+  for (let i = 0; i < row.length; i++) {
+    const v = row[i];
+    if (best.length < k || v > best[best.length - 1].logit) {
+      best.push({ id: i, logit: v });
+      best.sort((a, b) => b.logit - a.logit || a.id - b.id);
+      if (best.length > k) best.pop();
+    }
+  }
+  return best;
+}
+
+function nll(row: Float32Array, target: number): number {
+  let mx = -Infinity;
+  for (const v of row) mx = Math.max(mx, v);
+  let sum = 0;
+  for (const v of row) sum += Math.exp(v - mx);
+  return Math.log(sum) + mx - row[target];
+}
+
+function percentile(sorted: number[], q: number): number {
+  if (!sorted.length) return 0;
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * (sorted.length - 1) + 0.5))];
+}
+
+export function traceMetrics(pos: TracePosition[]): TraceMetrics {
+  const deltas = pos.map((p) => p.deltaChosen).sort((a, b) => a - b);
+  const buckets = GAP_BUCKETS.slice(0, -1).map((lo, i) => {
+    const hi = GAP_BUCKETS[i + 1];
+    const inside = pos.filter((p) => p.gap >= lo && p.gap < hi);
+    return { lo, hi: Number.isFinite(hi) ? hi : null, positions: inside.length, disagreements: inside.filter((p) => !p.agree).length };
+  });
+  const decided = pos.filter((p) => p.gap >= DECIDED_GAP);
+  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(xs.length, 1);
+  return {
+    positions: pos.length,
+    rowsByteEqual: pos.filter((p) => p.bytesDiffering === 0).length,
+    top1Disagreements: pos.filter((p) => !p.agree).length,
+    decidedPositions: decided.length,
+    decidedDisagreements: decided.filter((p) => !p.agree).length,
+    buckets,
+    deltaLogit: { p50: percentile(deltas, 0.5), p90: percentile(deltas, 0.9), p99: percentile(deltas, 0.99), max: deltas[deltas.length - 1] ?? 0 },
+    perplexity: { chain: Math.exp(mean(pos.map((p) => p.nllChain))), block: Math.exp(mean(pos.map((p) => p.nllBlock))) },
+  };
+}
+
+export interface TraceEnv {
+  ctx: GpuContext;
+  weights: GpuWeights<TargetDescription>;
+  target: CheckpointInfo;
+  platform: string;
+  onProgress?: ProgressFn;
+  cancel?: CancelToken;
+}
+
+async function prefillArm(model: TargetModel, prefix: number[], policy: Policy, chunk: number): Promise<number> {
+  const t = performance.now();
+  model.reset();
+  await model.prefill(prefix, { chunk: chunk || prefix.length, policy, logits: 'none' });
+  return performance.now() - t;
+}
+
+export async function runTrace(env: TraceEnv, opts: TraceOptions): Promise<TraceReport> {
+  const t0 = performance.now();
+  const desc = env.weights.desc;
+  const policy = policyByName(opts.policy);
+  const K = opts.block;
+  const n = opts.prefix + opts.traced + 1;
+  const stream = opts.stream ?? defaultStream(n, desc.vocab);
+  if (stream.length < n) throw new Error(`the trace stream has ${stream.length} tokens, needs prefix ${opts.prefix} + traced ${opts.traced} + 1`);
+  if (opts.prefix < 1) throw new Error('the trace needs a prefix of at least one token');
+  const prefix = stream.slice(0, opts.prefix);
+  const traced = stream.slice(opts.prefix, opts.prefix + opts.traced);
+  const chunk = Math.min(opts.prefix, 512);
+  const model = new TargetModel(env.ctx, env.weights, { maxContext: n + K, maxBlock: K, prefillChunk: Math.max(chunk, policy.prefillChunks?.block ?? 0), precision: opts.precision });
+  const timings = { totalMs: 0, prefillMs: 0, chainMs: 0, blockMs: 0 };
+  const V = desc.vocab;
+  try {
+    // Chain arm.
+    timings.prefillMs += await prefillArm(model, prefix, policy, policy.prefillChunks?.chain ?? chunk);
+    const snapshot = policy.prefillChunks ? undefined : model.snapshot();
+    let t = performance.now();
+    const chainRows: Float32Array[] = [];
+    for (let i = 0; i < traced.length; i++) {
+      env.cancel?.throwIfCancelled();
+      chainRows.push((await model.decode(traced[i], { policy })).logits!);
+      env.onProgress?.({ phase: 'chain', done: i + 1, total: traced.length * 2 });
+    }
+    timings.chainMs = performance.now() - t;
+    // Block arm from the same prefill.
+    if (snapshot) {
+      model.restore(snapshot);
+      snapshot.destroy();
+    } else timings.prefillMs += await prefillArm(model, prefix, policy, policy.prefillChunks!.block);
+    t = performance.now();
+    const blockRows: Float32Array[] = [];
+    for (let i = 0; i < traced.length; i += K) {
+      env.cancel?.throwIfCancelled();
+      const rows = traced.slice(i, i + K);
+      const r = await model.step(rows, { policy });
+      model.commit(rows.length);
+      for (let j = 0; j < rows.length; j++) blockRows.push(r.logits!.slice(j * V, (j + 1) * V));
+      env.onProgress?.({ phase: 'block', done: traced.length + i + rows.length, total: traced.length * 2 });
+    }
+    timings.blockMs = performance.now() - t;
+    const topk = opts.topK ?? 5;
+    const positions: TracePosition[] = chainRows.map((c, i) => {
+      const b = blockRows[i];
+      const next = stream[opts.prefix + i + 1];
+      const ct = topK(c, Math.max(2, topk));
+      const bt = topK(b, topk);
+      const chosen = ct[0].id;
+      return {
+        position: opts.prefix + i,
+        next,
+        chainTop: ct.slice(0, topk),
+        blockTop: bt,
+        nllChain: nll(c, next),
+        nllBlock: nll(b, next),
+        gap: ct[0].logit - ct[1].logit,
+        deltaChosen: Math.abs(b[chosen] - c[chosen]),
+        agree: bt[0].id === chosen,
+        bytesDiffering: compareRows(c, b, opts.precision, i).bytesDiffering,
+      };
+    });
+    const metrics = traceMetrics(positions);
+    const verdict = metrics.rowsByteEqual === positions.length ? 'equal' : 'diverges';
+    timings.totalMs = performance.now() - t0;
+    return {
+      schema: REPORT_SCHEMA,
+      kind: 'trace',
+      verdict,
+      summary:
+        verdict === 'equal'
+          ? `teacher-forced trace: all ${positions.length} block rows equal the chain byte for byte`
+          : `teacher-forced trace: ${positions.length - metrics.rowsByteEqual} of ${positions.length} rows differ; ${metrics.top1Disagreements} top-1 disagreements, ${metrics.decidedDisagreements} on ${metrics.decidedPositions} decided positions (gap >= ${DECIDED_GAP})`,
+      provenance: {
+        app: { name: 'ringside', version: APP_VERSION },
+        createdAt: new Date().toISOString(),
+        adapter: env.ctx.report,
+        platform: env.platform,
+        policy: policy.name,
+        precision: opts.precision,
+        block: K,
+        drawLengths: [],
+        prefillChunk: chunk,
+        target: env.target,
+        prefix: opts.prefix,
+        traced: opts.traced,
+      },
+      metrics,
+      positions,
+      timings,
+    };
+  } finally {
+    model.destroy();
+  }
+}
