@@ -14,7 +14,13 @@ import type { AssistantDescription, TargetDescription } from '../format/model-de
 import { checkpointInfo } from '../parity/summary.ts';
 import type { CheckpointInfo, ProbeReport } from '../parity/report.ts';
 import { runProbe, type ProbeOptions } from '../parity/probe.ts';
-import { POLICIES } from '../model/policy.ts';
+import { POLICIES, policyByName } from '../model/policy.ts';
+import { runTrace, type TraceOptions, type TraceReport } from '../parity/trace.ts';
+import { TargetModel } from '../model/target.ts';
+import { AssistantModel, type DraftConvention } from '../model/assistant.ts';
+import { assistantSource, generateClassic, generateMtp, type GenerateResult } from '../model/generate.ts';
+import { diffGenerations, type GenerationDiff } from '../parity/generation-diff.ts';
+import { loadTokenizer } from '../format/tokenizer.ts';
 
 export type Role = 'target' | 'assistant';
 
@@ -108,8 +114,7 @@ export class Engine {
 
   /** Runs the block-versus-chain probe on the loaded target. */
   async runProbe(opts: ProbeOptions, jobId: string, onProgress?: ProgressFn): Promise<ProbeReport> {
-    const target = this.checkpoints.target;
-    if (!target) throw new Error('Load a target checkpoint first (drop its folder on the target zone).');
+    const target = this.requireTarget();
     const token = this.startJob(jobId);
     try {
       const ctx = await this.gpu();
@@ -130,6 +135,67 @@ export class Engine {
     } finally {
       this.endJob(jobId);
     }
+  }
+
+  /** Teacher-forced trace on the loaded target. */
+  async runTrace(opts: TraceOptions, jobId: string, onProgress?: ProgressFn): Promise<TraceReport> {
+    const target = this.requireTarget();
+    const token = this.startJob(jobId);
+    try {
+      const ctx = await this.gpu();
+      return await runTrace(
+        { ctx, weights: target.weights as GpuWeights<TargetDescription>, target: checkpointInfo(target.ck), platform: navigator.userAgent, onProgress, cancel: token },
+        opts,
+      );
+    } finally {
+      this.endJob(jobId);
+    }
+  }
+
+  /**
+   * Free generation of one prompt, classic then MTP with the loaded assistant, and their diff. The
+   * prompt is token ids, or text when the target folder has a tokenizer.json.
+   */
+  async runGeneration(
+    opts: { prompt: number[] | string; chat?: boolean; maxNew: number; block: number; policy: string; precision: 'f32' | 'bf16'; draftPosition: DraftConvention },
+    jobId: string,
+    onProgress?: ProgressFn,
+  ): Promise<{ classic: GenerateResult; mtp: GenerateResult; diff: GenerationDiff; classicText?: string; mtpText?: string }> {
+    const target = this.requireTarget();
+    const assistant = this.checkpoints.assistant;
+    if (!assistant) throw new Error('Load the MTP assistant too (drop its folder on the assistant zone).');
+    const token = this.startJob(jobId);
+    try {
+      const ctx = await this.gpu();
+      const tokenizer = target.ck.tokenizer ? await loadTokenizer(target.ck.tokenizer) : undefined;
+      let prompt: number[];
+      if (typeof opts.prompt === 'string') {
+        if (!tokenizer) throw new Error(`${target.ck.label} has no tokenizer.json: give the prompt as token ids (e.g. 2,105,2364).`);
+        prompt = tokenizer.encode(opts.prompt, opts.chat === true);
+      } else prompt = opts.prompt;
+      const desc = target.weights.desc as TargetDescription;
+      const bad = prompt.find((t) => !Number.isInteger(t) || t < 0 || t >= desc.vocab);
+      if (bad !== undefined || !prompt.length) throw new Error(`The prompt must be token ids between 0 and ${desc.vocab - 1}${bad !== undefined ? ` (found ${bad})` : ''}.`);
+      const model = new TargetModel(ctx, target.weights as GpuWeights<TargetDescription>, { maxContext: prompt.length + opts.maxNew + opts.block, maxBlock: opts.block, prefillChunk: Math.min(prompt.length, 512), precision: opts.precision });
+      const asst = new AssistantModel(ctx, assistant.weights as GpuWeights<AssistantDescription>, model, opts.draftPosition, opts.precision);
+      try {
+        const base = { maxNew: opts.maxNew, eosIds: desc.eosIds, policy: policyByName(opts.policy), cancel: token };
+        const classic = await generateClassic(model, prompt, { ...base, onProgress: (p) => onProgress?.({ ...p, phase: 'classic decode' }) });
+        const mtp = await generateMtp(model, assistantSource(asst), prompt, opts.block, { ...base, draftPosition: opts.draftPosition, onProgress: (p) => onProgress?.({ ...p, phase: 'MTP decode' }) });
+        return { classic, mtp, diff: diffGenerations(classic, mtp), classicText: tokenizer?.decode(classic.tokens), mtpText: tokenizer?.decode(mtp.tokens) };
+      } finally {
+        asst.destroy();
+        model.destroy();
+      }
+    } finally {
+      this.endJob(jobId);
+    }
+  }
+
+  private requireTarget() {
+    const target = this.checkpoints.target;
+    if (!target) throw new Error('Load a target checkpoint first (drop its folder on the target zone).');
+    return target;
   }
 
   unload(role: Role): void {
