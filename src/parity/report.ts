@@ -4,6 +4,7 @@
  * data; the page renders strings only as text (never HTML).
  */
 import type { AdapterReport } from '../gpu/device.ts';
+import type { TraceReport } from './trace.ts';
 
 export const REPORT_SCHEMA = 'ringside-report/1';
 
@@ -144,7 +145,7 @@ export interface ProbeReport {
   timings: { totalMs: number; loadMs?: number };
 }
 
-export type Report = ProbeReport;
+export type Report = ProbeReport | TraceReport;
 
 /** Validates an untrusted report (file, share link). Returns a list of problems (empty = valid). */
 export function validateReport(x: unknown): string[] {
@@ -155,10 +156,10 @@ export function validateReport(x: unknown): string[] {
   };
   if (!obj(x)) return ['report is not a JSON object'];
   need(x.schema === REPORT_SCHEMA, `schema must be "${REPORT_SCHEMA}" (found ${JSON.stringify(x.schema)})`);
-  need(x.kind === 'probe', `kind must be "probe" (found ${JSON.stringify(x.kind)})`);
+  need(x.kind === 'probe' || x.kind === 'trace', `kind must be "probe" or "trace" (found ${JSON.stringify(x.kind)})`);
   need(x.verdict === 'equal' || x.verdict === 'diverges', 'verdict must be "equal" or "diverges"');
   need(typeof x.summary === 'string', 'summary must be a string');
-  need(typeof x.consequence === 'string', 'consequence must be a string');
+  if (x.kind === 'probe') need(typeof x.consequence === 'string', 'consequence must be a string');
   const p = x.provenance;
   if (!obj(p)) errs.push('provenance missing');
   else {
@@ -167,6 +168,13 @@ export function validateReport(x: unknown): string[] {
     need(Array.isArray(p.drawLengths), 'provenance.drawLengths must be an array');
     need(obj(p.adapter), 'provenance.adapter missing');
     need(obj(p.target) && typeof (p.target as Record<string, unknown>).digest === 'string', 'provenance.target.digest missing');
+  }
+  if (x.kind === 'trace') {
+    need(obj(x.metrics), 'metrics missing');
+    need(Array.isArray(x.positions), 'positions must be an array');
+    if (Array.isArray(x.positions))
+      x.positions.forEach((p, i) => need(obj(p) && typeof p.position === 'number' && typeof p.gap === 'number' && typeof p.agree === 'boolean', `positions[${i}] invalid`));
+    return errs;
   }
   if (!Array.isArray(x.draws)) errs.push('draws must be an array');
   else
