@@ -4,7 +4,7 @@
  * Names in `name` fields are the normalised ones (e.g. "layers.3.self_attn.q_proj"); TensorRef.name keeps
  * the name as written in the file.
  */
-import type { ModelConfig, LayerType, RopeSpec, ModelType } from './config.ts';
+import type { ModelConfig, LayerGeometry, ModelType } from './config.ts';
 import type { AffineBits } from './quantization.ts';
 import type { TensorRef } from './safetensors.ts';
 
@@ -42,15 +42,8 @@ export interface DenseLinear {
  * One decoder layer. Target layers have kProj (and vProj unless kEqV) and kNorm; assistant layers have
  * none of the three (they attend to the target's K/V), which is why they are nullable.
  */
-export interface DecoderLayer {
+export interface DecoderLayer extends LayerGeometry {
   index: number;
-  type: LayerType;
-  headDim: number;
-  numHeads: number;
-  numKvHeads: number;
-  /** Full layer with attention_k_eq_v: V = v_norm(k_proj(x)); there is no v_proj. */
-  kEqV: boolean;
-  rope: RopeSpec;
   inputNorm: TensorRef;
   qProj: Linear;
   kProj: Linear | null;

@@ -8,7 +8,7 @@ import { compareRows } from './compare.ts';
 import { defaultDrawLengths, probeDraw, type Draw } from './draws.ts';
 import { lensLayers, localize, type StageCaptures } from './localize.ts';
 import { REPORT_SCHEMA, type CheckpointInfo, type DrawResult, type ProbeReport, type RingView, type RowDiff } from './report.ts';
-import { APP_VERSION } from './version.ts';
+import { provenance } from './provenance.ts';
 
 /**
  * The block-versus-chain probe (GEMMA4.md section 6, mlxcel's startup guard). Per draw: prefill the
@@ -122,11 +122,7 @@ export async function runProbe(env: ProbeEnv, opts: ProbeOptions): Promise<Probe
         ? `block-versus-chain probe passed: ${draws.length} draws, every verify position equals the single-token chain in all logit bytes`
         : `block-versus-chain probe failed: ${failing.length} of ${draws.length} draws differ; ${failing[0].text}`,
     consequence: verdict === 'equal' ? 'MTP would be enabled' : 'MTP would be declined (fail closed) unless inexact verify is explicitly allowed',
-    provenance: {
-      app: { name: 'ringside', version: APP_VERSION },
-      createdAt: new Date().toISOString(),
-      adapter: env.ctx.report,
-      platform: env.platform,
+    provenance: provenance(env.ctx.report, env.platform, {
       policy: policy.name,
       precision: opts.precision,
       block: K,
@@ -135,7 +131,7 @@ export async function runProbe(env: ProbeEnv, opts: ProbeOptions): Promise<Probe
       draftPosition: opts.draftPosition,
       target: env.target,
       assistant: env.assistant,
-    },
+    }),
     draws,
     timings: { totalMs: performance.now() - t0 },
   };

@@ -7,7 +7,7 @@ import type { CancelToken, ProgressFn } from '../util/cancel.ts';
 import { compareRows } from './compare.ts';
 import type { Provenance } from './report.ts';
 import { REPORT_SCHEMA } from './report.ts';
-import { APP_VERSION } from './version.ts';
+import { provenance } from './provenance.ts';
 import type { CheckpointInfo } from './report.ts';
 
 /**
@@ -214,16 +214,14 @@ export async function runTrace(env: TraceEnv, opts: TraceOptions): Promise<Trace
           ? `teacher-forced trace: all ${positions.length} block rows equal the chain byte for byte`
           : `teacher-forced trace: ${positions.length - metrics.rowsByteEqual} of ${positions.length} rows differ; ${metrics.top1Disagreements} top-1 disagreements, ${metrics.decidedDisagreements} on ${metrics.decidedPositions} decided positions (gap >= ${DECIDED_GAP})`,
       provenance: {
-        app: { name: 'ringside', version: APP_VERSION },
-        createdAt: new Date().toISOString(),
-        adapter: env.ctx.report,
-        platform: env.platform,
-        policy: policy.name,
-        precision: opts.precision,
-        block: K,
-        drawLengths: [],
-        prefillChunk: chunk,
-        target: env.target,
+        ...provenance(env.ctx.report, env.platform, {
+          policy: policy.name,
+          precision: opts.precision,
+          block: K,
+          drawLengths: [],
+          prefillChunk: chunk,
+          target: env.target,
+        }),
         prefix: opts.prefix,
         traced: opts.traced,
       },

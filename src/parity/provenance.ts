@@ -1,0 +1,12 @@
+import type { AdapterReport } from '../gpu/device.ts';
+import type { Provenance } from './report.ts';
+import { APP_VERSION } from './version.ts';
+
+/** The provenance block every report carries (DESIGN.md "Reports"): who, where, with what settings. */
+export function provenance(
+  adapter: AdapterReport,
+  platform: string,
+  settings: Omit<Provenance, 'app' | 'createdAt' | 'adapter' | 'platform'>,
+): Provenance {
+  return { app: { name: 'ringside', version: APP_VERSION }, createdAt: new Date().toISOString(), adapter, platform, ...settings };
+}
