@@ -7,6 +7,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   server: { host: '127.0.0.1', fs: { allow: ['.', '../shared'] } },
   worker: { format: 'es' },
+  // Pre-bundle the Worker's dependencies too, so `npm start` does not discover them mid-run.
+  optimizeDeps: { entries: ['index.html', 'src/worker/engine-worker.ts'] },
   build: { target: 'es2022', outDir: 'dist' },
   test: {
     include: ['test/**/*.test.ts'],

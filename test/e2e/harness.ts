@@ -2,6 +2,7 @@
  * End-to-end harness: a Vite dev server on 127.0.0.1 (random port) and Debian's Chromium driven by
  * playwright-core with WebGPU enabled (SwiftShader inside Chromium; see ../shared/WEBGPU-LINUX.md).
  */
+import { afterAll, beforeAll } from 'vitest';
 import { createServer, type ViteDevServer } from 'vite';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { existsSync, mkdirSync } from 'node:fs';
@@ -18,7 +19,14 @@ export function chromiumPath(): string {
 }
 
 export async function startServer(): Promise<{ server: ViteDevServer; url: string }> {
-  const server = await createServer({ server: { host: '127.0.0.1', port: 0, strictPort: false }, logLevel: 'warn' });
+  // No HMR and no file watching: saving a source file while a test runs (another session editing the
+  // tree) would otherwise make Vite reload the page mid-test and drop the loaded checkpoints. The worker
+  // is an optimizer entry too, so its dependencies are pre-bundled at start rather than found late.
+  const server = await createServer({
+    server: { host: '127.0.0.1', port: 0, strictPort: false, hmr: false, watch: null },
+    optimizeDeps: { entries: ['index.html', 'src/worker/engine-worker.ts'] },
+    logLevel: 'warn',
+  });
   await server.listen();
   const addr = server.httpServer!.address();
   if (!addr || typeof addr === 'string') throw new Error('vite server has no address');
@@ -61,4 +69,19 @@ export async function screenshot(page: Page, name: string): Promise<string> {
   const file = path.join(SCREENSHOTS, `${name}.png`);
   await page.screenshot({ path: file, fullPage: true });
   return file;
+}
+
+/** A Vite server and a Chromium for the enclosing describe block: started before its tests, closed after. */
+export function useServerAndBrowser(): { readonly url: string; readonly browser: Browser } {
+  let server: ViteDevServer | undefined;
+  const env = { url: '', browser: undefined as unknown as Browser };
+  beforeAll(async () => {
+    ({ server, url: env.url } = await startServer());
+    env.browser = await launchBrowser();
+  });
+  afterAll(async () => {
+    await env.browser?.close();
+    await server?.close();
+  });
+  return env;
 }

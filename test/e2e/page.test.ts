@@ -1,23 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser } from 'playwright-core';
-import type { ViteDevServer } from 'vite';
-import { launchBrowser, newPage, pageErrors, screenshot, startServer } from './harness.ts';
+import { describe, expect, it } from 'vitest';
+import { newPage, pageErrors, screenshot, useServerAndBrowser } from './harness.ts';
 
 describe('the page in headless Chromium (WebGPU in a module Worker)', () => {
-  let server: ViteDevServer;
-  let url: string;
-  let browser: Browser;
-  beforeAll(async () => {
-    ({ server, url } = await startServer());
-    browser = await launchBrowser();
-  });
-  afterAll(async () => {
-    await browser?.close();
-    await server?.close();
-  });
+  const env = useServerAndBrowser();
 
   it('shows the adapter and runs the WGSL self-test inside the Worker', async () => {
-    const page = await newPage(browser, url);
+    const page = await newPage(env.browser, env.url);
     const adapter = page.getByTestId('adapter');
     await expect.poll(() => adapter.getAttribute('data-state'), { timeout: 60_000 }).toBe('ready');
     expect(await adapter.textContent()).toMatch(/SwiftShader|Google|Vulkan|Adapter/i);
@@ -33,7 +21,7 @@ describe('the page in headless Chromium (WebGPU in a module Worker)', () => {
   });
 
   it('says "WebGPU unavailable" with what to do when the browser has no WebGPU', async () => {
-    const page = await browser.newPage();
+    const page = await env.browser.newPage();
     // Remove navigator.gpu in every realm (page and Worker) before any script runs.
     await page.addInitScript(() => {
       Object.defineProperty(Object.getPrototypeOf(navigator), 'gpu', { get: () => undefined, configurable: true });
@@ -43,7 +31,7 @@ describe('the page in headless Chromium (WebGPU in a module Worker)', () => {
       const body = "Object.defineProperty(Object.getPrototypeOf(navigator), 'gpu', { get: () => undefined });\n" + (await res.text());
       await route.fulfill({ response: res, body });
     });
-    await page.goto(url);
+    await page.goto(env.url);
     const adapter = page.getByTestId('adapter');
     await expect.poll(() => adapter.getAttribute('data-state'), { timeout: 30_000 }).toBe('unavailable');
     expect(await adapter.textContent()).toMatch(/WebGPU unavailable: WebGPU is not available.*Chrome/);
