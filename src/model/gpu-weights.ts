@@ -4,6 +4,8 @@ import { toFloat64 } from '../format/dtype.ts';
 import { TensorUploader, type GpuTensor } from '../gpu/upload.ts';
 import type { CancelToken, ProgressFn } from '../util/cancel.ts';
 import { GpuError } from '../gpu/errors.ts';
+import { withErrorScopes } from '../gpu/device.ts';
+import { fmtBytes } from './memory-budget.ts';
 
 /**
  * A checkpoint's weights in GPU memory, exactly as stored: packed U32 codes and bf16 scales/biases
@@ -66,62 +68,76 @@ export function gpuTensorsOf(desc: ModelDescription): TensorRef[] {
   return out;
 }
 
+/**
+ * Uploads a checkpoint's weights. Refuses before reading anything when the weights exceed
+ * `availableBytes` (a weight row too large for one binding is refused by TensorUploader); an
+ * out-of-memory error during the upload becomes a GpuError naming the model, and frees what was
+ * uploaded.
+ */
 export async function uploadWeights<D extends ModelDescription>(
   device: GPUDevice,
   desc: D,
   onProgress?: ProgressFn,
   cancel?: CancelToken,
+  availableBytes?: number,
 ): Promise<GpuWeights<D>> {
   const total = gpuTensorsOf(desc).reduce((a, t) => a + t.byteLength, 0);
+  if (availableBytes !== undefined && total > availableBytes) {
+    throw new GpuError('out-of-memory', `${desc.modelType} needs ${fmtBytes(total)} of GPU memory for its weights, over the budget of ${fmtBytes(availableBytes)}.`);
+  }
   const up = new TensorUploader(device, total, onProgress, cancel);
   try {
-    const linear = async (l: Linear): Promise<GpuLinear> => {
-      if (l.kind === 'affine') {
-        if (!SUPPORTED_BITS.has(l.bits)) {
-          throw new GpuError('limits', `${l.name}: ${l.bits}-bit affine weights are not supported by the GPU kernels yet (2, 4 and 8 are).`);
-        }
-        const rows = up.rowsPerPart([l.weight, l.scales, l.biases]);
-        return { desc: l, weight: await up.upload(l.weight, rows), scales: await up.upload(l.scales, rows), biases: await up.upload(l.biases, rows) };
-      }
-      return { desc: l, weight: await up.upload(l.weight) };
-    };
-    const vector = async (t: TensorRef) => (await up.upload(t)).parts[0].buffer;
-    const layers: GpuLayer[] = [];
-    for (const l of desc.layers) {
-      const scalar = toFloat64(await readTensorBytes(l.layerScalar), l.layerScalar.dtype)[0];
-      layers.push({
-        desc: l,
-        inputNorm: await vector(l.inputNorm),
-        qProj: await linear(l.qProj),
-        kProj: l.kProj ? await linear(l.kProj) : null,
-        vProj: l.vProj ? await linear(l.vProj) : null,
-        oProj: await linear(l.oProj),
-        qNorm: await vector(l.qNorm),
-        kNorm: l.kNorm ? await vector(l.kNorm) : null,
-        postAttnNorm: await vector(l.postAttnNorm),
-        preFfNorm: await vector(l.preFfNorm),
-        gate: await linear(l.gate),
-        up: await linear(l.up),
-        down: await linear(l.down),
-        postFfNorm: await vector(l.postFfNorm),
-        layerScalar: scalar,
-      });
-    }
-    const w: GpuWeights<D> = {
-      desc,
-      embed: await linear(desc.embed),
-      layers,
-      finalNorm: await vector(desc.finalNorm),
-      bytes: total,
-      destroy: () => up.buffers.forEach((b) => b.destroy()),
-    };
-    if (desc.role === 'assistant') {
-      w.preProjection = await linear(desc.preProjection);
-      w.postProjection = await linear(desc.postProjection);
-    }
-    return w;
+    return await withErrorScopes(device, `uploading the ${desc.modelType} weights (${(total / 1e9).toFixed(2)} GB)`, () => uploadAll(up, desc, total));
   } catch (e) {
     up.buffers.forEach((b) => b.destroy());
     throw e;
   }
+}
+
+async function uploadAll<D extends ModelDescription>(up: TensorUploader, desc: D, total: number): Promise<GpuWeights<D>> {
+  const linear = async (l: Linear): Promise<GpuLinear> => {
+    if (l.kind === 'affine') {
+      if (!SUPPORTED_BITS.has(l.bits)) {
+        throw new GpuError('limits', `${l.name}: ${l.bits}-bit affine weights are not supported by the GPU kernels yet (2, 4 and 8 are).`);
+      }
+      const rows = up.rowsPerPart([l.weight, l.scales, l.biases]);
+      return { desc: l, weight: await up.upload(l.weight, rows), scales: await up.upload(l.scales, rows), biases: await up.upload(l.biases, rows) };
+    }
+    return { desc: l, weight: await up.upload(l.weight) };
+  };
+  const vector = async (t: TensorRef) => (await up.upload(t)).parts[0].buffer;
+  const layers: GpuLayer[] = [];
+  for (const l of desc.layers) {
+    const scalar = toFloat64(await readTensorBytes(l.layerScalar), l.layerScalar.dtype)[0];
+    layers.push({
+      desc: l,
+      inputNorm: await vector(l.inputNorm),
+      qProj: await linear(l.qProj),
+      kProj: l.kProj ? await linear(l.kProj) : null,
+      vProj: l.vProj ? await linear(l.vProj) : null,
+      oProj: await linear(l.oProj),
+      qNorm: await vector(l.qNorm),
+      kNorm: l.kNorm ? await vector(l.kNorm) : null,
+      postAttnNorm: await vector(l.postAttnNorm),
+      preFfNorm: await vector(l.preFfNorm),
+      gate: await linear(l.gate),
+      up: await linear(l.up),
+      down: await linear(l.down),
+      postFfNorm: await vector(l.postFfNorm),
+      layerScalar: scalar,
+    });
+  }
+  const w: GpuWeights<D> = {
+    desc,
+    embed: await linear(desc.embed),
+    layers,
+    finalNorm: await vector(desc.finalNorm),
+    bytes: total,
+    destroy: () => up.buffers.forEach((b) => b.destroy()),
+  };
+  if (desc.role === 'assistant') {
+    w.preProjection = await linear(desc.preProjection);
+    w.postProjection = await linear(desc.postProjection);
+  }
+  return w;
 }

@@ -39,6 +39,8 @@ describe('memory plan', () => {
       limits,
       createBuffer: ({ size }: { size: number }) => { sizes.push(size); return { size, destroy() {} }; },
       queue: { writeBuffer() {} },
+      pushErrorScope() {},
+      popErrorScope: async () => null,
     } as unknown as GPUDevice;
     for (const d of [t, a]) {
       sizes.length = 0;
