@@ -1,3 +1,5 @@
+import { GpuError } from './errors.ts';
+
 /**
  * Small helpers for creating, filling and reading GPU buffers. GPUBufferUsage / GPUMapMode are
  * globals in browsers and are installed by the `webgpu` package's globals in Node (src/cli/node-gpu.ts).
@@ -46,7 +48,13 @@ export async function readBytes(device: GPUDevice, src: GPUBuffer, byteSize: num
   const enc = device.createCommandEncoder({ label: 'readback' });
   enc.copyBufferToBuffer(src, offset, staging, 0, size);
   device.queue.submit([enc.finish()]);
-  await staging.mapAsync(GPUMapMode.READ);
+  try {
+    await staging.mapAsync(GPUMapMode.READ);
+  } catch (e) {
+    // mapAsync fails (AbortError/OperationError) when the device is lost or destroyed mid-run.
+    staging.destroy();
+    throw new GpuError('device-lost', `The GPU device was lost while reading results back (${(e as Error).message}).`);
+  }
   const out = new Uint8Array(staging.getMappedRange().slice(0, byteSize));
   staging.unmap();
   staging.destroy();
