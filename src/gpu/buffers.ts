@@ -61,6 +61,34 @@ export async function readBytes(device: GPUDevice, src: GPUBuffer, byteSize: num
   return out;
 }
 
+/**
+ * Reads several buffers back with one copy submit and one map: a decode step needs its argmax ids,
+ * logits and seed hidden state, and every extra map round trip costs latency.
+ */
+export async function readMany(device: GPUDevice, sources: { buffer: GPUBuffer; bytes: number; offset?: number }[]): Promise<Uint8Array[]> {
+  const offsets: number[] = [];
+  let total = 0;
+  for (const s of sources) {
+    offsets.push(total);
+    total += align4(s.bytes);
+  }
+  if (total === 0) return sources.map(() => new Uint8Array(0));
+  const staging = device.createBuffer({ label: 'readback', size: total, usage: GPUBufferUsage.COPY_DST | GPUBufferUsage.MAP_READ });
+  const enc = device.createCommandEncoder({ label: 'readback' });
+  sources.forEach((s, i) => enc.copyBufferToBuffer(s.buffer, s.offset ?? 0, staging, offsets[i], align4(s.bytes)));
+  device.queue.submit([enc.finish()]);
+  try {
+    await staging.mapAsync(GPUMapMode.READ);
+  } catch (e) {
+    staging.destroy();
+    throw new GpuError('device-lost', `The GPU device was lost while reading results back (${(e as Error).message}).`);
+  }
+  const all = new Uint8Array(staging.getMappedRange().slice(0));
+  staging.unmap();
+  staging.destroy();
+  return sources.map((s, i) => all.subarray(offsets[i], offsets[i] + s.bytes));
+}
+
 export async function readF32(device: GPUDevice, src: GPUBuffer, count: number, offset = 0): Promise<Float32Array> {
   const b = await readBytes(device, src, count * 4, offset);
   return new Float32Array(b.buffer, b.byteOffset, count);

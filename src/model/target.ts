@@ -1,6 +1,6 @@
 import type { TargetDescription } from '../format/model-description.ts';
 import type { GpuContext } from '../gpu/device.ts';
-import { readBytes, storageBuffer } from '../gpu/buffers.ts';
+import { readMany, storageBuffer } from '../gpu/buffers.ts';
 import { KernelCache } from '../gpu/kernels.ts';
 import { Recorder } from '../gpu/recorder.ts';
 import { GpuError } from '../gpu/errors.ts';
@@ -188,22 +188,28 @@ export class TargetModel {
    */
   private async head(first: number, M: number, split: number): Promise<{ logits: Float32Array; argmax: Uint32Array }> {
     const d = this.desc;
-    const ws = this.ws;
     const logitChunks: Float32Array[] = [];
     const ids: number[] = [];
     for (let r0 = first; r0 < M; r0 += this.opts.maxBlock) {
       const n = Math.min(this.opts.maxBlock, M - r0);
       const rec = this.recorder('lm-head');
-      rec.copy(ws.y, r0 * d.hidden * 4, ws.headIn, 0, n * d.hidden * 4);
-      op.matmul(rec, this.weights.embed, ws.headIn, ws.logits, { M: n, round: this.round, split }, d.hidden, d.vocab);
-      if (d.finalSoftcap !== null) op.softcap(rec, ws.logits, n * d.vocab, d.finalSoftcap, this.round);
-      op.argmax(rec, ws.logits, ws.argmax, n, d.vocab);
+      this.recordHead(rec, r0, n, split);
       this.submit(rec);
-      const [lg, am] = await Promise.all([readBytes(this.device, ws.logits, n * d.vocab * 4), readBytes(this.device, ws.argmax, n * 4)]);
+      const [lg, am] = await readMany(this.device, [{ buffer: this.ws.logits, bytes: n * d.vocab * 4 }, { buffer: this.ws.argmax, bytes: n * 4 }]);
       logitChunks.push(new Float32Array(lg.buffer, lg.byteOffset, n * d.vocab));
       ids.push(...new Uint32Array(am.buffer, am.byteOffset, n));
     }
     return { logits: concat(logitChunks), argmax: Uint32Array.from(ids) };
+  }
+
+  /** Records LM head + softcap + argmax for n rows of ws.y starting at row r0 (n <= maxBlock). */
+  private recordHead(rec: Recorder, r0: number, n: number, split: number): void {
+    const d = this.desc;
+    const ws = this.ws;
+    rec.copy(ws.y, r0 * d.hidden * 4, ws.headIn, 0, n * d.hidden * 4);
+    op.matmul(rec, this.weights.embed, ws.headIn, ws.logits, { M: n, round: this.round, split }, d.hidden, d.vocab);
+    if (d.finalSoftcap !== null) op.softcap(rec, ws.logits, n * d.vocab, d.finalSoftcap, this.round);
+    op.argmax(rec, ws.logits, ws.argmax, n, d.vocab);
   }
 
   /**
@@ -338,34 +344,40 @@ export class TargetModel {
     });
 
     const result: ForwardResult = { captures: new Map() };
-    const needHead = o.logits === 'all' || o.logits === 'last';
-    if (needHead || o.finalHidden || want('final_norm') || want('logits')) {
+    const needHead = o.logits === 'all' || o.logits === 'last' || want('logits');
+    if (needHead || o.finalHidden || want('final_norm')) {
       op.rmsnorm(rec, ws.h, this.weights.finalNorm, ws.y, this.dummy, { rows: M, D: d.hidden, eps: d.eps, round: this.round });
       capture('final_norm', ws.y, M * d.hidden);
     }
-    const finalHidden = o.finalHidden ? storageBuffer(this.device, M * d.hidden * 4, 'finalHidden') : undefined;
-    if (finalHidden) {
-      rec.copy(ws.y, 0, finalHidden, 0, M * d.hidden * 4);
-    }
+    const first = o.logits === 'last' ? M - 1 : 0;
+    const split = policy.matmulSplit(M, kind);
+    // A chain step or verify block (at most maxBlock head rows) is one command buffer, LM head included.
+    const headInline = needHead && M - first <= this.opts.maxBlock;
+    if (headInline) this.recordHead(rec, first, M - first, split);
     this.submit(rec);
 
-    if (needHead || want('logits')) {
-      const first = o.logits === 'last' ? M - 1 : 0;
-      const head = await this.head(first, M, (o.policy ?? EXACT).matmulSplit(M, kind));
+    const reads: { buffer: GPUBuffer; bytes: number }[] = [];
+    const logitsBytes = (M - first) * d.vocab * 4;
+    if (headInline) reads.push({ buffer: ws.logits, bytes: logitsBytes }, { buffer: ws.argmax, bytes: (M - first) * 4 });
+    if (o.finalHidden) reads.push({ buffer: ws.y, bytes: M * d.hidden * 4 });
+    for (const c of captures.values()) reads.push({ buffer: c.buf, bytes: c.floats * 4 });
+    const got = await readMany(this.device, reads);
+    let at = 0;
+    const f32 = (b: Uint8Array) => new Float32Array(b.buffer, b.byteOffset, b.byteLength / 4);
+    if (headInline) {
+      result.logits = f32(got[at++]);
+      result.argmax = new Uint32Array(got[at].buffer, got[at++].byteOffset, M - first);
+    } else if (needHead) {
+      const head = await this.head(first, M, split);
       result.logits = head.logits;
       result.argmax = head.argmax;
-      if (want('logits')) result.captures.set('logits', head.logits);
     }
+    if (o.finalHidden) result.finalHidden = f32(got[at++]);
     for (const [name, c] of captures) {
-      const b = await readBytes(this.device, c.buf, c.floats * 4);
-      result.captures.set(name, new Float32Array(b.buffer, b.byteOffset, c.floats));
+      result.captures.set(name, f32(got[at++]));
       c.buf.destroy();
     }
-    if (finalHidden) {
-      const b = await readBytes(this.device, finalHidden, M * d.hidden * 4);
-      result.finalHidden = new Float32Array(b.buffer, b.byteOffset, M * d.hidden);
-      finalHidden.destroy();
-    }
+    if (want('logits') && result.logits) result.captures.set('logits', result.logits);
     await this.checkErrors(`running a ${kind} forward of ${M} rows at position ${p}`);
     this.stats.forwards++;
     return result;
