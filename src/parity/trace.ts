@@ -42,8 +42,8 @@ export interface TracePosition {
   bytesDiffering: number;
 }
 
-export const GAP_BUCKETS = [0, 0.5, 1, 2, 5, 10, Infinity] as const;
-export const DECIDED_GAP = 2.0;
+import { DECIDED_GAP, GAP_BUCKETS } from './trace-thresholds.ts';
+export { DECIDED_GAP, GAP_BUCKETS };
 
 export interface TraceMetrics {
   positions: number;

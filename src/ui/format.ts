@@ -89,3 +89,23 @@ export function parseLengths(text: string): number[] | undefined {
   if (out.length > 16) throw new Error('At most 16 draws.');
   return out;
 }
+
+/** Parses a prompt of token ids ("2, 105, 2364" or spaces); throws an Error that says what is wrong. */
+export function parseTokenIds(text: string, vocab: number, max = 32_768): number[] {
+  const parts = text.trim().split(/[\s,]+/).filter(Boolean);
+  if (!parts.length) throw new Error('Give the prompt as token ids, e.g. 2, 105, 2364.');
+  if (parts.length > max) throw new Error(`At most ${max} prompt tokens.`);
+  const ids = parts.map((p) => (/^\d+$/.test(p) ? Number(p) : NaN));
+  const limit = Number.isFinite(vocab) && vocab > 0 ? vocab : Number.MAX_SAFE_INTEGER;
+  const bad = parts.filter((_, i) => !Number.isSafeInteger(ids[i]) || ids[i] >= limit);
+  if (bad.length) {
+    const shown = bad.slice(0, 5).map((b) => JSON.stringify(b)).join(', ') + (bad.length > 5 ? ', …' : '');
+    throw new Error(`Token ids must be whole numbers from 0 to ${Number.isFinite(vocab) && vocab > 0 ? vocab - 1 : 'the vocabulary size'} separated by commas (not ${shown}).`);
+  }
+  return ids;
+}
+
+/** "1 position", "3 positions" (the count formatted with fmtInt). */
+export function plural(n: number, one: string, many = `${one}s`): string {
+  return `${fmtInt(n)} ${n === 1 ? one : many}`;
+}

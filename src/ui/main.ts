@@ -9,32 +9,33 @@ import { append, byId, clear, el } from './dom.ts';
 import { showAdapter, wireSelfTest } from './adapter-panel.ts';
 import { createIntake } from './intake.ts';
 import { createRunPanel } from './run-panel.ts';
-import { createReportView } from './report-view.ts';
-import { createShareBar } from './share.ts';
-import { readReport } from './report-model.ts';
+import { createReportShell } from './report-shell.ts';
+import { readAnyReport } from './read-report.ts';
 import { decodeShareFragment } from './share-codec.ts';
 import { fetchDemo } from './demo.ts';
+import { createGenerationView } from './generation-view.ts';
 
 const { engine } = startEngineWorker();
 const main = byId('app');
 
-// Report view + share bar.
-const view = createReportView();
-view.root.querySelector('.share-slot')!.appendChild(createShareBar(() => view.selection()));
+// The report card (probe or trace, with its share bar) and the generation card.
+const view = createReportShell();
 byId('report-slot').appendChild(view.root);
+const generation = createGenerationView();
+byId('generation-slot').appendChild(generation.root);
 const problemBox = byId('report-problem');
 
 /** Shows a report from any source; untrusted input is validated and its problems shown, never rendered. */
 function showReport(x: unknown, source: string, origin: 'live' | 'shared'): boolean {
   clear(problemBox);
-  const r = readReport(x);
+  const r = readAnyReport(x);
   if (!r.ok) {
     append(problemBox, el('div', { class: 'card problem', role: 'alert', 'data-testid': 'report-error' },
       el('strong', {}, `This report (${source}) cannot be shown:`),
       el('ul', {}, ...r.problems.slice(0, 20).map((p) => el('li', {}, p)))));
     return false;
   }
-  view.show(r.report, source, x);
+  view.show(r, source, x);
   // A report opened from a link or file comes first: it is what the visitor came for.
   main.classList.toggle('viewing', origin === 'shared');
   return true;
@@ -75,21 +76,29 @@ openInput.addEventListener('change', async () => {
   }
 });
 
-// Checkpoints and the probe.
+// Checkpoints and the runs.
 const refresh = () => {
-  const target = intake.loaded().target;
-  const busy = intake.busy();
-  run.refresh(!!target && !busy, busy ? 'Waiting for the checkpoint load to finish.' : target ? '' : 'Load a target checkpoint first.');
-  demoButton.disabled = busy || run.busy();
+  const { target, assistant } = intake.loaded();
+  run.refresh({ target, assistant, loading: intake.busy() });
 };
 const intake = createIntake(engine, () => refresh());
 byId('intake').appendChild(intake.root);
-const run = createRunPanel(engine, (report) => {
+const liveReport = (report: unknown) => {
   if (showReport(report, `live run, ${new Date().toLocaleTimeString()}`, 'live')) {
     // The URL must not keep an older shared report that a reload would show instead of this run.
     if (location.hash) history.replaceState(null, '', location.pathname + location.search);
     view.root.scrollIntoView({ block: 'start', behavior: 'smooth' });
   }
+};
+const run = createRunPanel(engine, {
+  probe: liveReport,
+  trace: liveReport,
+  generation: (g) => {
+    generation.show(g, `live run, ${new Date().toLocaleTimeString()}`);
+    generation.root.scrollIntoView({ block: 'start', behavior: 'smooth' });
+  },
+  // The demo model must not replace the checkpoints under a running job.
+  busyChanged: () => (demoButton.disabled = intake.busy() || run.busy()),
 });
 byId('run-slot').appendChild(run.root);
 
@@ -102,7 +111,7 @@ demoButton.addEventListener('click', async () => {
     const demo = await fetchDemo();
     demoStatus.textContent = '';
     if ((await intake.load('target', demo.target)) && (await intake.load('assistant', demo.assistant))) {
-      demoStatus.textContent = 'Demo model loaded: try the policies "exact" and "ring-chronological".';
+      demoStatus.textContent = 'Demo model loaded: try the probe or the trace with the policies "exact" and "ring-chronological", or a generation.';
     }
   } catch (e) {
     demoStatus.textContent = `Could not fetch the demo model: ${(e as Error).message}`;

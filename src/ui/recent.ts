@@ -26,6 +26,24 @@ export interface RunSettings {
   localize: boolean;
 }
 
+/** Trace settings; prefix and traced are kept per model window (they default from it). */
+export interface TraceSettings {
+  block: number;
+  policy: string;
+  precision: 'f32' | 'bf16';
+}
+
+export interface GenerateSettings {
+  prompt: string;
+  promptMode: 'ids' | 'text';
+  chat: boolean;
+  maxNew: number;
+  block: number;
+  policy: string;
+  precision: 'f32' | 'bf16';
+  draftPosition: 'hf' | 'mlxcel';
+}
+
 const MAX_RECENT = 8;
 let store: UseStore | undefined;
 const db = () => (store ??= createStore('ringside', 'state'));
@@ -62,4 +80,16 @@ export function loadSettings(): Promise<RunSettings | undefined> {
 
 export function saveSettings(s: RunSettings): Promise<void> {
   return safe(() => set('settings', s, db()), undefined);
+}
+
+/** Settings of another run form ('trace', 'generate'); what comes back is untrusted (an older version may have written it). */
+export function loadFormSettings<T>(form: 'trace' | 'generate'): Promise<Partial<T> | undefined> {
+  return safe(async () => {
+    const v = await get<unknown>(`settings-${form}`, db());
+    return typeof v === 'object' && v !== null ? (v as Partial<T>) : undefined;
+  }, undefined);
+}
+
+export function saveFormSettings<T>(form: 'trace' | 'generate', s: T): Promise<void> {
+  return safe(() => set(`settings-${form}`, s, db()), undefined);
 }

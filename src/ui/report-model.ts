@@ -40,10 +40,11 @@ const layerIndex = (v: unknown): number | null => {
 
 export type ReadResult = { ok: true; report: ProbeReport } | { ok: false; problems: string[] };
 
-/** validateReport first (its problems are what the user sees), then a deep, typed copy. */
+/** validateReport first (its problems are what the user sees), then a deep, typed copy of a probe report. */
 export function readReport(x: unknown): ReadResult {
   const problems = validateReport(x);
   if (problems.length) return { ok: false, problems };
+  if ((x as Obj).kind !== 'probe') return { ok: false, problems: [`this is a ${JSON.stringify((x as Obj).kind)} report, not a probe report`] };
   return { ok: true, report: normalizeReport(x as Obj) };
 }
 
@@ -55,7 +56,7 @@ export function normalizeReport(x: Obj): ProbeReport {
     verdict: x.verdict === 'equal' ? 'equal' : 'diverges',
     summary: str(x.summary, LIMITS.strings),
     consequence: str(x.consequence, LIMITS.strings),
-    provenance: provenance(obj(x.provenance)),
+    provenance: normalizeProvenance(obj(x.provenance)),
     draws: arr(x.draws, LIMITS.draws).map((d, i) => draw(obj(d), i)),
     timings: { totalMs: num(t.totalMs), ...(t.loadMs !== undefined ? { loadMs: num(t.loadMs) } : {}) },
   };
@@ -95,7 +96,8 @@ function adapter(a: Obj): AdapterReport {
   };
 }
 
-function provenance(p: Obj): Provenance {
+/** A typed copy of a report's provenance (probe and trace reports share it). */
+export function normalizeProvenance(p: Obj): Provenance {
   const app = obj(p.app);
   return {
     app: { name: 'ringside', version: str(app.version, 50) },

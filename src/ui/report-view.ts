@@ -1,33 +1,29 @@
 /**
  * Renders any ProbeReport (live run, opened file, share link) the same way: verdict card in mlxcel's
  * words, then the details of one draw (heatmap, logit lens, rows), the long draw's ring, timings and
- * provenance. Input must come through readReport (report-model.ts); everything is rendered as text nodes
- * or drawn on canvases, never parsed as HTML.
+ * provenance. Input must come through readAnyReport (read-report.ts); everything is rendered as text nodes
+ * or drawn on canvases, never parsed as HTML. The card around it (title, source, share bar) is the
+ * report shell's (report-shell.ts).
  */
 import type { DrawResult, ProbeReport } from '../parity/report.ts';
 import { append, clear, el } from './dom.ts';
-import { fmtBytes, fmtInt, fmtList, fmtMs, fmtPercent, fmtSci, shortDigest } from './format.ts';
+import { fmtInt, fmtMs, fmtPercent, fmtSci } from './format.ts';
 import { buildHeatmap, type HeatGrid, type Metric, type PositionPick } from './heatmap-model.ts';
 import { createHeatmapView } from './heatmap.ts';
 import { createLensChart, lensPoints } from './lens-chart.ts';
 import { createRingView } from './ring-view.ts';
 import { defaultDetailDraw, firstDivergenceOf, longRing } from './report-model.ts';
-
-export interface ReportSelection {
-  /** The normalized report the page renders (typed, bounded). */
-  report: ProbeReport;
-  /** The report as received (validated): what JSON export and share links pass on, unknown fields included. */
-  raw: unknown;
-  grid?: HeatGrid;
-  gridTitle?: string;
-}
+import { provenanceList } from './provenance-view.ts';
+import { reportPng } from './png-export.ts';
+import { reportFileStem, reportMarkdown } from './share-codec.ts';
+import type { Shareable } from './share.ts';
 
 const drawName = (d: DrawResult) => `draw ${fmtInt(d.index)} (prompt ${fmtInt(d.promptLength)} tokens)`;
 
 export function createReportView(): {
   root: HTMLElement;
-  show(report: ProbeReport, source: string, raw: unknown): void;
-  selection(): ReportSelection | undefined;
+  show(report: ProbeReport, raw: unknown): void;
+  shareable(): Shareable | undefined;
 } {
   const verdictBox = el('div', { class: 'verdict-card', 'data-testid': 'verdict', 'aria-live': 'polite' });
   const drawSelect = el('select', { 'data-testid': 'detail-draw', 'aria-label': 'Draw shown in the details' });
@@ -41,15 +37,13 @@ export function createReportView(): {
   const rowsBox = el('div', { class: 'table-wrap' });
   const timingsBox = el('div', { class: 'table-wrap' });
   const provBox = el('div', {});
-  const sourceBadge = el('span', { class: 'badge', 'data-testid': 'report-source' });
 
   const posLabel = el('label', {}, 'Position ', posSelect);
   const metricBox = el('fieldset', { class: 'inline' }, el('legend', {}, 'Colour by'),
     el('label', {}, metricBytes, ' bytes differing'),
     el('label', {}, metricUlp, ' log10 ULP'));
   const controls = el('div', { class: 'row controls' }, el('label', {}, 'Draw ', drawSelect), posLabel, metricBox);
-  const root = el('section', { class: 'card report', id: 'report-card', 'aria-labelledby': 'report-title', hidden: true },
-    el('div', { class: 'card-head' }, el('h2', { id: 'report-title' }, 'Report'), sourceBadge, el('div', { class: 'share-slot' })),
+  const root = el('div', { class: 'report-body', 'data-testid': 'probe-view', hidden: true },
     verdictBox,
     el('h3', {}, 'Where the arms differ'),
     controls,
@@ -164,26 +158,7 @@ export function createReportView(): {
 
   function renderProvenance(r: ProbeReport) {
     clear(provBox);
-    const p = r.provenance;
-    const a = p.adapter;
-    const ck = (c: typeof p.target) => `${c.modelType} · ${c.label} · ${fmtInt(c.layers)} layers, hidden ${fmtInt(c.hidden)}, ${fmtInt(c.heads)} heads, window ${fmtInt(c.window)}, vocab ${fmtInt(c.vocab)} · ${c.quantization} · ${fmtBytes(c.bytes)} · digest ${shortDigest(c.digest)}`;
-    const lim = (k: string) => (Number.isFinite(a.limits[k]) ? fmtBytes(a.limits[k]) : '—');
-    const rows: [string, string][] = [
-      ['Adapter', [a.vendor, a.architecture, a.description].filter(Boolean).join(' · ') + (a.isFallbackAdapter ? ' (fallback adapter)' : '') || 'unknown'],
-      ['Features', a.features.join(', ') || 'none'],
-      ['Limits', `max buffer ${lim('maxBufferSize')}, binding ${lim('maxStorageBufferBindingSize')}`],
-      ['Platform', p.platform],
-      ['Policy', p.policy],
-      ['Precision', p.precision === 'bf16' ? 'bf16 activations (MLX rounding points)' : 'f32 activations'],
-      ['Block width K', fmtInt(p.block)],
-      ['Draw lengths', fmtList(p.drawLengths)],
-      ['Prefill chunk', fmtInt(p.prefillChunk)],
-      ...(p.draftPosition ? [['Draft position', p.draftPosition] as [string, string]] : []),
-      ['Target', ck(p.target)],
-      ...(p.assistant ? [['Assistant', ck(p.assistant)] as [string, string]] : []),
-      ['Created', `${p.createdAt} by ringside ${p.app.version}`],
-    ];
-    append(provBox, el('dl', { class: 'kv', 'data-testid': 'provenance' }, ...rows.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)])));
+    append(provBox, provenanceList(r.provenance, 'provenance'));
   }
 
   drawSelect.addEventListener('change', () => {
@@ -196,11 +171,10 @@ export function createReportView(): {
 
   return {
     root,
-    show(r, source, raw) {
+    show(r, raw) {
       report = r;
       rawReport = raw;
       root.hidden = false;
-      sourceBadge.textContent = source;
       renderVerdict(r);
       clear(drawSelect);
       r.draws.forEach((d, i) => append(drawSelect, el('option', { value: i }, `${drawName(d)} · ${d.verdict}`)));
@@ -212,8 +186,11 @@ export function createReportView(): {
       renderTimings(r);
       renderProvenance(r);
     },
-    selection() {
-      return report ? { report, raw: rawReport, grid, gridTitle } : undefined;
+    shareable() {
+      if (!report) return undefined;
+      const r = report;
+      const [g, title] = [grid, gridTitle];
+      return { raw: rawReport, stem: reportFileStem(r), png: () => reportPng({ report: r, grid: g, gridTitle: title }), markdown: (link) => reportMarkdown(r, link) };
     },
   };
 }

@@ -1,159 +1,125 @@
 /**
- * The probe settings, the Run button, per-phase progress with elapsed times, and Cancel. The probe runs
- * in the engine Worker; this panel only gathers options, shows progress and hands the report on.
+ * The run card: three tabs, one per kind of run (the block-versus-chain probe, the teacher-forced trace,
+ * classic versus MTP generation), each with its settings, Run, per-phase progress with elapsed times and
+ * Cancel. Runs happen in the engine Worker, one at a time; this panel gathers options, shows progress and
+ * hands results on.
  */
-import { Comlink, type EngineProxy } from './engine-client.ts';
-import type { ProbeOptions } from '../parity/probe.ts';
+import type { EngineProxy } from './engine-client.ts';
 import type { ProbeReport } from '../parity/report.ts';
-import type { Progress } from '../util/cancel.ts';
-import { append, clear, el } from './dom.ts';
-import { fmtMs, parseLengths } from './format.ts';
-import { loadSettings, saveSettings, type RunSettings } from './recent.ts';
+import type { TraceReport } from '../parity/trace.ts';
+import type { LoadedSummary } from '../worker/engine.ts';
+import { append, el } from './dom.ts';
+import { createJobRunner, type JobRunner } from './job-runner.ts';
+import { createProbeForm } from './probe-form.ts';
+import { createTraceForm } from './trace-form.ts';
+import { createGenerateForm } from './generate-form.ts';
+import type { GenerationRun } from './generation-model.ts';
+
+export interface RunState {
+  target?: LoadedSummary;
+  assistant?: LoadedSummary;
+  /** A checkpoint load is running. */
+  loading: boolean;
+}
 
 export interface RunPanel {
   root: HTMLElement;
-  /** Re-evaluates whether Run is allowed (called when checkpoints load or unload). */
-  refresh(canRun: boolean, why: string): void;
+  /** Re-evaluates what may run (called when checkpoints load or unload). */
+  refresh(s: RunState): void;
   busy(): boolean;
 }
 
-let jobCounter = 0;
+export interface RunHandlers {
+  probe(r: ProbeReport): void;
+  trace(r: TraceReport): void;
+  generation(r: GenerationRun): void;
+  /** A run started or ended. */
+  busyChanged?(): void;
+}
 
-export function createRunPanel(engine: EngineProxy, onReport: (r: ProbeReport) => void): RunPanel {
-  const lengths = el('input', { type: 'text', inputmode: 'numeric', placeholder: '8, 8, 8 + long draw', size: 16, 'data-testid': 'lengths', 'aria-describedby': 'lengths-hint' });
-  const block = el('select', { 'data-testid': 'block' }, ...[2, 3, 4, 5, 6, 7, 8].map((k) => el('option', { value: k, selected: k === 4 }, String(k))));
-  const policy = el('select', { 'data-testid': 'policy' }, el('option', { value: 'exact' }, 'exact'));
-  const policyHelp = el('p', { class: 'small muted policy-help', 'data-testid': 'policy-help' });
-  const precF32 = el('input', { type: 'radio', name: 'precision', value: 'f32', checked: true, 'data-testid': 'precision-f32' });
-  const precBf16 = el('input', { type: 'radio', name: 'precision', value: 'bf16', 'data-testid': 'precision-bf16' });
-  const localize = el('input', { type: 'checkbox', checked: true, 'data-testid': 'localize' });
-  const run = el('button', { type: 'button', 'data-testid': 'run-probe', disabled: true }, 'Run probe');
-  const cancel = el('button', { type: 'button', class: 'secondary', 'data-testid': 'probe-cancel', hidden: true }, 'Cancel');
-  const why = el('span', { class: 'small muted', 'data-testid': 'run-why' });
-  const elapsed = el('span', { class: 'small', 'data-testid': 'probe-elapsed', 'aria-live': 'off' });
-  const phases = el('ol', { class: 'phases', 'data-testid': 'probe-progress', 'aria-live': 'polite' });
-  const message = el('div', {});
-  const descriptions = new Map<string, string>();
+type TabId = 'probe' | 'trace' | 'generate';
 
+export function createRunPanel(engine: EngineProxy, on: RunHandlers): RunPanel {
+  let state: RunState = { loading: false };
+  const cancelJob = (jobId: string) => void engine.cancel(jobId);
+  const runners: JobRunner[] = [];
+  const runner = (prefix: string, label: string, runTestId: string, whyTestId: string) => {
+    const r = createJobRunner({ prefix, label, runTestId, whyTestId, cancelJob, onBusy: () => apply() });
+    runners.push(r);
+    return r;
+  };
+  const probeJob = runner('probe', 'Run probe', 'run-probe', 'run-why');
+  const traceJob = runner('trace', 'Run trace', 'run-trace', 'trace-why');
+  const generateJob = runner('generate', 'Run generation', 'run-generate', 'generate-why');
+  const probe = createProbeForm(engine, probeJob, on.probe);
+  const trace = createTraceForm(engine, traceJob, on.trace);
+  const generate = createGenerateForm(engine, generateJob, on.generation);
+
+  const tabs: { id: TabId; label: string; body: HTMLElement }[] = [
+    { id: 'probe', label: 'Block-versus-chain probe', body: probe.root },
+    { id: 'trace', label: 'Teacher-forced trace', body: trace.root },
+    { id: 'generate', label: 'Classic vs MTP generation', body: generate.root },
+  ];
+  const tabButtons = tabs.map((t) => el('button', { type: 'button', role: 'tab', id: `tab-${t.id}`, class: 'tab', 'aria-controls': `panel-${t.id}`, 'data-testid': `tab-${t.id}` }, t.label));
+  const panels = tabs.map((t) => el('div', { role: 'tabpanel', id: `panel-${t.id}`, 'aria-labelledby': `tab-${t.id}`, class: 'tabpanel', 'data-testid': `panel-${t.id}` }, t.body));
+  const select = (i: number, focus = false) => {
+    tabButtons.forEach((b, j) => {
+      b.setAttribute('aria-selected', String(i === j));
+      b.tabIndex = i === j ? 0 : -1;
+      panels[j].hidden = i !== j;
+    });
+    if (focus) tabButtons[i].focus();
+  };
+  tabButtons.forEach((b, i) => {
+    b.addEventListener('click', () => select(i));
+    b.addEventListener('keydown', (e) => {
+      const to = e.key === 'ArrowRight' ? (i + 1) % tabs.length : e.key === 'ArrowLeft' ? (i + tabs.length - 1) % tabs.length : e.key === 'Home' ? 0 : e.key === 'End' ? tabs.length - 1 : -1;
+      if (to >= 0) {
+        e.preventDefault();
+        select(to, true);
+      }
+    });
+  });
+  select(0);
+
+  const policyError = el('div', {});
   const root = el('section', { class: 'card', id: 'run-card', 'aria-labelledby': 'run-title' },
-    el('h2', { id: 'run-title' }, 'Block-versus-chain probe'),
-    el('div', { class: 'settings' },
-      el('label', {}, 'Draw lengths ', lengths),
-      el('label', {}, 'Block width K ', block),
-      el('label', {}, 'Policy ', policy),
-      el('fieldset', { class: 'inline' }, el('legend', {}, 'Precision'),
-        el('label', {}, precF32, ' f32'), el('label', {}, precBf16, ' bf16')),
-      el('label', {}, localize, ' Localize the first divergence')),
-    el('p', { class: 'small muted', id: 'lengths-hint' }, 'Empty draw lengths run mlxcel\'s draws: 8, 8, 8 and a long draw of min(W + 32, 1536) tokens that wraps the ring.'),
-    policyHelp,
-    el('div', { class: 'row' }, run, cancel, elapsed, why),
-    phases,
-    message);
+    el('h2', { id: 'run-title', class: 'sr-only' }, 'Runs'),
+    el('div', { class: 'tabs', role: 'tablist', 'aria-label': 'Kind of run' }, ...tabButtons),
+    policyError,
+    ...panels);
 
-  let running = false;
-  let canRun = false;
-
-  const showPolicyHelp = () => (policyHelp.textContent = descriptions.get(policy.value) ?? '');
-  policy.addEventListener('change', showPolicyHelp);
+  const busy = () => runners.some((r) => r.running());
+  function apply() {
+    const s = state;
+    const other = busy() ? 'Another run is in progress.' : '';
+    const needTarget = s.loading ? 'Waiting for the checkpoint load to finish.' : s.target ? '' : 'Load a target checkpoint first.';
+    probeJob.allow(!other && !needTarget, other || needTarget);
+    traceJob.allow(!other && !needTarget, other || needTarget);
+    const needAssistant = needTarget || (s.assistant ? '' : 'Load the MTP assistant too: generation drafts with it.');
+    generateJob.allow(!other && !needAssistant, other || needAssistant);
+    on.busyChanged?.();
+  }
 
   void (async () => {
     try {
       const list = await engine.policies();
-      clear(policy);
-      for (const p of list) {
-        descriptions.set(p.name, p.description);
-        append(policy, el('option', { value: p.name }, p.name));
-      }
+      probe.policies(list);
+      trace.policies(list);
+      generate.policies(list);
     } catch (e) {
-      append(message, el('p', { class: 'error', role: 'alert' }, `Could not list the policies: ${(e as Error).message}`));
+      append(policyError, el('p', { class: 'error', role: 'alert' }, `Could not list the policies: ${(e as Error).message}`));
     }
-    const s = await loadSettings();
-    if (s) {
-      lengths.value = s.lengths;
-      block.value = String(s.block);
-      if (descriptions.has(s.policy)) policy.value = s.policy;
-      (s.precision === 'bf16' ? precBf16 : precF32).checked = true;
-      localize.checked = s.localize;
-    }
-    showPolicyHelp();
   })();
-
-  const setRunning = (on: boolean) => {
-    running = on;
-    run.disabled = on || !canRun;
-    cancel.hidden = !on;
-    cancel.disabled = false;
-    for (const c of [lengths, block, policy, precF32, precBf16, localize]) c.disabled = on;
-  };
-
-  run.addEventListener('click', async () => {
-    clear(message);
-    let parsed: number[] | undefined;
-    try {
-      parsed = parseLengths(lengths.value);
-    } catch (e) {
-      append(message, el('p', { class: 'error', role: 'alert', 'data-testid': 'probe-error' }, (e as Error).message));
-      lengths.focus();
-      return;
-    }
-    const settings: RunSettings = { lengths: lengths.value, block: Number(block.value), policy: policy.value, precision: precBf16.checked ? 'bf16' : 'f32', localize: localize.checked };
-    void saveSettings(settings);
-    const opts: ProbeOptions = { block: settings.block, policy: settings.policy, precision: settings.precision, localize: settings.localize, ...(parsed ? { lengths: parsed } : {}) };
-    const jobId = `probe-${++jobCounter}`;
-    const t0 = performance.now();
-    let current: { name: string; li: HTMLElement; time: HTMLElement; t: number } | undefined;
-    clear(phases);
-    setRunning(true);
-    const tick = setInterval(() => {
-      elapsed.textContent = `Elapsed ${fmtMs(performance.now() - t0)}`;
-      if (current) current.time.textContent = fmtMs(performance.now() - current.t);
-    }, 250);
-    cancel.onclick = () => {
-      cancel.disabled = true;
-      void engine.cancel(jobId);
-    };
-    const finishPhase = () => {
-      if (!current) return;
-      current.li.classList.remove('active');
-      current.li.classList.add('done');
-      current.time.textContent = fmtMs(performance.now() - current.t);
-    };
-    try {
-      const report = await engine.runProbe(opts, jobId, Comlink.proxy((p: Progress) => {
-        // A phase is "draw n: name"; a new one closes the previous line with its duration.
-        const name = p.detail ?? p.phase;
-        if (current?.name !== name) {
-          finishPhase();
-          const time = el('span', { class: 'muted phase-time' });
-          const li = el('li', { class: 'active' }, el('span', { class: 'phase-name' }, name), el('progress', { max: Math.max(1, p.total), value: p.done, 'aria-label': 'probe progress' }), time);
-          append(phases, li);
-          current = { name, li, time, t: performance.now() };
-        }
-      }));
-      finishPhase();
-      elapsed.textContent = `Done in ${fmtMs(performance.now() - t0)}`;
-      onReport(report);
-    } catch (e) {
-      finishPhase();
-      const m = (e as Error)?.message ?? String(e);
-      if ((e as Error)?.name === 'CancelledError' || m === 'Cancelled by the user.') {
-        elapsed.textContent = `Cancelled after ${fmtMs(performance.now() - t0)}`;
-      } else {
-        append(message, el('p', { class: 'error', role: 'alert', 'data-testid': 'probe-error' }, m));
-      }
-    } finally {
-      clearInterval(tick);
-      setRunning(false);
-    }
-  });
 
   return {
     root,
-    refresh(ok, reason) {
-      canRun = ok;
-      run.disabled = running || !ok;
-      why.textContent = ok ? '' : reason;
+    refresh(s) {
+      state = s;
+      trace.setModel(s.target);
+      generate.setModels(s.target, s.assistant);
+      apply();
     },
-    busy: () => running,
+    busy,
   };
 }

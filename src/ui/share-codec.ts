@@ -5,7 +5,9 @@
  */
 import { deflateSync, Inflate, strFromU8, strToU8 } from 'fflate';
 import type { ProbeReport } from '../parity/report.ts';
-import { fmtInt, fmtList, fmtMs, shortDigest } from './format.ts';
+import type { TraceReport } from '../parity/trace.ts';
+import { fmtInt, fmtList, fmtMs, fmtSci, shortDigest } from './format.ts';
+import { bucketLabel, DECIDED_GAP, traceConsequence, traceSetup } from './trace-model.ts';
 
 export const FRAGMENT_KEY = 'report';
 /** A decoded report bigger than this is refused (a deflate bomb in a link must not eat the tab's memory). */
@@ -109,9 +111,48 @@ export function reportMarkdown(r: ProbeReport, link?: string): string {
   return lines.join('\n') + '\n';
 }
 
+const safe = (s: string) => s.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '').slice(0, 40) || 'x';
+const whole = (n: number) => (Number.isFinite(n) ? Math.round(n) : 0);
+
 /** "ringside-diverges-ring-chronological-K4-1a2b3c4d5e6f" (only safe characters). */
 export function reportFileStem(r: ProbeReport): string {
-  const safe = (s: string) => s.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '').slice(0, 40) || 'x';
-  const k = Number.isFinite(r.provenance.block) ? r.provenance.block : 0;
-  return `ringside-${r.verdict}-${safe(r.provenance.policy)}-${r.provenance.precision}-K${k}-${shortDigest(r.provenance.target.digest).replace('—', 'nodigest')}`;
+  return `ringside-${r.verdict}-${safe(r.provenance.policy)}-${r.provenance.precision}-K${whole(r.provenance.block)}-${shortDigest(r.provenance.target.digest).replace('—', 'nodigest')}`;
+}
+
+/** "ringside-trace-diverges-ring-chronological-f32-K4-P40-T48-1a2b3c4d5e6f" */
+export function traceFileStem(r: TraceReport): string {
+  const p = r.provenance;
+  return `ringside-trace-${r.verdict}-${safe(p.policy)}-${p.precision}-K${whole(p.block)}-P${whole(p.prefix)}-T${whole(p.traced)}-${shortDigest(p.target.digest).replace('—', 'nodigest')}`;
+}
+
+/** A Markdown summary of a trace: verdict, the disagreement metrics, |delta logit| and perplexities, provenance. */
+export function traceMarkdown(r: TraceReport, link?: string): string {
+  const p = r.provenance;
+  const m = r.metrics;
+  const d = m.deltaLogit;
+  const adapter = [p.adapter.vendor, p.adapter.architecture, p.adapter.description].filter(Boolean).join(' ') || 'unknown adapter';
+  const lines = [
+    `### Ringside teacher-forced trace: **${r.verdict === 'equal' ? 'EQUAL' : 'DIVERGES'}**`,
+    '',
+    mdEscape(r.summary),
+    '',
+    `_${mdEscape(traceConsequence(r))}_`,
+    '',
+    `- ${mdEscape(traceSetup(r))}`,
+    `- rows byte-equal: ${fmtInt(m.rowsByteEqual)} of ${fmtInt(m.positions)}`,
+    `- top-1 disagreements: ${fmtInt(m.top1Disagreements)} of ${fmtInt(m.positions)}; on decided positions (gap >= ${DECIDED_GAP.toFixed(1)}): ${fmtInt(m.decidedDisagreements)} of ${fmtInt(m.decidedPositions)}`,
+    `- |delta logit| of the chain's top-1: p50 ${fmtSci(d.p50)}, p90 ${fmtSci(d.p90)}, p99 ${fmtSci(d.p99)}, max ${fmtSci(d.max)}`,
+    `- perplexity: chain ${fmtSci(m.perplexity.chain)}, block ${fmtSci(m.perplexity.block)}`,
+    '',
+    '| chain gap | positions | disagreements |',
+    '|---|---|---|',
+    ...m.buckets.map((b) => `| ${bucketLabel(b)} | ${fmtInt(b.positions)} | ${fmtInt(b.disagreements)} |`),
+    '',
+    '| policy | precision | K | prefix | traced | adapter | platform | target | total |',
+    '|---|---|---|---|---|---|---|---|---|',
+    `| ${mdEscape(p.policy)} | ${p.precision} | ${fmtInt(p.block)} | ${fmtInt(p.prefix)} | ${fmtInt(p.traced)} | ${mdEscape(adapter)} | ${mdEscape(p.platform)} | ` +
+      `${mdEscape(p.target.modelType)} \`${shortDigest(p.target.digest)}\` | ${fmtMs(r.timings.totalMs)} |`,
+  ];
+  if (link) lines.push('', `[Open the full trace](${link})`);
+  return lines.join('\n') + '\n';
 }

@@ -4,6 +4,31 @@ import { newPage, pageErrors, screenshot, useServerAndBrowser } from './harness.
 describe('the page in headless Chromium (WebGPU in a module Worker)', () => {
   const env = useServerAndBrowser();
 
+  it('the empty page: nothing loaded, every run disabled with the reason, tabs by keyboard', async () => {
+    const page = await newPage(env.browser, env.url);
+    await expect.poll(() => page.getByTestId('adapter').getAttribute('data-state'), { timeout: 60_000 }).toMatch(/ready|unavailable|error/);
+    await expect.poll(() => page.getByTestId('policy').locator('option').count()).toBeGreaterThan(1);
+    expect(await page.locator('#report-card').isHidden()).toBe(true);
+    expect(await page.locator('#generation-card').isHidden()).toBe(true);
+    expect(await page.getByTestId('tab-probe').getAttribute('aria-selected')).toBe('true');
+    expect(await page.getByTestId('run-probe').isDisabled()).toBe(true);
+    expect(await page.getByTestId('run-why').textContent()).toBe('Load a target checkpoint first.');
+    await screenshot(page, '00-empty');
+    // Arrow keys move between the tabs (WAI-ARIA tabs pattern).
+    await page.getByTestId('tab-probe').focus();
+    await page.keyboard.press('ArrowRight');
+    expect(await page.getByTestId('tab-trace').getAttribute('aria-selected')).toBe('true');
+    expect(await page.getByTestId('panel-trace').isVisible()).toBe(true);
+    expect(await page.getByTestId('panel-probe').isHidden()).toBe(true);
+    expect(await page.getByTestId('run-trace').isDisabled()).toBe(true);
+    expect(await page.getByTestId('trace-why').textContent()).toBe('Load a target checkpoint first.');
+    await page.keyboard.press('ArrowRight');
+    expect(await page.getByTestId('run-generate').isDisabled()).toBe(true);
+    expect(await page.getByTestId('generate-why').textContent()).toBe('Load a target checkpoint first.');
+    expect(pageErrors(page)).toEqual([]);
+    await page.close();
+  });
+
   it('shows the adapter and runs the WGSL self-test inside the Worker', async () => {
     const page = await newPage(env.browser, env.url);
     const adapter = page.getByTestId('adapter');
