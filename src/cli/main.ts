@@ -14,9 +14,10 @@ import { forward } from './commands/forward.ts';
 import { generate } from './commands/generate.ts';
 import { compare } from './commands/compare.ts';
 import { trace } from './commands/trace.ts';
+import { bench } from './commands/bench.ts';
 import { isGpuError } from '../gpu/errors.ts';
 
-const COMMANDS: Command[] = [info, selftest, forward, generate, compare, policies, probe, trace, synth, loadBench];
+const COMMANDS: Command[] = [info, selftest, forward, generate, compare, policies, probe, trace, synth, loadBench, bench];
 
 function help(): string {
   const lines = ['Ringside: block-versus-chain parity lab for Gemma 4 MTP (WebGPU).', '', 'usage: npm run cli -- <command> [options]', '', 'commands:'];

@@ -19,10 +19,36 @@ export interface Rows {
   split?: number;
 }
 
-/** y[m, :] = W x[m, :] for a whole linear (every row part). */
-export function matmul(rec: Recorder, lin: GpuLinear, x: GPUBuffer, y: GPUBuffer, r: Rows, xStride = lin.desc.inFeatures, yStride = lin.desc.outFeatures): void {
+/**
+ * y[m, :] = W x[m, :] for a whole linear (every row part).
+ *
+ * Exact path (split 0) of an affine linear: `kernel` picks the pipeline, never M. 'rows8' / 'rows4'
+ * (matmul.wgsl affine_xsum + affine_rows, ROWS 8 / 4) fetch each weight once per block of 8 / 4 rows;
+ * 'affine' is the one-invocation-per-output kernel. All three give a row the same arithmetic
+ * whatever M is. The row kernels read x as vec4, so they need xStride and K to be multiples of 4:
+ * otherwise `affine` runs (a property of the linear and its strides, the same in chain and verify).
+ * The engine runs 'rows4' (this default): on an H200 it beats `affine` at M = 1 and by far on the LM
+ * head and prefill; on lavapipe a chain step (M = 1) costs about 2x more, a verify block of 4 less.
+ * `npm run bench` measures all three on the current adapter.
+ */
+export function matmul(rec: Recorder, lin: GpuLinear, x: GPUBuffer, y: GPUBuffer, r: Rows, xStride = lin.desc.inFeatures, yStride = lin.desc.outFeatures, kernel: 'affine' | 'rows8' | 'rows4' = 'rows4'): void {
   const { desc } = lin;
   const split = r.split ?? 0;
+  if (desc.kind === 'affine' && split === 0 && kernel !== 'affine' && xStride % 4 === 0 && desc.inFeatures % 4 === 0) {
+    const ROWS = kernel === 'rows8' ? 8 : 4;
+    const groupCount = desc.inFeatures / desc.groupSize;
+    // Group sums of x, [M, groups], once per call (not per output feature); freed after the submit.
+    const xs = rec.device.createBuffer({ label: 'matmul-xsums', size: Math.max(16, r.M * groupCount * 4), usage: GPUBufferUsage.STORAGE });
+    rec.temporaries.push(xs);
+    const xsParams = rec.params([r.M, 0, desc.inFeatures, desc.groupSize, 0, xStride, 0, 0]);
+    rec.run('matmul.wgsl', 'affine_xsum', { BITS: desc.bits }, [xsParams, x, undefined, xs], groups(r.M * groupCount));
+    lin.weight.parts.forEach((part, i) => {
+      const params = rec.params([r.M, part.rows, desc.inFeatures, desc.groupSize, part.rowStart, xStride, yStride, r.round ? 1 : 0]);
+      const workgroups = Math.ceil(r.M / ROWS) * groups(part.rows);
+      rec.run('matmul.wgsl', 'affine_rows', { BITS: desc.bits, ROWS }, [params, undefined, part.buffer, y, lin.scales!.parts[i].buffer, lin.biases!.parts[i].buffer, xs, x], workgroups);
+    });
+    return;
+  }
   lin.weight.parts.forEach((part, i) => {
     if (desc.kind === 'affine') {
       const params = rec.params([r.M, part.rows, desc.inFeatures, desc.groupSize, part.rowStart, xStride, yStride, r.round ? 1 : 0]);

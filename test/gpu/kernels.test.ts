@@ -217,6 +217,8 @@ function expectBf16(what: string, got: Float32Array, exact: ArrayLike<number>, l
   return ties;
 }
 const nearTies = new Map<string, number>();
+/** Elements of the row kernels' outputs bit-identical to the affine kernel's (same arithmetic sequence): [same, total]. */
+const sameAsAffine = new Map<string, [number, number]>();
 
 /** Byte equality with a useful message (first differing float). */
 function expectSameBytes(what: string, a: Uint8Array, b: Uint8Array): void {
@@ -500,7 +502,8 @@ describe(`GPU kernels vs the CPU float64 reference (${ADAPTER})`, () => {
   afterAll(() => {
     const w = [...worst].map(([k, v]) => `${k} ${v.toFixed(3)}`).join(', ');
     const ties = [...nearTies].map(([k, v]) => `${k} ${v}`).join(', ');
-    console.log(`worst error / bound per op (${ADAPTER}): ${w}\nbf16 near-ties per op: ${ties}\n${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    const same = [...sameAsAffine].map(([k, [n, t]]) => `${k} ${n}/${t}`).join(', ');
+    console.log(`worst error / bound per op (${ADAPTER}): ${w}\nbf16 near-ties per op: ${ties}\nrow kernels bit-identical to affine: ${same}\n${((performance.now() - t0) / 1000).toFixed(1)} s`);
     lab?.destroy();
     ctx?.destroy();
   });
@@ -567,6 +570,108 @@ describe(`GPU kernels vs the CPU float64 reference (${ADAPTER})`, () => {
         await expectRowInvariantMatmul(lab, r, A.lin, M, c.K, c.N);
       });
     }
+  });
+
+  // -- matmul, affine_rows (ops.matmul kernel 'rows8' / 'rows4') ---------------------------------------
+  // The row-blocked exact kernel: each weight fetched once for a block of 8 (or 4) rows, all
+  // accumulators always computed. Its rows must not depend on M or on the slot a row takes in its
+  // block (byte equality with the row alone, M = 1..8 and past one block), and its values must agree
+  // with the CPU reference and with the one-output-per-invocation `affine` kernel.
+  describe('matmul, affine_rows (rows8 / rows4)', () => {
+    const ROW_KERNELS = ['rows8', 'rows4'] as const;
+    const invCases: (AffineCase & { name: string })[] = [
+      { name: '4-bit gs 64, 3 parts', bits: 4, gs: 64, K: 128, N: 30, rowsPerPart: 11 },
+      { name: '8-bit gs 32, 2 parts', bits: 8, gs: 32, K: 96, N: 70, rowsPerPart: 40 },
+      { name: '2-bit gs 64', bits: 2, gs: 64, K: 192, N: 17 },
+      { name: '4-bit gs 128, N > one workgroup', bits: 4, gs: 128, K: 256, N: 131 },
+    ];
+    for (const kernel of ROW_KERNELS) {
+      for (const c of invCases) {
+        it(`${kernel} row-invariant (${c.name}, K ${c.K}, N ${c.N}): M = 1..8 and 13 together == each row alone, every row position, byte for byte (f32 and bf16)`, async () => {
+          const r = new Rand(700 + c.K + c.N + c.bits + kernel.length);
+          const A = await affineLinear(lab, r, c);
+          for (const M of [1, 2, 3, 4, 5, 6, 7, 8, 13]) await expectRowInvariantMatmul(lab, r, A.lin, M, c.K, c.N, kernel);
+        });
+      }
+    }
+
+    const cases: (AffineCase & { M: number })[] = [
+      { bits: 4, gs: 32, K: 64, N: 40, M: 3 },
+      { bits: 4, gs: 64, K: 192, N: 33, M: 5, rowsPerPart: 12 },
+      { bits: 4, gs: 128, K: 256, N: 24, M: 9, rowsPerPart: 10 },
+      { bits: 8, gs: 32, K: 96, N: 17, M: 4, rowsPerPart: 7 },
+      { bits: 8, gs: 64, K: 128, N: 64, M: 1 },
+      { bits: 8, gs: 128, K: 384, N: 20, M: 8, rowsPerPart: 8 },
+      { bits: 2, gs: 64, K: 128, N: 16, M: 2, rowsPerPart: 5 },
+    ];
+    for (const kernel of ROW_KERNELS) {
+      for (const c of cases) {
+        const parts = c.rowsPerPart ? Math.ceil(c.N / c.rowsPerPart) : 1;
+        it(`${kernel} ${c.bits}-bit gs ${c.gs}: K ${c.K}, N ${c.N}, M ${c.M}, ${parts} part(s): == CPU reference and == affine within f32 tolerance`, async () => {
+          const r = new Rand(1500 + c.bits * 100 + c.gs + c.K + kernel.length);
+          const A = await affineLinear(lab, r, c);
+          const x = r.f32s(c.M * c.K);
+          const xb = lab.f32(x, 'x');
+          const [y, yb, yAffine] = [lab.sentinel(c.M * c.N), lab.sentinel(c.M * c.N), lab.sentinel(c.M * c.N)];
+          await lab.run((rec) => {
+            op.matmul(rec, A.lin, xb, y, { M: c.M, round: false }, c.K, c.N, kernel);
+            op.matmul(rec, A.lin, xb, yb, { M: c.M, round: true }, c.K, c.N, kernel);
+            op.matmul(rec, A.lin, xb, yAffine, { M: c.M, round: false }, c.K, c.N, 'affine');
+          });
+          const ref = new Float64Array(c.M * c.N);
+          const mag = new Float64Array(c.M * c.N);
+          for (let m = 0; m < c.M; m++) {
+            const o = affineReference(A, c, x, m * c.K);
+            ref.set(o.ref, m * c.N);
+            mag.set(o.mag, m * c.N);
+          }
+          const got = await lab.read(y, c.M * c.N);
+          const old = await lab.read(yAffine, c.M * c.N);
+          expectClose(`matmul.${kernel}`, got, ref, mag);
+          // Against the affine kernel: both are within the bound of the exact value, so within twice it of each other.
+          expectClose(`matmul.${kernel}-vs-affine`, got, old, mag.map((v, i) => 2 * v + (2 * REL_TOL * Math.abs(ref[i])) / MAG_TOL));
+          const same = got.reduce((n, v, i) => n + (f32Bits(v) === f32Bits(old[i]) ? 1 : 0), 0);
+          sameAsAffine.set(kernel, [(sameAsAffine.get(kernel)?.[0] ?? 0) + same, (sameAsAffine.get(kernel)?.[1] ?? 0) + got.length]);
+          const iv = f32Interval(ref, mag);
+          expectBf16(`matmul.${kernel} bf16`, await lab.read(yb, c.M * c.N), ref, iv.lo, iv.hi);
+        });
+      }
+    }
+
+    it('rows kernels write only their columns at x/y strides (x stride a multiple of 4; padding untouched)', async () => {
+      for (const kernel of ROW_KERNELS) {
+        const r = new Rand(78 + kernel.length);
+        const c = { bits: 4 as const, gs: 32, K: 64, N: 21, rowsPerPart: 8 };
+        const M = 6, xStride = c.K + 8, yStride = c.N + 7;
+        const A = await affineLinear(lab, r, c);
+        const x = r.f32s(M * xStride);
+        const y = lab.sentinel(M * yStride);
+        await lab.run((rec) => op.matmul(rec, A.lin, lab.f32(x), y, { M, round: false }, xStride, yStride, kernel));
+        const got = await lab.read(y, M * yStride);
+        const gotU = new Uint32Array(got.buffer, got.byteOffset, got.length);
+        for (let m = 0; m < M; m++) {
+          const { ref, mag } = affineReference(A, c, x, m * xStride);
+          expectClose(`matmul.${kernel} row ${m}`, got.subarray(m * yStride, m * yStride + c.N), ref, mag);
+          for (let i = c.N; i < yStride; i++) expect(gotU[m * yStride + i], `${kernel} padding y[${m}, ${i}]`).toBe(SENTINEL);
+        }
+        lab.release();
+      }
+    });
+
+    it('an x stride that is not a multiple of 4 falls back to affine (same bytes), whatever M', async () => {
+      const r = new Rand(79);
+      const c = { bits: 4 as const, gs: 32, K: 64, N: 21 };
+      const M = 3, xStride = c.K + 5;
+      const A = await affineLinear(lab, r, c);
+      const x = r.f32s(M * xStride);
+      const xb = lab.f32(x);
+      const [a, b] = [lab.sentinel(M * c.N), lab.sentinel(M * c.N)];
+      await lab.run((rec) => {
+        op.matmul(rec, A.lin, xb, a, { M, round: false }, xStride, c.N, 'rows8');
+        op.matmul(rec, A.lin, xb, b, { M, round: false }, xStride, c.N, 'affine');
+      });
+      expectSameBytes('rows8 fallback', await lab.bytes(a, M * c.N), await lab.bytes(b, M * c.N));
+    });
   });
 
   // -- matmul, dense ---------------------------------------------------------------------------------
@@ -1212,17 +1317,18 @@ function checkKeyOrder(c: AttnCase): void {
 }
 
 /** M rows of x through `lin` together, and each row alone (M = 1): identical bytes (f32 and bf16 runs). */
-async function expectRowInvariantMatmul(lab: Lab, r: Rand, lin: GpuLinear, M: number, K: number, N: number): Promise<void> {
+async function expectRowInvariantMatmul(lab: Lab, r: Rand, lin: GpuLinear, M: number, K: number, N: number, kernel?: 'affine' | 'rows8' | 'rows4'): Promise<void> {
   const x = r.f32s(M * K);
+  const mm = (rec: Recorder, xb: GPUBuffer, y: GPUBuffer, rows: op.Rows) => (kernel ? op.matmul(rec, lin, xb, y, rows, K, N, kernel) : op.matmul(rec, lin, xb, y, rows));
   for (const round of [false, true]) {
     const block = lab.sentinel(M * N);
     const alone = range(M).map(() => lab.sentinel(N));
     await lab.run((rec) => {
-      op.matmul(rec, lin, lab.f32(x), block, { M, round });
-      alone.forEach((y, m) => op.matmul(rec, lin, lab.f32(x.subarray(m * K, (m + 1) * K)), y, { M: 1, round }));
+      mm(rec, lab.f32(x), block, { M, round });
+      alone.forEach((y, m) => mm(rec, lab.f32(x.subarray(m * K, (m + 1) * K)), y, { M: 1, round }));
     });
     const all = await lab.bytes(block, M * N);
-    for (let m = 0; m < M; m++) expectSameBytes(`matmul M=${M} row ${m}${round ? ' bf16' : ''}`, all.subarray(m * N * 4, (m + 1) * N * 4), await lab.bytes(alone[m], N));
+    for (let m = 0; m < M; m++) expectSameBytes(`matmul${kernel ? `.${kernel}` : ''} M=${M} row ${m}${round ? ' bf16' : ''}`, all.subarray(m * N * 4, (m + 1) * N * 4), await lab.bytes(alone[m], N));
   }
 }
 

@@ -1,0 +1,114 @@
+/**
+ * End-to-end figures on a small synthetic model (a real geometry with few layers, generated in memory
+ * by src/format/synthetic.ts and uploaded like a checkpoint): prefill tokens/s, ms per chain token
+ * (decode = step + commit), ms per verify block (step of K + commit), and dispatches and submits per
+ * token from TargetModel.stats. Timed with the wall clock around each awaited call, readback of the
+ * logits included: what a caller of the engine waits for. Browser-safe.
+ */
+import type { GpuContext } from '../gpu/device.ts';
+import { openCheckpoint } from '../format/checkpoint.ts';
+import type { TargetDescription } from '../format/model-description.ts';
+import { synthGeometry, syntheticCheckpoint, type SynthPreset } from '../format/synthetic.ts';
+import { uploadWeights } from '../model/gpu-weights.ts';
+import { TargetModel } from '../model/target.ts';
+
+export interface E2EOptions {
+  preset: SynthPreset;
+  layers: number;
+  /** Override the vocabulary (LM head rows); default: the preset's. */
+  vocab?: number;
+  promptTokens: number;
+  chainTokens: number;
+  blocks: number;
+  block: number;
+  seed?: number;
+  log?: (line: string) => void;
+}
+
+export interface E2EResult {
+  model: string;
+  layers: number;
+  layerTypes: string[];
+  vocab: number;
+  weightBytes: number;
+  uploadSeconds: number;
+  timing: 'wall-clock';
+  prefill: { tokens: number; seconds: number; tokensPerSecond: number; dispatches: number; submits: number };
+  chain: { tokens: number; msPerToken: number; minMs: number; dispatchesPerToken: number; submitsPerToken: number; context: number };
+  verify: { block: number; blocks: number; msPerBlock: number; minMs: number; msPerToken: number; dispatchesPerBlock: number; submitsPerBlock: number };
+  /** ms per verify block / ms per chain token (1 = a block of K costs one chain step; K = no gain). */
+  blockVsChain: number;
+}
+
+function tokens(n: number, seed: number, vocab: number): number[] {
+  const out: number[] = [];
+  let s = seed >>> 0;
+  for (let i = 0; i < n; i++) {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    out.push(s % vocab);
+  }
+  return out;
+}
+
+const mean = (a: number[]) => a.reduce((x, y) => x + y, 0) / a.length;
+
+export async function benchEndToEnd(ctx: GpuContext, o: E2EOptions): Promise<E2EResult> {
+  const log = o.log ?? (() => {});
+  const g = synthGeometry(o.preset, { layers: o.layers, assistant: null, ...(o.vocab ? { vocab: o.vocab } : {}) });
+  const ck = await openCheckpoint(syntheticCheckpoint(g, { seed: o.seed ?? 0 }).target, `synthetic ${o.preset} x${o.layers}`);
+  const desc = ck.description as TargetDescription;
+  const t0 = performance.now();
+  const weights = await uploadWeights(ctx.device, desc);
+  await ctx.device.queue.onSubmittedWorkDone();
+  const uploadSeconds = (performance.now() - t0) / 1000;
+  log(`e2e: synthetic ${o.preset} with ${o.layers} layers (${desc.layers.map((l) => l.type).join(', ')}), ${(weights.bytes / 1e9).toFixed(2)} GB uploaded in ${uploadSeconds.toFixed(1)} s`);
+  const context = o.promptTokens + Math.max(o.chainTokens, o.blocks * o.block);
+  const model = new TargetModel(ctx, weights, { maxContext: context + 8, maxBlock: Math.max(8, o.block), prefillChunk: Math.min(64, Math.max(o.promptTokens, 8)), precision: 'f32' });
+  try {
+    const V = desc.vocab;
+    const s = model.stats;
+    const prompt = tokens(o.promptTokens, 11, V);
+    let d0 = s.dispatches, u0 = s.submits;
+    let t = performance.now();
+    await model.prefill(prompt, { logits: 'none' });
+    await ctx.device.queue.onSubmittedWorkDone();
+    const prefillSeconds = (performance.now() - t) / 1000;
+    const prefill = { tokens: o.promptTokens, seconds: prefillSeconds, tokensPerSecond: o.promptTokens / prefillSeconds, dispatches: s.dispatches - d0, submits: s.submits - u0 };
+    log(`e2e: prefill ${o.promptTokens} tokens in ${prefillSeconds.toFixed(2)} s`);
+    const snap = model.snapshot();
+
+    const chainMs: number[] = [];
+    d0 = s.dispatches; u0 = s.submits;
+    for (const tok of tokens(o.chainTokens, 22, V)) {
+      t = performance.now();
+      await model.decode(tok);
+      await ctx.device.queue.onSubmittedWorkDone(); // the commit's copies
+      chainMs.push(performance.now() - t);
+      log(`e2e: chain token ${chainMs.length}/${o.chainTokens}: ${chainMs[chainMs.length - 1].toFixed(0)} ms`);
+    }
+    const chain = { tokens: o.chainTokens, msPerToken: mean(chainMs), minMs: Math.min(...chainMs), dispatchesPerToken: (s.dispatches - d0) / o.chainTokens, submitsPerToken: (s.submits - u0) / o.chainTokens, context: o.promptTokens };
+
+    model.restore(snap);
+    const blockMs: number[] = [];
+    d0 = s.dispatches; u0 = s.submits;
+    for (let b = 0; b < o.blocks; b++) {
+      const block = tokens(o.block, 33 + b, V);
+      t = performance.now();
+      await model.step(block);
+      model.commit(o.block);
+      await ctx.device.queue.onSubmittedWorkDone();
+      blockMs.push(performance.now() - t);
+      log(`e2e: verify block ${b + 1}/${o.blocks} (K = ${o.block}): ${blockMs[b].toFixed(0)} ms`);
+    }
+    snap.destroy();
+    const msPerBlock = mean(blockMs);
+    const verify = { block: o.block, blocks: o.blocks, msPerBlock, minMs: Math.min(...blockMs), msPerToken: msPerBlock / o.block, dispatchesPerBlock: (s.dispatches - d0) / o.blocks, submitsPerBlock: (s.submits - u0) / o.blocks };
+    return {
+      model: `synthetic ${g.modelType} ${o.preset} geometry, ${o.layers} layers`, layers: o.layers, layerTypes: desc.layers.map((l) => l.type), vocab: V,
+      weightBytes: weights.bytes, uploadSeconds, timing: 'wall-clock', prefill, chain, verify, blockVsChain: msPerBlock / chain.msPerToken,
+    };
+  } finally {
+    model.destroy();
+    weights.destroy();
+  }
+}

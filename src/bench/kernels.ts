@@ -1,0 +1,174 @@
+/**
+ * Kernel classes as the engine dispatches them (src/model/ops.ts through a Recorder), on synthetic GPU
+ * buffers at real Gemma 4 shapes: affine matmul (matvec M = 1 and verify blocks M = K), prefill
+ * matmul, attention decode (sliding ring and full cache) and the LM head. Browser-safe.
+ */
+import * as op from '../model/ops.ts';
+import type { AffineBits } from '../format/quantization.ts';
+import { storageBuffer } from '../gpu/buffers.ts';
+import type { GpuTimer, Timing } from './timer.ts';
+import { randomF32, syntheticAffine, type SyntheticLinear } from './synthetic-gpu.ts';
+
+/** The exact affine kernels ops.matmul can run (its `kernel` argument). */
+export type AffineKernel = 'affine' | 'rows8' | 'rows4';
+
+/** Shapes of one target geometry that the kernel benchmarks use (GEMMA4.md section 1). */
+export interface BenchShapes {
+  name: string;
+  hidden: number;
+  intermediate: number;
+  vocab: number;
+  heads: number;
+  kvHeads: number;
+  headDim: number;
+  globalKvHeads: number;
+  globalHeadDim: number;
+  window: number;
+  groupSize: number;
+  /** Keys of the full-attention decode benchmark (default 4096). */
+  fullKeys?: number;
+}
+
+export const BENCH_SHAPES: Record<'12b' | '31b', BenchShapes> = {
+  '12b': { name: '12B', hidden: 3840, intermediate: 15360, vocab: 262144, heads: 16, kvHeads: 8, headDim: 256, globalKvHeads: 1, globalHeadDim: 512, window: 1024, groupSize: 64 },
+  '31b': { name: '31B', hidden: 5376, intermediate: 21504, vocab: 262144, heads: 32, kvHeads: 16, headDim: 256, globalKvHeads: 4, globalHeadDim: 512, window: 1024, groupSize: 64 },
+};
+
+export type KernelClass = 'matmul' | 'prefill' | 'attention' | 'lm-head';
+
+export interface KernelResult {
+  class: KernelClass;
+  /** e.g. "12B mlp.gate 4-bit [15360 x 3840]" */
+  name: string;
+  model: string;
+  M: number;
+  /** Kernel variant (matmul: the ops.matmul kernel; attention: the mode). */
+  kernel: string;
+  /** True when this is the variant the engine uses. */
+  engine: boolean;
+  bytes: number;
+  flops: number;
+  seconds: number;
+  gbPerS: number;
+  gflopPerS: number;
+  /** gbPerS / the adapter's copy bandwidth. */
+  bwRatio: number;
+  /** gflopPerS / the adapter's f32 FMA throughput. */
+  flopRatio: number;
+  timing: Timing;
+  note?: string;
+}
+
+export interface Yardsticks {
+  copyGBps: number;
+  fmaGflops: number;
+}
+
+function result(base: Omit<KernelResult, 'gbPerS' | 'gflopPerS' | 'bwRatio' | 'flopRatio' | 'seconds'>, y: Yardsticks): KernelResult {
+  const seconds = base.timing.seconds;
+  const gbPerS = base.bytes / seconds / 1e9;
+  const gflopPerS = base.flops / seconds / 1e9;
+  return { ...base, seconds, gbPerS, gflopPerS, bwRatio: gbPerS / y.copyGBps, flopRatio: gflopPerS / y.fmaGflops };
+}
+
+export interface MatmulCase {
+  cls: KernelClass;
+  label: string;
+  lin: SyntheticLinear;
+  Ms: number[];
+  kernels: AffineKernel[];
+  engineKernel: AffineKernel;
+  note?: string;
+  /** Run (and discard) one measurement first; default true (false when the linear is already warm). */
+  warm?: boolean;
+}
+
+/** One linear at several M and kernels: weights + x + y bytes, 2 M N K flops. */
+export async function benchMatmul(timer: GpuTimer, model: string, c: MatmulCase, y: Yardsticks, onResult: (r: KernelResult) => void): Promise<KernelResult[]> {
+  const { N, K } = { N: c.lin.desc.outFeatures, K: c.lin.desc.inFeatures };
+  const maxM = Math.max(...c.Ms);
+  const device = timer.device;
+  const x = randomF32(device, maxM * K, 'bench-x');
+  const out = storageBuffer(device, maxM * N * 4, 'bench-y');
+  const results: KernelResult[] = [];
+  try {
+    // A discarded measurement first: fresh buffers (and clocks after the CPU filled them) run slowly
+    // for a while on real GPUs, which would otherwise land on whichever case comes first.
+    if (c.warm !== false) await timer.measure((rec) => op.matmul(rec, c.lin, x, out, { M: maxM, round: false }, K, N, c.kernels[0]));
+    for (const kernel of c.kernels) {
+      for (const M of c.Ms) {
+        const timing = await timer.measure((rec) => op.matmul(rec, c.lin, x, out, { M, round: false }, K, N, kernel));
+        const r = result({
+          class: c.cls, name: c.label, model, M, kernel, engine: kernel === c.engineKernel,
+          bytes: c.lin.weightBytes + M * (K + N) * 4, flops: 2 * M * N * K, timing, note: c.note,
+        }, y);
+        results.push(r);
+        onResult(r);
+      }
+    }
+  } finally {
+    x.destroy();
+    out.destroy();
+  }
+  return results;
+}
+
+export function makeLinear(device: GPUDevice, name: string, N: number, K: number, bits: AffineBits, gs: number): SyntheticLinear {
+  return syntheticAffine(device, name, N, K, bits, gs, N ^ (K << 3) ^ bits);
+}
+
+export interface AttentionCase {
+  label: string;
+  mode: 'physical' | 'linear';
+  heads: number;
+  kvHeads: number;
+  d: number;
+  /** Keys each row reads: ring slots (physical) or cache rows (linear). */
+  keys: number;
+  window: number;
+  Ms: number[];
+}
+
+/**
+ * op.attention as a chain step (M = 1) or verify block reads the cache: a full ring (physical slot
+ * order, p past the window) or a full-attention cache of `keys` rows (linear, p = keys - M).
+ * Bytes: K and V rows read once + q + out; flops: 2 (q.k) + 2 (p.v) per key and channel per head.
+ */
+export async function benchAttention(timer: GpuTimer, model: string, c: AttentionCase, y: Yardsticks, onResult: (r: KernelResult) => void): Promise<KernelResult[]> {
+  const device = timer.device;
+  const maxM = Math.max(...c.Ms);
+  const row = c.kvHeads * c.d;
+  const slots = c.mode === 'physical' ? c.window : c.keys;
+  const maxKeys = c.mode === 'physical' ? c.window : c.keys;
+  const bufs = {
+    q: randomF32(device, maxM * c.heads * c.d, 'bench-q', 3),
+    k: randomF32(device, slots * row, 'bench-k', 4),
+    v: randomF32(device, slots * row, 'bench-v', 5),
+    kStage: randomF32(device, maxM * row, 'bench-k-stage', 6),
+    vStage: randomF32(device, maxM * row, 'bench-v-stage', 7),
+    out: storageBuffer(device, maxM * c.heads * c.d * 4, 'bench-attn-out'),
+    scores: storageBuffer(device, 2 * maxM * c.heads * maxKeys * 4, 'bench-scores'),
+    sums: storageBuffer(device, maxM * c.heads * 4, 'bench-sums'),
+  };
+  const results: KernelResult[] = [];
+  try {
+    for (const M of c.Ms) {
+      const p = c.mode === 'physical' ? 2 * c.window + 5 : c.keys - M;
+      const timing = await timer.measure((rec) => op.attention(rec, {
+        M, heads: c.heads, kvHeads: c.kvHeads, d: c.d, mode: c.mode, window: c.window, base: 0, p, round: false, split: 0,
+        q: bufs.q, kCache: bufs.k, vCache: bufs.v,
+        kStage: c.mode === 'linear' ? bufs.k : bufs.kStage, vStage: c.mode === 'linear' ? bufs.v : bufs.vStage,
+        out: bufs.out, scratch: { scores: bufs.scores, sums: bufs.sums, maxKeys },
+      }));
+      const keysRead = c.mode === 'physical' ? c.window : c.keys;
+      const bytes = 2 * keysRead * row * 4 + 2 * M * c.heads * c.d * 4;
+      const flops = 4 * M * c.heads * keysRead * c.d;
+      const r = result({ class: 'attention', name: c.label, model, M, kernel: c.mode, engine: true, bytes, flops, timing }, y);
+      results.push(r);
+      onResult(r);
+    }
+  } finally {
+    Object.values(bufs).forEach((b) => b.destroy());
+  }
+  return results;
+}

@@ -1,0 +1,305 @@
+/**
+ * The benchmark: in ONE run on the current adapter, (a) its own copy bandwidth and FMA throughput,
+ * (b) each kernel class as the engine dispatches it, at real Gemma 4 shapes, as GB/s and GFLOP/s and
+ * as ratios to (a), (c) end-to-end figures on a small synthetic model. Browser-safe (the page can run
+ * the quick form); the CLI command `bench` (src/cli/commands/bench.ts) prints and saves it.
+ */
+import type { GpuContext } from '../gpu/device.ts';
+import { storageBuffer } from '../gpu/buffers.ts';
+import * as op from '../model/ops.ts';
+import { CaptureRecorder, GpuTimer, type TimingMethod } from './timer.ts';
+import { copyBandwidth, fmaThroughput, type ProbeResult } from './probes.ts';
+import { BENCH_SHAPES, benchAttention, benchMatmul, makeLinear, type AffineKernel, type BenchShapes, type KernelResult, type Yardsticks } from './kernels.ts';
+import { benchEndToEnd, type E2EOptions, type E2EResult } from './e2e.ts';
+
+export const BENCH_VERSION = 1;
+
+export interface BenchOptions {
+  /** Geometries for the kernel benchmarks: presets, or shapes of their own (tests use tiny ones). */
+  models: ('12b' | '31b' | BenchShapes)[];
+  /** Short form (about a minute on a 2-core CPU adapter). */
+  quick: boolean;
+  /** Aim for this much GPU time per measurement (iterations are chosen from a warm-up run). */
+  targetSeconds: number;
+  maxIters: number;
+  /** Use timestamp queries when the device has them. */
+  timestamps: boolean;
+  /** M values of the matmul benchmarks (1 = chain step, K = a verify block of K). */
+  matmulRows: number[];
+  /** Affine bit widths of the matmul benchmarks. */
+  bits: (4 | 8)[];
+  /** Other exact affine kernels measured for comparison, at compareRows, on the 4-bit MLP shapes. */
+  compareKernels: AffineKernel[];
+  compareRows: number[];
+  /** Also compare them on the LM head (slow on CPU adapters). */
+  compareHead: boolean;
+  /** Prefill matmul rows; reduced when the projected time of one matmul exceeds prefillBudgetSeconds. */
+  prefillRows: number;
+  prefillBudgetSeconds: number;
+  /** M values of the attention and LM-head benchmarks. */
+  attentionRows: number[];
+  headRows: number[];
+  copyMiB: number;
+  fmaInvocations: number;
+  fmaRounds: number;
+  /** null: skip the end-to-end part. */
+  e2e: Omit<E2EOptions, 'log'> | null;
+  log?: (line: string) => void;
+}
+
+export function defaultBenchOptions(quick = false, full = false): BenchOptions {
+  return {
+    models: full ? ['12b', '31b'] : ['12b'],
+    quick,
+    targetSeconds: quick ? 0.05 : 0.4,
+    maxIters: quick ? 20 : 100,
+    timestamps: true,
+    matmulRows: quick ? [1, 4] : [1, 2, 3, 4, 5, 6, 7, 8],
+    bits: quick ? [4] : [4, 8],
+    compareKernels: quick ? [] : ['affine', 'rows8', 'rows4'],
+    compareRows: [1, 4, 8],
+    compareHead: false,
+    prefillRows: 1056,
+    prefillBudgetSeconds: quick ? 2 : 15,
+    attentionRows: quick ? [1] : [1, 4],
+    headRows: quick ? [1] : [1, 4],
+    copyMiB: quick ? 32 : 64,
+    fmaInvocations: quick ? 65536 : 262144,
+    fmaRounds: 256,
+    e2e: quick
+      ? { preset: '12b', layers: 1, promptTokens: 8, chainTokens: 1, blocks: 1, block: 4 }
+      : { preset: '12b', layers: 2, promptTokens: 32, chainTokens: 3, blocks: 2, block: 4 },
+  };
+}
+
+export interface BenchSummary {
+  copyGBps: number;
+  fmaF32Gflops: number;
+  fmaF16Gflops?: number;
+  /** Geometry of the figures below (the first one benchmarked). */
+  model?: string;
+  /** gate/up 4-bit, M = 1, engine kernel: achieved GB/s / copy GB/s. */
+  matvec4bitBwRatio?: number;
+  /** gate/up 4-bit, engine kernel: time(M = 4) / time(M = 1) (1 = a verify block of 4 costs a chain step). */
+  k4VsM1?: number;
+  /** Prefill matmul GFLOP/s / FMA GFLOP/s. */
+  prefillFlopRatio?: number;
+  prefillRows?: number;
+  msPerChainToken?: number;
+  msPerVerifyBlock?: number;
+  prefillTokensPerSecond?: number;
+  dispatchesPerToken?: number;
+  submitsPerToken?: number;
+}
+
+export interface BenchReport {
+  version: number;
+  date: string;
+  adapter: { description: string; vendor: string; architecture: string; device: string; features: string[]; platform: string };
+  /** How kernel times were taken (end-to-end figures always use the wall clock). */
+  timing: TimingMethod;
+  timingNote?: string;
+  /** The exact affine kernel ops.matmul runs by default. */
+  engineKernel: AffineKernel;
+  options: Omit<BenchOptions, 'log'>;
+  yardsticks: ProbeResult[];
+  kernels: KernelResult[];
+  e2e?: E2EResult;
+  summary: BenchSummary;
+  notes: string[];
+  seconds: number;
+}
+
+/** Which exact affine kernel op.matmul dispatches when the caller does not choose one. */
+export function engineAffineKernel(device: GPUDevice, timer: GpuTimer): AffineKernel {
+  const lin = makeLinear(device, 'probe', 8, 64, 4, 64);
+  const x = storageBuffer(device, 64 * 4, 'probe-x');
+  const y = storageBuffer(device, 8 * 4, 'probe-y');
+  const rec = new CaptureRecorder(device, timer.kernels, 'probe');
+  try {
+    op.matmul(rec, lin, x, y, { M: 1, round: false });
+    const rows = rec.captured.map((c) => c.key ?? '').find((k) => k.includes('#affine_rows#'));
+    if (rows) return /"ROWS":4/.test(rows) ? 'rows4' : 'rows8';
+    if (rec.captured.some((c) => (c.key ?? '').includes('#affine#'))) return 'affine';
+    throw new Error(`unexpected dispatches of ops.matmul: ${rec.captured.map((c) => c.key).join(', ')}`);
+  } finally {
+    rec.release();
+    lin.destroy();
+    x.destroy();
+    y.destroy();
+  }
+}
+
+export async function runBench(ctx: GpuContext, opts: BenchOptions): Promise<BenchReport> {
+  const t0 = performance.now();
+  const log = opts.log ?? (() => {});
+  const device = ctx.device;
+  const timer = new GpuTimer(device, { targetSeconds: opts.targetSeconds, maxIters: opts.maxIters, timestamps: opts.timestamps });
+  const notes: string[] = [];
+  const kernels: KernelResult[] = [];
+  const onResult = (r: KernelResult) => {
+    kernels.push(r);
+    log(`${r.class} ${r.name} M=${r.M} ${r.kernel}: ${(r.seconds * 1e3).toFixed(2)} ms, ${r.gbPerS.toFixed(2)} GB/s (${r.bwRatio.toFixed(3)} x copy), ${r.gflopPerS.toFixed(2)} GFLOP/s (${r.flopRatio.toFixed(3)} x FMA)`);
+  };
+  try {
+    // (a) yardsticks
+    const yardsticks: ProbeResult[] = [];
+    yardsticks.push(await copyBandwidth(timer, opts.copyMiB));
+    yardsticks.push(await fmaThroughput(timer, 'f32', opts.fmaInvocations, opts.fmaRounds));
+    if (device.features.has('shader-f16')) yardsticks.push(await fmaThroughput(timer, 'f16', opts.fmaInvocations, opts.fmaRounds));
+    else notes.push('no shader-f16 on this device: f16 FMA throughput not measured');
+    for (const p of yardsticks) log(`${p.name}: ${p.value.toFixed(2)} ${p.unit} (${p.detail})`);
+    const y: Yardsticks = { copyGBps: yardsticks[0].value, fmaGflops: yardsticks[1].value };
+    const engineKernel = engineAffineKernel(device, timer);
+    log(`engine's exact affine kernel: ${engineKernel}`);
+
+    // (b) kernel classes
+    for (const model of opts.models) {
+      const S = typeof model === 'string' ? BENCH_SHAPES[model] : model;
+      const m = S.name.toLowerCase();
+      for (const bits of opts.bits) {
+        for (const [proj, N, K] of [['mlp.gate/up', S.intermediate, S.hidden], ['mlp.down', S.hidden, S.intermediate]] as const) {
+          const lin = makeLinear(device, `${m}.${proj}`, N, K, bits, S.groupSize);
+          try {
+            const label = `${proj} ${bits}-bit [${N} x ${K}]`;
+            await benchMatmul(timer, S.name, { cls: 'matmul', label, lin, Ms: opts.matmulRows, kernels: [engineKernel], engineKernel }, y, onResult);
+            const others = opts.compareKernels.filter((k) => k !== engineKernel);
+            if (others.length && bits === 4) {
+              await benchMatmul(timer, S.name, { cls: 'matmul', label, lin, Ms: opts.compareRows, kernels: others, engineKernel, warm: false }, y, onResult);
+            }
+            if (bits === 4 && proj === 'mlp.gate/up' && opts.prefillRows > 0) {
+              // Project the prefill matmul from the largest M measured (cost grows about linearly with rows).
+              const ref = kernels.filter((r) => r.class === 'matmul' && r.model === S.name && r.name === label && r.kernel === engineKernel).sort((a, b) => b.M - a.M)[0];
+              const projected = (ref.seconds * opts.prefillRows) / ref.M;
+              let M = opts.prefillRows;
+              let note: string | undefined;
+              if (projected > opts.prefillBudgetSeconds) {
+                M = Math.max(8, Math.min(opts.prefillRows, Math.floor(((opts.prefillBudgetSeconds / ref.seconds) * ref.M) / 8) * 8));
+                note = `M reduced from ${opts.prefillRows} to ${M}: one matmul at M = ${opts.prefillRows} projects to ${projected.toFixed(1)} s on this adapter`;
+                notes.push(`${S.name} prefill ${label}: ${note}`);
+              }
+              const budget = { ...timer.opts };
+              timer.opts.targetSeconds = Math.min(timer.opts.targetSeconds, 1e-3); // one timed run
+              try {
+                await benchMatmul(timer, S.name, { cls: 'prefill', label, lin, Ms: [M], kernels: [engineKernel], engineKernel, note, warm: false }, y, onResult);
+              } finally {
+                Object.assign(timer.opts, budget);
+              }
+            }
+          } finally {
+            lin.destroy();
+          }
+        }
+      }
+      // Attention decode: sliding ring (W slots, d 256) and full cache (4096 keys, d 512).
+      await benchAttention(timer, S.name, { label: `sliding ring ${S.window} slots, ${S.heads} q / ${S.kvHeads} kv heads, d ${S.headDim}`, mode: 'physical', heads: S.heads, kvHeads: S.kvHeads, d: S.headDim, keys: S.window, window: S.window, Ms: opts.attentionRows }, y, onResult);
+      await benchAttention(timer, S.name, { label: `full cache ${S.fullKeys ?? 4096} keys, ${S.heads} q / ${S.globalKvHeads} kv heads, d ${S.globalHeadDim}`, mode: 'linear', heads: S.heads, kvHeads: S.globalKvHeads, d: S.globalHeadDim, keys: S.fullKeys ?? 4096, window: S.window, Ms: opts.attentionRows }, y, onResult);
+      // LM head: the tied 4-bit embedding over the whole vocabulary.
+      const head = makeLinear(device, `${m}.lm_head`, S.vocab, S.hidden, 4, S.groupSize);
+      try {
+        const label = `4-bit [${S.vocab} x ${S.hidden}]`;
+        await benchMatmul(timer, S.name, { cls: 'lm-head', label, lin: head, Ms: opts.headRows, kernels: [engineKernel], engineKernel }, y, onResult);
+        const others = opts.compareKernels.filter((k) => k !== engineKernel);
+        if (opts.compareHead && others.length) await benchMatmul(timer, S.name, { cls: 'lm-head', label, lin: head, Ms: opts.headRows, kernels: others, engineKernel, warm: false }, y, onResult);
+      } finally {
+        head.destroy();
+      }
+    }
+
+    // (c) end to end
+    let e2e: E2EResult | undefined;
+    if (opts.e2e) e2e = await benchEndToEnd(ctx, { ...opts.e2e, log });
+
+    // Summary figures: the first geometry (12B by default).
+    const first = kernels[0]?.model;
+    const find = (cls: string, name: string, M: number) => kernels.find((r) => r.class === cls && r.model === first && r.name.startsWith(name) && r.M === M && r.engine);
+    const g1 = find('matmul', 'mlp.gate/up 4-bit', 1);
+    const g4 = find('matmul', 'mlp.gate/up 4-bit', 4);
+    const pre = kernels.find((r) => r.class === 'prefill' && r.model === first);
+    const summary: BenchSummary = {
+      model: first,
+      copyGBps: y.copyGBps,
+      fmaF32Gflops: y.fmaGflops,
+      fmaF16Gflops: yardsticks.find((p) => p.name === 'fma f16')?.value,
+      matvec4bitBwRatio: g1?.bwRatio,
+      k4VsM1: g1 && g4 ? g4.seconds / g1.seconds : undefined,
+      prefillFlopRatio: pre?.flopRatio,
+      prefillRows: pre?.M,
+      msPerChainToken: e2e?.chain.msPerToken,
+      msPerVerifyBlock: e2e?.verify.msPerBlock,
+      prefillTokensPerSecond: e2e?.prefill.tokensPerSecond,
+      dispatchesPerToken: e2e?.chain.dispatchesPerToken,
+      submitsPerToken: e2e?.chain.submitsPerToken,
+    };
+    if (timer.timestampProblem) notes.push(`timestamp queries looked wrong (${timer.timestampProblem}); later kernel times use the wall clock`);
+    const methods = new Set(kernels.map((k) => k.timing.method).concat(yardsticks.map((p) => p.timing.method)));
+    const r = ctx.report;
+    const { log: _log, ...optionsOut } = opts;
+    return {
+      version: BENCH_VERSION,
+      date: new Date().toISOString(),
+      adapter: { description: r.description, vendor: r.vendor, architecture: r.architecture, device: r.device, features: r.features, platform: r.platform },
+      timing: methods.has('wall-clock') ? 'wall-clock' : 'timestamp-query',
+      timingNote: methods.size > 1 ? 'mixed: some kernel times fell back to the wall clock (see each entry)' : undefined,
+      engineKernel,
+      options: optionsOut,
+      yardsticks,
+      kernels,
+      e2e,
+      summary,
+      notes,
+      seconds: (performance.now() - t0) / 1000,
+    };
+  } finally {
+    timer.destroy();
+  }
+}
+
+// ---- text output -----------------------------------------------------------------------------
+
+const fx = (v: number | undefined, d = 2) => (v === undefined || !Number.isFinite(v) ? '-' : v >= 1000 ? v.toFixed(0) : v.toFixed(d));
+
+function table(rows: string[][], align: ('l' | 'r')[]): string[] {
+  const w = rows[0].map((_, c) => Math.max(...rows.map((r) => r[c].length)));
+  return rows.map((r) => r.map((cell, c) => (align[c] === 'l' ? cell.padEnd(w[c]) : cell.padStart(w[c]))).join('  ').trimEnd());
+}
+
+export function formatBench(b: BenchReport): string {
+  const out: string[] = [];
+  out.push(`Ringside bench v${b.version}: ${b.adapter.description || b.adapter.vendor} (${b.adapter.platform})`);
+  out.push(`kernel timing: ${b.timing}${b.timingNote ? ` (${b.timingNote})` : ''}; end to end: wall clock; engine's exact affine kernel: ${b.engineKernel}`);
+  out.push('');
+  out.push(...table([
+    ['adapter yardstick', 'value', 'detail'],
+    ...b.yardsticks.map((p) => [p.name, `${fx(p.value)} ${p.unit}`, p.detail]),
+  ], ['l', 'r', 'l']));
+  out.push('');
+  out.push(...table([
+    ['class', 'model', 'shape', 'M', 'kernel', 'ms', 'GB/s', 'x copy', 'GFLOP/s', 'x FMA', 'iters'],
+    ...b.kernels.map((k) => [k.class, k.model, k.name, String(k.M), `${k.kernel}${k.engine ? '*' : ''}`, fx(k.seconds * 1e3), fx(k.gbPerS), fx(k.bwRatio, 3), fx(k.gflopPerS), fx(k.flopRatio, 3), String(k.timing.iters)]),
+  ], ['l', 'l', 'l', 'r', 'l', 'r', 'r', 'r', 'r', 'r', 'r']));
+  out.push('(* = the kernel the engine runs; x copy / x FMA: ratio to this adapter\'s copy bandwidth / f32 FMA throughput)');
+  if (b.e2e) {
+    const e = b.e2e;
+    out.push('');
+    out.push(`end to end: ${e.model} (${e.layerTypes.join(', ')}), vocab ${e.vocab}, ${(e.weightBytes / 1e9).toFixed(2)} GB of weights`);
+    out.push(...table([
+      ['measure', 'value', 'dispatches', 'submits'],
+      [`prefill ${e.prefill.tokens} tokens`, `${fx(e.prefill.tokensPerSecond)} tokens/s`, String(e.prefill.dispatches), String(e.prefill.submits)],
+      [`chain token (M = 1) at context ${e.chain.context}`, `${fx(e.chain.msPerToken, 1)} ms (min ${fx(e.chain.minMs, 1)})`, fx(e.chain.dispatchesPerToken, 1), fx(e.chain.submitsPerToken, 1)],
+      [`verify block (K = ${e.verify.block})`, `${fx(e.verify.msPerBlock, 1)} ms (min ${fx(e.verify.minMs, 1)})`, fx(e.verify.dispatchesPerBlock, 1), fx(e.verify.submitsPerBlock, 1)],
+      ['verify block / chain token', `${fx(e.blockVsChain, 2)} x`, '', ''],
+    ], ['l', 'r', 'r', 'r']));
+  }
+  const s = b.summary;
+  out.push('');
+  out.push('summary:');
+  out.push(`  copy ${fx(s.copyGBps)} GB/s; FMA f32 ${fx(s.fmaF32Gflops)} GFLOP/s${s.fmaF16Gflops !== undefined ? `, f16 ${fx(s.fmaF16Gflops)} GFLOP/s` : ''}`);
+  out.push(`  ${s.model} matvec (gate/up 4-bit, M = 1): ${fx(s.matvec4bitBwRatio, 3)} x copy bandwidth`);
+  out.push(`  ${s.model} gate/up 4-bit: M = 4 costs ${fx(s.k4VsM1, 2)} x M = 1`);
+  out.push(`  ${s.model} prefill matmul (M = ${s.prefillRows ?? '-'}): ${fx(s.prefillFlopRatio, 3)} x FMA throughput`);
+  if (b.e2e) out.push(`  ${fx(s.msPerChainToken, 1)} ms per chain token, ${fx(s.msPerVerifyBlock, 1)} ms per verify block, ${fx(s.prefillTokensPerSecond)} prefill tokens/s, ${fx(s.dispatchesPerToken, 1)} dispatches and ${fx(s.submitsPerToken, 1)} submits per chain token`);
+  for (const n of b.notes) out.push(`note: ${n}`);
+  out.push(`bench took ${b.seconds.toFixed(1)} s`);
+  return out.join('\n');
+}

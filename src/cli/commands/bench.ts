@@ -1,0 +1,61 @@
+import { writeFile } from 'node:fs/promises';
+import { nodeGpuContext } from '../node-gpu.ts';
+import { intOption } from '../args.ts';
+import { defaultBenchOptions, formatBench, runBench } from '../../bench/run.ts';
+import type { AffineKernel } from '../../bench/kernels.ts';
+import type { Command } from '../command.ts';
+
+const KERNELS: readonly AffineKernel[] = ['affine', 'rows8', 'rows4'];
+
+export const bench: Command = {
+  name: 'bench',
+  summary: 'Throughput of the adapter (copy GB/s, FMA GFLOP/s), of each kernel class at 12B (31B) shapes as ratios to it, and end to end on a small synthetic model.',
+  usage: 'bench [--quick] [--full] [--json FILE] [--no-e2e] [--wall-clock] [--layers N] [--prefill-rows N] [--compare affine,rows8,rows4] [--compare-head]',
+  options: {
+    quick: { type: 'boolean', help: 'short form (about a minute on a 2-core CPU adapter)' },
+    full: { type: 'boolean', help: 'also the 31B shapes' },
+    json: { type: 'string', help: 'write the whole result as JSON to this file' },
+    'no-e2e': { type: 'boolean', help: 'skip the end-to-end part' },
+    'wall-clock': { type: 'boolean', help: 'time kernels with the wall clock even when timestamp-query exists' },
+    layers: { type: 'string', help: 'layers of the end-to-end synthetic model (12B geometry)' },
+    prompt: { type: 'string', help: 'end-to-end prompt tokens (prefill)' },
+    'prefill-rows': { type: 'string', help: 'rows of the prefill matmul (reduced automatically when one matmul would take too long)', default: '1056' },
+    compare: { type: 'string', help: `other exact affine kernels measured on the 4-bit MLP shapes (gate/up, down) at M = 1, 4, 8 (${KERNELS.join(', ')}; "none")` },
+    'compare-head': { type: 'boolean', help: 'also compare the kernels on the LM head (slow on CPU adapters)' },
+    seconds: { type: 'string', help: 'target GPU seconds per kernel measurement' },
+  },
+  async run({ values: v }, io) {
+    const o = defaultBenchOptions(v.quick === true, v.full === true);
+    if (v['no-e2e']) o.e2e = null;
+    if (v['wall-clock']) o.timestamps = false;
+    const layers = intOption(v, 'layers', 1, 64);
+    if (layers !== undefined && o.e2e) o.e2e.layers = layers;
+    const prompt = intOption(v, 'prompt', 1, 4096);
+    if (prompt !== undefined && o.e2e) o.e2e.promptTokens = prompt;
+    o.prefillRows = intOption(v, 'prefill-rows', 0, 8192) ?? o.prefillRows;
+    if (typeof v.compare === 'string') {
+      const list = v.compare === 'none' ? [] : v.compare.split(',').map((s) => s.trim());
+      for (const k of list) if (!KERNELS.includes(k as AffineKernel)) throw new Error(`--compare: unknown kernel "${k}" (expected ${KERNELS.join(', ')})`);
+      o.compareKernels = list as AffineKernel[];
+    }
+    if (v['compare-head']) o.compareHead = true;
+    if (v.seconds !== undefined) {
+      const s = Number(v.seconds);
+      if (!(s > 0)) throw new Error('--seconds must be a positive number');
+      o.targetSeconds = s;
+    }
+    o.log = (line) => io.err(`bench: ${line}`);
+    const ctx = await nodeGpuContext();
+    try {
+      const report = await runBench(ctx, o);
+      io.out(formatBench(report));
+      if (typeof v.json === 'string') {
+        await writeFile(v.json, JSON.stringify(report, null, 2) + '\n');
+        io.err(`bench: wrote ${v.json}`);
+      }
+      return 0;
+    } finally {
+      ctx.destroy();
+    }
+  },
+};

@@ -1,0 +1,74 @@
+/**
+ * Smoke test of the benchmark module (src/bench): it runs end to end on tiny shapes and returns
+ * finite, positive figures and ratios. No timing assertions: timings belong to `npm run bench`.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { testGpu } from './gpu-context.ts';
+import type { GpuContext } from '../../src/gpu/device.ts';
+import { defaultBenchOptions, formatBench, runBench, type BenchOptions } from '../../src/bench/run.ts';
+import type { BenchShapes } from '../../src/bench/kernels.ts';
+
+const TINY: BenchShapes = {
+  name: 'tiny', hidden: 256, intermediate: 512, vocab: 1024, heads: 4, kvHeads: 2, headDim: 64,
+  globalKvHeads: 1, globalHeadDim: 128, window: 16, groupSize: 64, fullKeys: 64,
+};
+
+const finitePositive = (v: number | undefined) => typeof v === 'number' && Number.isFinite(v) && v > 0;
+
+describe('bench module (tiny shapes)', () => {
+  let ctx: GpuContext;
+  beforeAll(async () => {
+    ctx = await testGpu();
+  });
+  afterAll(() => ctx?.destroy());
+
+  it('measures yardsticks, every kernel class and end to end, with finite ratios', async () => {
+    const opts: BenchOptions = {
+      ...defaultBenchOptions(true),
+      models: [TINY],
+      targetSeconds: 0.001,
+      maxIters: 2,
+      matmulRows: [1, 4],
+      bits: [4, 8],
+      compareKernels: ['affine', 'rows8', 'rows4'],
+      compareRows: [1, 4],
+      compareHead: true,
+      prefillRows: 16,
+      attentionRows: [1, 4],
+      headRows: [1, 4],
+      copyMiB: 1,
+      fmaInvocations: 4096,
+      fmaRounds: 16,
+      e2e: { preset: 'tiny', layers: 2, promptTokens: 5, chainTokens: 1, blocks: 1, block: 4 },
+    };
+    const lines: string[] = [];
+    const report = await runBench(ctx, { ...opts, log: (l) => lines.push(l) });
+
+    expect(['timestamp-query', 'wall-clock']).toContain(report.timing);
+    expect(['affine', 'rows8', 'rows4']).toContain(report.engineKernel);
+    expect(report.yardsticks.length).toBeGreaterThanOrEqual(2);
+    for (const y of report.yardsticks) expect(finitePositive(y.value), `${y.name} = ${y.value}`).toBe(true);
+
+    expect(new Set(report.kernels.map((k) => k.class))).toEqual(new Set(['matmul', 'prefill', 'attention', 'lm-head']));
+    for (const k of report.kernels) {
+      const what = `${k.class} ${k.name} M=${k.M} ${k.kernel}`;
+      for (const v of [k.seconds, k.gbPerS, k.gflopPerS, k.bwRatio, k.flopRatio]) expect(finitePositive(v), `${what}: ${v}`).toBe(true);
+    }
+    // every compared kernel ran, and exactly one of them is marked as the engine's
+    const gate = report.kernels.filter((k) => k.class === 'matmul' && k.name.startsWith('mlp.gate/up 4-bit') && k.M === 1);
+    expect(new Set(gate.map((k) => k.kernel))).toEqual(new Set(['affine', 'rows8', 'rows4']));
+    expect(gate.filter((k) => k.engine).map((k) => k.kernel)).toEqual([report.engineKernel]);
+    expect(report.kernels.find((k) => k.class === 'prefill')?.M).toBe(16);
+
+    const e = report.e2e!;
+    for (const v of [e.prefill.tokensPerSecond, e.chain.msPerToken, e.verify.msPerBlock, e.chain.dispatchesPerToken, e.chain.submitsPerToken, e.blockVsChain]) expect(finitePositive(v)).toBe(true);
+    const s = report.summary;
+    for (const v of [s.copyGBps, s.fmaF32Gflops, s.matvec4bitBwRatio, s.k4VsM1, s.prefillFlopRatio, s.msPerChainToken]) expect(finitePositive(v)).toBe(true);
+
+    const text = formatBench(report);
+    expect(text).toContain('summary:');
+    expect(text).toContain('x copy');
+    expect(JSON.parse(JSON.stringify(report)).version).toBe(report.version);
+    expect(lines.length).toBeGreaterThan(5);
+  });
+});
