@@ -1,12 +1,16 @@
-/** Shared helpers for unit tests: where the fixtures are, and small in-memory checkpoint builders. */
+/**
+ * Unit-test helpers: small in-memory checkpoint builders, and the golden tensors loaded eagerly.
+ * Where the fixtures are and the error measures live in test/support/fixtures.ts (shared with GPU tests).
+ */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { bytesSource, type ByteSource } from '../../src/format/bytesource.ts';
-import { readSafetensorsHeader, readTensorBytes, toFloat64 } from '../../src/format/safetensors.ts';
+import { readSafetensorsHeader, readTensorBytes } from '../../src/format/safetensors.ts';
 import { writeSafetensors, type TensorToWrite } from '../../src/format/safetensors-writer.ts';
+import { TINY_A, loadGolden as loadGoldenLazy, maxAbsDiff } from '../support/fixtures.ts';
 
-export const SHARED = path.resolve(process.cwd(), '../shared');
-export const TINY_A = path.join(SHARED, 'fixtures/tiny-a');
+export { TINY_A };
+export const maxAbs = maxAbsDiff;
 
 /** The fixture folder's files as in-memory ByteSources (config.json + model.safetensors). */
 export async function fixtureFiles(which: 'target' | 'assistant'): Promise<{ config: any; tensors: TensorToWrite[]; metadata?: Record<string, string> }> {
@@ -28,20 +32,12 @@ export function memoryCheckpoint(config: unknown, tensors: TensorToWrite[], extr
   ];
 }
 
+/** Every golden tensor, loaded at once (the reference tests read most of them). */
 export async function loadGolden(): Promise<{ json: any; tensors: Map<string, { shape: readonly number[]; data: Float64Array }> }> {
-  const json = JSON.parse(await readFile(path.join(TINY_A, 'golden.json'), 'utf8'));
-  const src = bytesSource('golden.safetensors', new Uint8Array(await readFile(path.join(TINY_A, 'golden.safetensors'))));
-  const h = await readSafetensorsHeader(src);
+  const golden = await loadGoldenLazy();
   const tensors = new Map<string, { shape: readonly number[]; data: Float64Array }>();
-  for (const t of h.tensors) tensors.set(t.name, { shape: t.shape, data: toFloat64(await readTensorBytes(t), t.dtype) });
-  return { json, tensors };
-}
-
-export function maxAbs(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  if (a.length !== b.length) throw new Error(`length ${a.length} != ${b.length}`);
-  let m = 0;
-  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - b[i]));
-  return m;
+  for (const name of golden.names) tensors.set(name, await golden.tensor(name));
+  return { json: golden.json, tensors };
 }
 
 export function maxAbsOf(a: ArrayLike<number>): number {
