@@ -6,6 +6,7 @@
  * logits included: what a caller of the engine waits for. Browser-safe.
  */
 import type { GpuContext } from '../gpu/device.ts';
+import { pseudoRandomTokens } from '../util/prng.ts';
 import { openCheckpoint } from '../format/checkpoint.ts';
 import type { TargetDescription } from '../format/model-description.ts';
 import { synthGeometry, syntheticCheckpoint, type SynthPreset } from '../format/synthetic.ts';
@@ -40,15 +41,7 @@ export interface E2EResult {
   blockVsChain: number;
 }
 
-function tokens(n: number, seed: number, vocab: number): number[] {
-  const out: number[] = [];
-  let s = seed >>> 0;
-  for (let i = 0; i < n; i++) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    out.push(s % vocab);
-  }
-  return out;
-}
+const tokens = pseudoRandomTokens;
 
 const mean = (a: number[]) => a.reduce((x, y) => x + y, 0) / a.length;
 

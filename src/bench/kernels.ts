@@ -4,6 +4,7 @@
  * matmul, attention decode (sliding ring and full cache) and the LM head. Browser-safe.
  */
 import * as op from '../model/ops.ts';
+import { SYNTH_PRESETS, type SynthGeometry } from '../format/synthetic.ts';
 import type { AffineBits } from '../format/quantization.ts';
 import { storageBuffer } from '../gpu/buffers.ts';
 import type { GpuTimer, Timing } from './timer.ts';
@@ -29,9 +30,15 @@ export interface BenchShapes {
   fullKeys?: number;
 }
 
+/** The real geometries come from one place: the synthetic checkpoint presets (GEMMA4.md section 1). */
+function shapesOf(name: string, g: SynthGeometry): BenchShapes {
+  const { hidden, intermediate, vocab, heads, kvHeads, headDim, globalKvHeads, globalHeadDim, window, groupSize } = g;
+  return { name, hidden, intermediate, vocab, heads, kvHeads, headDim, globalKvHeads, globalHeadDim, window, groupSize };
+}
+
 export const BENCH_SHAPES: Record<'12b' | '31b', BenchShapes> = {
-  '12b': { name: '12B', hidden: 3840, intermediate: 15360, vocab: 262144, heads: 16, kvHeads: 8, headDim: 256, globalKvHeads: 1, globalHeadDim: 512, window: 1024, groupSize: 64 },
-  '31b': { name: '31B', hidden: 5376, intermediate: 21504, vocab: 262144, heads: 32, kvHeads: 16, headDim: 256, globalKvHeads: 4, globalHeadDim: 512, window: 1024, groupSize: 64 },
+  '12b': shapesOf('12B', SYNTH_PRESETS['12b']),
+  '31b': shapesOf('31B', SYNTH_PRESETS['31b']),
 };
 
 export type KernelClass = 'matmul' | 'prefill' | 'attention' | 'lm-head';

@@ -42,23 +42,7 @@ export function writeBytes(device: GPUDevice, buf: GPUBuffer, offset: number, da
 
 /** Copies `byteSize` bytes of `src` (from `offset`) back to the CPU. */
 export async function readBytes(device: GPUDevice, src: GPUBuffer, byteSize: number, offset = 0): Promise<Uint8Array> {
-  const U = GPUBufferUsage;
-  const size = align4(byteSize);
-  const staging = device.createBuffer({ label: 'readback', size, usage: U.COPY_DST | U.MAP_READ });
-  const enc = device.createCommandEncoder({ label: 'readback' });
-  enc.copyBufferToBuffer(src, offset, staging, 0, size);
-  device.queue.submit([enc.finish()]);
-  try {
-    await staging.mapAsync(GPUMapMode.READ);
-  } catch (e) {
-    // mapAsync fails (AbortError/OperationError) when the device is lost or destroyed mid-run.
-    staging.destroy();
-    throw new GpuError('device-lost', `The GPU device was lost while reading results back (${(e as Error).message}).`);
-  }
-  const out = new Uint8Array(staging.getMappedRange().slice(0, byteSize));
-  staging.unmap();
-  staging.destroy();
-  return out;
+  return (await readMany(device, [{ buffer: src, bytes: byteSize, offset }]))[0];
 }
 
 /**

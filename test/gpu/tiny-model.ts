@@ -4,6 +4,7 @@ import type { TargetDescription } from '../../src/format/model-description.ts';
 import { uploadWeights, type GpuWeights } from '../../src/model/gpu-weights.ts';
 import { TargetModel, type Precision } from '../../src/model/target.ts';
 import { tinyTarget } from '../support/fixtures.ts';
+import { pseudoRandomTokens } from '../../src/util/prng.ts';
 
 export async function tinyWeights(ctx: GpuContext): Promise<GpuWeights<TargetDescription>> {
   return uploadWeights(ctx.device, (await tinyTarget()).description as TargetDescription);
@@ -13,16 +14,8 @@ export function tinyModel(ctx: GpuContext, w: GpuWeights<TargetDescription>, pre
   return new TargetModel(ctx, w, { maxContext: 160, maxBlock: 8, prefillChunk: opts.prefillChunk ?? 64, precision });
 }
 
-/** Deterministic pseudo-random token ids. */
-export function tokens(n: number, seed: number, vocab = 1024): number[] {
-  const out: number[] = [];
-  let s = seed >>> 0;
-  for (let i = 0; i < n; i++) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    out.push(s % vocab);
-  }
-  return out;
-}
+/** Deterministic pseudo-random token ids of the tiny-a vocabulary. */
+export const tokens = (n: number, seed: number, vocab = 1024): number[] => pseudoRandomTokens(n, seed, vocab);
 
 /** Byte view of a Float32Array row. */
 export function rowBytes(a: Float32Array, row: number, width: number): Uint8Array {
