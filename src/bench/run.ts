@@ -72,6 +72,14 @@ export function defaultBenchOptions(quick = false, full = false): BenchOptions {
   };
 }
 
+/**
+ * The short form the page runs ("Measure this GPU") and attaches to its reports: yardsticks, the 12B
+ * 4-bit MLP matmul at M = 1 and 4, one prefill matmul and attention decode; no LM head, no end to end.
+ */
+export function pageBenchOptions(): BenchOptions {
+  return { ...defaultBenchOptions(true), headRows: [], e2e: null, prefillBudgetSeconds: 1 };
+}
+
 export interface BenchSummary {
   copyGBps: number;
   fmaF32Gflops: number;
@@ -194,7 +202,8 @@ export async function runBench(ctx: GpuContext, opts: BenchOptions): Promise<Ben
       // Attention decode: sliding ring (W slots, d 256) and full cache (4096 keys, d 512).
       await benchAttention(timer, S.name, { label: `sliding ring ${S.window} slots, ${S.heads} q / ${S.kvHeads} kv heads, d ${S.headDim}`, mode: 'physical', heads: S.heads, kvHeads: S.kvHeads, d: S.headDim, keys: S.window, window: S.window, Ms: opts.attentionRows }, y, onResult);
       await benchAttention(timer, S.name, { label: `full cache ${S.fullKeys ?? 4096} keys, ${S.heads} q / ${S.globalKvHeads} kv heads, d ${S.globalHeadDim}`, mode: 'linear', heads: S.heads, kvHeads: S.globalKvHeads, d: S.globalHeadDim, keys: S.fullKeys ?? 4096, window: S.window, Ms: opts.attentionRows }, y, onResult);
-      // LM head: the tied 4-bit embedding over the whole vocabulary.
+      // LM head: the tied 4-bit embedding over the whole vocabulary (skipped when headRows is empty).
+      if (!opts.headRows.length) continue;
       const head = makeLinear(device, `${m}.lm_head`, S.vocab, S.hidden, 4, S.groupSize);
       try {
         const label = `4-bit [${S.vocab} x ${S.hidden}]`;

@@ -132,6 +132,25 @@ export interface DrawResult {
   timings: { prefillMs: number; chainMs: number; blockMs: number; localizeMs?: number };
 }
 
+/**
+ * Throughput of the GPU that produced the report, measured on request in the page (`npm run bench`
+ * short form): ratios to the adapter's own copy bandwidth and FMA rate.
+ */
+export interface PerformanceSummary {
+  /** "timestamp-query" or "wall-clock". */
+  timing: string;
+  copyGBps: number;
+  fmaF32Gflops: number;
+  fmaF16Gflops?: number;
+  /** 12B 4-bit gate/up at M = 1: GB/s over copy GB/s. */
+  matvec4bitBwRatio?: number;
+  /** Cost of the same matmul at M = 4 over M = 1. */
+  k4VsM1?: number;
+  /** Prefill matmul GFLOP/s over FMA GFLOP/s, and its row count. */
+  prefillFlopRatio?: number;
+  prefillRows?: number;
+}
+
 export interface ProbeReport {
   schema: typeof REPORT_SCHEMA;
   kind: 'probe';
@@ -143,6 +162,8 @@ export interface ProbeReport {
   provenance: Provenance;
   draws: DrawResult[];
   timings: { totalMs: number; loadMs?: number };
+  /** Present when the GPU was measured in the same session (page: "Measure this GPU"). */
+  performance?: PerformanceSummary;
 }
 
 export type Report = ProbeReport | TraceReport;

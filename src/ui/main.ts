@@ -7,6 +7,7 @@ import './style.css';
 import { startEngineWorker } from './engine-client.ts';
 import { append, byId, clear, el } from './dom.ts';
 import { showAdapter, wireSelfTest } from './adapter-panel.ts';
+import { wireBench } from './performance-view.ts';
 import { createIntake } from './intake.ts';
 import { createRunPanel } from './run-panel.ts';
 import { createReportShell } from './report-shell.ts';
@@ -121,4 +122,8 @@ demoButton.addEventListener('click', async () => {
 });
 refresh();
 
-void showAdapter(engine).then((ok) => ok && wireSelfTest(engine));
+void showAdapter(engine).then((ok) => {
+  if (!ok) return;
+  wireSelfTest(engine);
+  wireBench(engine);
+});

@@ -23,6 +23,7 @@ import {
 } from '../parity/report.ts';
 import type { AdapterReport } from '../gpu/device.ts';
 import { count, num, str } from './format.ts';
+import { normalizePerformance } from './performance-view.ts';
 
 /** Bounds far above anything a real probe produces (60 layers, K <= 8, W = 1024, 4 draws). */
 export const LIMITS = { draws: 64, rows: 512, layers: 1024, stages: 16_384, window: 65_536, strings: 400 } as const;
@@ -59,6 +60,7 @@ export function normalizeReport(x: Obj): ProbeReport {
     provenance: normalizeProvenance(obj(x.provenance)),
     draws: arr(x.draws, LIMITS.draws).map((d, i) => draw(obj(d), i)),
     timings: { totalMs: num(t.totalMs), ...(t.loadMs !== undefined ? { loadMs: num(t.loadMs) } : {}) },
+    ...(x.performance !== undefined ? { performance: normalizePerformance(x.performance) } : {}),
   };
 }
 

@@ -14,6 +14,7 @@ import { createLensChart, lensPoints } from './lens-chart.ts';
 import { createRingView } from './ring-view.ts';
 import { defaultDetailDraw, firstDivergenceOf, longRing } from './report-model.ts';
 import { provenanceList } from './provenance-view.ts';
+import { performanceList } from './performance-view.ts';
 import { reportPng } from './png-export.ts';
 import { reportFileStem, reportMarkdown } from './share-codec.ts';
 import type { Shareable } from './share.ts';
@@ -154,6 +155,7 @@ export function createReportView(): {
         el('td', {}, fmtMs(d.timings.blockMs)),
         hasLocalize ? el('td', {}, fmtMs(d.timings.localizeMs ?? NaN)) : null))),
     ), el('p', { class: 'small' }, `Total ${fmtMs(r.timings.totalMs)}${r.timings.loadMs !== undefined ? ` · load ${fmtMs(r.timings.loadMs)}` : ''}`));
+    if (r.performance) append(timingsBox, el('h3', {}, 'Performance of this GPU'), performanceList(r.performance));
   }
 
   function renderProvenance(r: ProbeReport) {

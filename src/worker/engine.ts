@@ -12,7 +12,8 @@ import { checkCompatibility } from '../format/compat.ts';
 import { uploadWeights, type GpuWeights } from '../model/gpu-weights.ts';
 import type { AssistantDescription, TargetDescription } from '../format/model-description.ts';
 import { checkpointInfo } from '../parity/summary.ts';
-import type { CheckpointInfo, ProbeReport } from '../parity/report.ts';
+import type { CheckpointInfo, PerformanceSummary, ProbeReport } from '../parity/report.ts';
+import { pageBenchOptions, runBench, type BenchReport } from '../bench/run.ts';
 import { runProbe, type ProbeOptions } from '../parity/probe.ts';
 import { POLICIES, policyByName } from '../model/policy.ts';
 import { runTrace, type TraceOptions, type TraceReport } from '../parity/trace.ts';
@@ -107,6 +108,34 @@ export class Engine {
     }
   }
 
+  /** The last "Measure this GPU" figures; attached to the probe reports that follow. */
+  private performance: PerformanceSummary | undefined;
+
+  /** The benchmark's short form on this GPU (kernels at 12B shapes, ratios to its own limits). */
+  async runBench(jobId: string, onProgress?: ProgressFn): Promise<BenchReport> {
+    const token = this.startJob(jobId);
+    try {
+      const ctx = await this.gpu();
+      let lines = 0;
+      const report = await runBench(ctx, { ...pageBenchOptions(), log: (line) => onProgress?.({ phase: 'bench', done: ++lines, total: 16, detail: line }) });
+      token.throwIfCancelled();
+      const s = report.summary;
+      this.performance = {
+        timing: report.timing,
+        copyGBps: s.copyGBps,
+        fmaF32Gflops: s.fmaF32Gflops,
+        fmaF16Gflops: s.fmaF16Gflops,
+        matvec4bitBwRatio: s.matvec4bitBwRatio,
+        k4VsM1: s.k4VsM1,
+        prefillFlopRatio: s.prefillFlopRatio,
+        prefillRows: s.prefillRows,
+      };
+      return report;
+    } finally {
+      this.endJob(jobId);
+    }
+  }
+
   /** The numerics policies (exact and the inexact variants), for the run panel. */
   policies(): { name: string; description: string }[] {
     return POLICIES.map((p) => ({ name: p.name, description: p.description }));
@@ -131,6 +160,7 @@ export class Engine {
         opts,
       );
       report.timings.loadMs = target.loadMs;
+      if (this.performance) report.performance = this.performance;
       return report;
     } finally {
       this.endJob(jobId);
