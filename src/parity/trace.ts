@@ -123,6 +123,17 @@ export function traceMetrics(pos: TracePosition[]): TraceMetrics {
   };
 }
 
+/** The verdict (every row byte-equal or not) and its one-line summary. */
+export function traceVerdict(m: TraceMetrics): { verdict: 'equal' | 'diverges'; summary: string } {
+  const n = m.positions;
+  return m.rowsByteEqual === n
+    ? { verdict: 'equal', summary: `teacher-forced trace: all ${n} block rows equal the chain byte for byte` }
+    : {
+        verdict: 'diverges',
+        summary: `teacher-forced trace: ${n - m.rowsByteEqual} of ${n} rows differ; ${m.top1Disagreements} top-1 disagreements, ${m.decidedDisagreements} on ${m.decidedPositions} decided positions (gap >= ${DECIDED_GAP})`,
+      };
+}
+
 export interface TraceEnv {
   ctx: GpuContext;
   weights: GpuWeights<TargetDescription>;
@@ -203,16 +214,11 @@ export async function runTrace(env: TraceEnv, opts: TraceOptions): Promise<Trace
       };
     });
     const metrics = traceMetrics(positions);
-    const verdict = metrics.rowsByteEqual === positions.length ? 'equal' : 'diverges';
     timings.totalMs = performance.now() - t0;
     return {
       schema: REPORT_SCHEMA,
       kind: 'trace',
-      verdict,
-      summary:
-        verdict === 'equal'
-          ? `teacher-forced trace: all ${positions.length} block rows equal the chain byte for byte`
-          : `teacher-forced trace: ${positions.length - metrics.rowsByteEqual} of ${positions.length} rows differ; ${metrics.top1Disagreements} top-1 disagreements, ${metrics.decidedDisagreements} on ${metrics.decidedPositions} decided positions (gap >= ${DECIDED_GAP})`,
+      ...traceVerdict(metrics),
       provenance: {
         ...provenance(env.ctx.report, env.platform, {
           policy: policy.name,

@@ -4,7 +4,7 @@
  * long one for the share-link size rules. Metrics come from the parity code's own traceMetrics.
  */
 import { REPORT_SCHEMA } from '../../src/parity/report.ts';
-import { traceMetrics, type TracePosition, type TraceReport } from '../../src/parity/trace.ts';
+import { traceMetrics, traceVerdict, type TracePosition, type TraceReport } from '../../src/parity/trace.ts';
 import { equalReport } from './sample-report.ts';
 
 /** A small deterministic generator (the same numbers on every run). */
@@ -57,16 +57,11 @@ export function sampleTrace(o: SampleTraceOptions = {}): TraceReport {
     };
   });
   const metrics = traceMetrics(positions);
-  const verdict = metrics.rowsByteEqual === positions.length ? 'equal' : 'diverges';
   const base = equalReport().provenance;
   return {
     schema: REPORT_SCHEMA,
     kind: 'trace',
-    verdict,
-    summary:
-      verdict === 'equal'
-        ? `teacher-forced trace: all ${positions.length} block rows equal the chain byte for byte`
-        : `teacher-forced trace: ${positions.length - metrics.rowsByteEqual} of ${positions.length} rows differ; ${metrics.top1Disagreements} top-1 disagreements, ${metrics.decidedDisagreements} on ${metrics.decidedPositions} decided positions (gap >= 2)`,
+    ...traceVerdict(metrics),
     provenance: { ...base, policy: o.policy ?? (o.equal ? 'exact' : 'mlx-metal'), drawLengths: [], draftPosition: undefined, assistant: undefined, prefix, traced },
     metrics,
     positions,
