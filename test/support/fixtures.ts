@@ -8,6 +8,11 @@ import type { Checkpoint } from '../../src/format/checkpoint.ts';
 
 export const FIXTURES = path.resolve(process.cwd(), '../shared/fixtures');
 export const TINY_A = path.join(FIXTURES, 'tiny-a');
+/**
+ * The same model's goldens computed in float64 throughout and stored as F64 (tools/make_f64_goldens.py; see
+ * its README): the yardstick for the float64 reference (1e-9) and for the GPU's NMSE bounds.
+ */
+export const TINY_A_F64 = path.resolve(process.cwd(), 'test/fixtures/tiny-a-f64');
 
 export interface Golden {
   json: {
@@ -16,6 +21,8 @@ export interface Golden {
     bonus_token: number;
     draft: { position_id: number; tokens: number[] };
     mtp_tokens: number[];
+    /** tiny-a-f64 only: sha256 of the model files the goldens were computed from. */
+    checkpoint?: Record<string, string>;
     [k: string]: unknown;
   };
   tensor(name: string): Promise<{ shape: number[]; data: Float64Array }>;

@@ -8,6 +8,10 @@
  * attention has a single key, then matches the F32 goldens bit for bit through all 12 layers. Later rows differ
  * by f32 ulps that come from torch's own f32 cos/sin and f32 reduction order, amplified through 12 layers
  * (~1e-6 relative at layer 0, ~1e-4 relative at the logits; transformers' own f32 run is 7e-3 away).
+ *
+ * The 1e-9 bounds are shown against test/fixtures/tiny-a-f64 instead: the same transformers code and calls with
+ * those f32 roundings patched out and every tensor stored as F64 (tools/make_f64_goldens.py). There the
+ * reference runs with numerics 'exact' (float64 throughout) and agrees to ~1e-11 (second describe block).
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import path from 'node:path';
@@ -15,6 +19,9 @@ import type { AssistantDescription, TargetDescription } from '../../src/format/m
 import { openCheckpointDir } from '../../src/node/file-source.ts';
 import { loadReferenceWeights, referenceDraft, referenceForward, referenceGreedy, type AssistantWeights, type ForwardResult, type TargetWeights } from '../../src/reference/index.ts';
 import { TINY_A, loadGolden, maxAbs, maxAbsOf } from './fixtures.ts';
+import { TINY_A_F64, loadGolden as loadGoldenLazy, type Golden } from '../support/fixtures.ts';
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 
 let tw: TargetWeights;
 let aw: AssistantWeights;
@@ -181,5 +188,88 @@ describe('reference vs transformers goldens (tiny-a)', () => {
     expect(le).toBeLessThan(2e-5);
     expect(hn).toBeLessThan(1e-12);
     console.log('reference vs goldens:\n  ' + report.join('\n  '));
+  });
+});
+
+describe('reference (numerics exact) vs float64 goldens (tiny-a-f64): logits and draft logits within 1e-9', () => {
+  let G64: Golden;
+  let fwd64: ForwardResult;
+  const lines: string[] = [];
+  const g64 = async (k: string) => (await G64.tensor(k)).data;
+  const TOL = 1e-9;
+
+  beforeAll(async () => {
+    G64 = await loadGoldenLazy(TINY_A_F64);
+    fwd64 = referenceForward(tw, G64.json.prompt, { captures: true, numerics: 'exact' });
+  });
+
+  it('the goldens belong to the fixture model and equal the shared goldens in every token', async () => {
+    const sha = (f: string) => createHash('sha256').update(readFileSync(path.join(TINY_A, f))).digest('hex');
+    for (const f of ['target/model.safetensors', 'assistant/model.safetensors']) expect(G64.json.checkpoint?.[f], f).toBe(sha(f));
+    expect(G64.json.prompt).toEqual(json.prompt);
+    expect(G64.json.greedy).toEqual(json.greedy);
+    expect(G64.json.bonus_token).toBe(json.bonus_token);
+    expect(G64.json.draft.tokens).toEqual(json.draft.tokens);
+    expect(G64.json.mtp_tokens).toEqual(json.mtp_tokens);
+    expect([...await g64('greedy')]).toEqual(json.greedy);
+  });
+
+  it('prompt logits, every act.*, the seed hidden state and the shared K/V', async () => {
+    const err = maxAbs(fwd64.logits, await g64('logits'));
+    lines.push(`logits [40,1024]: max abs ${err.toExponential(2)}`);
+    expect(err).toBeLessThanOrEqual(TOL);
+    let worst = 0;
+    for (const [k, v] of fwd64.acts!) {
+      const e = maxAbs(v, await g64(k));
+      worst = Math.max(worst, e);
+      expect(e, k).toBeLessThanOrEqual(TOL);
+    }
+    lines.push(`all act.*: worst max abs ${worst.toExponential(2)}`);
+    expect(maxAbs(fwd64.finalHidden.subarray(39 * H, 40 * H), await g64('draft.seed_hidden'))).toBeLessThanOrEqual(TOL);
+    // [kv_heads, T, head_dim] for both layer types here (no layout quirk in these goldens)
+    for (const [type, kv] of [['sliding', fwd64.sharedKv.sliding], ['full', fwd64.sharedKv.full]] as const) {
+      expect(maxAbs(kv.keys, await g64(`shared_kv.${type}_attention.keys`)), `${type} keys`).toBeLessThanOrEqual(TOL);
+      expect(maxAbs(kv.values, await g64(`shared_kv.${type}_attention.values`)), `${type} values`).toBeLessThanOrEqual(TOL);
+    }
+  });
+
+  it('greedy decode with a KV cache gives the golden tokens; teacher-forced logits_full', async () => {
+    const g = referenceGreedy(tw, G64.json.prompt, 24, { numerics: 'exact' });
+    expect(g.tokens).toEqual(G64.json.greedy);
+    const full = referenceForward(tw, [...G64.json.prompt, ...g.tokens], { numerics: 'exact' });
+    const err = maxAbs(full.logits, await g64('logits_full'));
+    lines.push(`greedy 24 tokens equal; logits_full [64,1024]: max abs ${err.toExponential(2)}`);
+    expect(err).toBeLessThanOrEqual(TOL);
+  });
+
+  it('assistant draft steps end to end from the reference target', async () => {
+    const d = referenceDraft(tw, aw, {
+      bonusToken: G64.json.bonus_token, seedHidden: fwd64.finalHidden.slice(39 * H, 40 * H), positionId: G64.json.draft.position_id,
+      sharedKv: fwd64.sharedKv, steps: 3, numerics: 'exact',
+    });
+    expect(d.tokens).toEqual(G64.json.draft.tokens);
+    const le = maxAbs(d.logits, await g64('draft.logits'));
+    const he = maxAbs(d.hidden, await g64('draft.hidden'));
+    lines.push(`draft (end to end): logits max abs ${le.toExponential(2)}; hidden max abs ${he.toExponential(2)}, NMSE ${nmse(d.hidden, await g64('draft.hidden')).toExponential(2)}`);
+    expect(le).toBeLessThanOrEqual(TOL);
+    expect(he).toBeLessThanOrEqual(TOL);
+  });
+
+  it('assistant draft steps fed the golden seed hidden state and shared K/V', async () => {
+    const kv = async (type: 'sliding' | 'full', kvh: number, d: number, layerIndex: number) => ({
+      layerIndex, numKvHeads: kvh, headDim: d, length: 40,
+      keys: await g64(`shared_kv.${type}_attention.keys`), values: await g64(`shared_kv.${type}_attention.values`),
+    });
+    const d = referenceDraft(tw, aw, {
+      bonusToken: G64.json.bonus_token, seedHidden: await g64('draft.seed_hidden'), positionId: G64.json.draft.position_id,
+      sharedKv: { sliding: await kv('sliding', 2, 64, 10), full: await kv('full', 1, 128, 11) }, steps: 3, numerics: 'exact',
+    });
+    expect(d.tokens).toEqual(G64.json.draft.tokens);
+    const le = maxAbs(d.logits, await g64('draft.logits'));
+    const he = maxAbs(d.hidden, await g64('draft.hidden'));
+    lines.push(`draft (golden inputs): logits max abs ${le.toExponential(2)}; hidden max abs ${he.toExponential(2)}`);
+    expect(le).toBeLessThanOrEqual(TOL);
+    expect(he).toBeLessThanOrEqual(TOL);
+    console.log('reference (exact) vs float64 goldens:\n  ' + lines.join('\n  '));
   });
 });
