@@ -10,8 +10,8 @@ import { storageBuffer } from '../gpu/buffers.ts';
 import type { GpuTimer, Timing } from './timer.ts';
 import { randomF32, syntheticAffine, type SyntheticLinear } from './synthetic-gpu.ts';
 
-/** The exact affine kernels ops.matmul can run (its `kernel` argument). */
-export type AffineKernel = 'affine' | 'rows8' | 'rows4';
+import type { AffineKernel } from '../model/ops.ts';
+export type { AffineKernel };
 
 /** Shapes of one target geometry that the kernel benchmarks use (GEMMA4.md section 1). */
 export interface BenchShapes {

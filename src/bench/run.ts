@@ -56,7 +56,7 @@ export function defaultBenchOptions(quick = false, full = false): BenchOptions {
     timestamps: true,
     matmulRows: quick ? [1, 4] : [1, 2, 3, 4, 5, 6, 7, 8],
     bits: quick ? [4] : [4, 8],
-    compareKernels: quick ? [] : ['affine', 'rows8', 'rows4'],
+    compareKernels: quick ? [] : ['lanes', 'rows8', 'affine'],
     compareRows: [1, 4, 8],
     compareHead: false,
     prefillRows: 1056,
@@ -107,8 +107,10 @@ export interface BenchReport {
   /** How kernel times were taken (end-to-end figures always use the wall clock). */
   timing: TimingMethod;
   timingNote?: string;
-  /** The exact affine kernel ops.matmul runs by default. */
+  /** The exact affine kernel ops.matmul runs for decode steps and verify blocks. */
   engineKernel: AffineKernel;
+  /** The affine kernel of prefill forwards. */
+  prefillKernel: AffineKernel;
   options: Omit<BenchOptions, 'log'>;
   yardsticks: ProbeResult[];
   kernels: KernelResult[];
@@ -118,18 +120,19 @@ export interface BenchReport {
   seconds: number;
 }
 
-/** Which exact affine kernel op.matmul dispatches when the caller does not choose one. */
-export function engineAffineKernel(device: GPUDevice, timer: GpuTimer): AffineKernel {
+/** Which exact affine kernel op.matmul dispatches for a 12B-like linear when the caller does not choose one. */
+export function engineAffineKernel(device: GPUDevice, timer: GpuTimer, prefill = false): AffineKernel {
   const lin = makeLinear(device, 'probe', 8, 64, 4, 64);
   const x = storageBuffer(device, 64 * 4, 'probe-x');
   const y = storageBuffer(device, 8 * 4, 'probe-y');
   const rec = new CaptureRecorder(device, timer.kernels, 'probe');
   try {
-    op.matmul(rec, lin, x, y, { M: 1, round: false });
-    const rows = rec.captured.map((c) => c.key ?? '').find((k) => k.includes('#affine_rows#'));
-    if (rows) return /"ROWS":4/.test(rows) ? 'rows4' : 'rows8';
-    if (rec.captured.some((c) => (c.key ?? '').includes('#affine#'))) return 'affine';
-    throw new Error(`unexpected dispatches of ops.matmul: ${rec.captured.map((c) => c.key).join(', ')}`);
+    op.matmul(rec, lin, x, y, { M: 1, round: false, prefill });
+    const keys = rec.captured.map((c) => c.key ?? '');
+    if (keys.some((k) => k.startsWith('matmul_lanes'))) return 'lanes';
+    if (keys.some((k) => k.includes('#affine_rows#'))) return 'rows8';
+    if (keys.some((k) => k.includes('#affine#'))) return 'affine';
+    throw new Error(`unexpected dispatches of ops.matmul: ${keys.join(', ')}`);
   } finally {
     rec.release();
     lin.destroy();
@@ -159,7 +162,8 @@ export async function runBench(ctx: GpuContext, opts: BenchOptions): Promise<Ben
     for (const p of yardsticks) log(`${p.name}: ${p.value.toFixed(2)} ${p.unit} (${p.detail})`);
     const y: Yardsticks = { copyGBps: yardsticks[0].value, fmaGflops: yardsticks[1].value };
     const engineKernel = engineAffineKernel(device, timer);
-    log(`engine's exact affine kernel: ${engineKernel}`);
+    const prefillKernel = engineAffineKernel(device, timer, true);
+    log(`engine's exact affine kernels: ${engineKernel} (decode, verify), ${prefillKernel} (prefill)`);
 
     // (b) kernel classes
     for (const model of opts.models) {
@@ -176,8 +180,8 @@ export async function runBench(ctx: GpuContext, opts: BenchOptions): Promise<Ben
               await benchMatmul(timer, S.name, { cls: 'matmul', label, lin, Ms: opts.compareRows, kernels: others, engineKernel, warm: false }, y, onResult);
             }
             if (bits === 4 && proj === 'mlp.gate/up' && opts.prefillRows > 0) {
-              // Project the prefill matmul from the largest M measured (cost grows about linearly with rows).
-              const ref = kernels.filter((r) => r.class === 'matmul' && r.model === S.name && r.name === label && r.kernel === engineKernel).sort((a, b) => b.M - a.M)[0];
+              // Project the prefill matmul's time from one run at M = 8 of the prefill kernel.
+              const [ref] = await benchMatmul(timer, S.name, { cls: 'prefill', label, lin, Ms: [8], kernels: [prefillKernel], engineKernel: prefillKernel, warm: false }, y, () => {});
               const projected = (ref.seconds * opts.prefillRows) / ref.M;
               let M = opts.prefillRows;
               let note: string | undefined;
@@ -189,7 +193,7 @@ export async function runBench(ctx: GpuContext, opts: BenchOptions): Promise<Ben
               const budget = { ...timer.opts };
               timer.opts.targetSeconds = Math.min(timer.opts.targetSeconds, 1e-3); // one timed run
               try {
-                await benchMatmul(timer, S.name, { cls: 'prefill', label, lin, Ms: [M], kernels: [engineKernel], engineKernel, note, warm: false }, y, onResult);
+                await benchMatmul(timer, S.name, { cls: 'prefill', label, lin, Ms: [M], kernels: [prefillKernel], engineKernel: prefillKernel, note, warm: false }, y, onResult);
               } finally {
                 Object.assign(timer.opts, budget);
               }
@@ -251,6 +255,7 @@ export async function runBench(ctx: GpuContext, opts: BenchOptions): Promise<Ben
       timing: methods.has('wall-clock') ? 'wall-clock' : 'timestamp-query',
       timingNote: methods.size > 1 ? 'mixed: some kernel times fell back to the wall clock (see each entry)' : undefined,
       engineKernel,
+      prefillKernel,
       options: optionsOut,
       yardsticks,
       kernels,

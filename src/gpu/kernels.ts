@@ -10,7 +10,17 @@ export class KernelCache {
   private readonly modules = new Map<string, GPUShaderModule>();
   private readonly pipelines = new Map<string, GPUComputePipeline>();
 
-  constructor(readonly device: GPUDevice) {}
+  /**
+   * Kernels may share values across a subgroup (matmul_lanes_subgroupx.wgsl) when the device has
+   * subgroups of at least 8 invocations. A property of the device, fixed for the cache's lifetime,
+   * so every forward of one engine runs the same pipelines.
+   */
+  readonly subgroupsOf8: boolean;
+
+  constructor(readonly device: GPUDevice) {
+    const info = (device as GPUDevice & { adapterInfo?: { subgroupMinSize?: number } }).adapterInfo;
+    this.subgroupsOf8 = device.features.has('subgroups') && (info?.subgroupMinSize ?? 0) >= 8;
+  }
 
   module(shader: string): GPUShaderModule {
     let m = this.modules.get(shader);

@@ -8,6 +8,9 @@ import selftest from '../../shaders/selftest.wgsl?raw';
 import selftestF16 from '../../shaders/selftest_f16.wgsl?raw';
 import selftestSubgroup from '../../shaders/selftest_subgroup.wgsl?raw';
 import matmul from '../../shaders/matmul.wgsl?raw';
+import matmulLanes from '../../shaders/matmul_lanes.wgsl?raw';
+import matmulLanesLoadX from '../../shaders/matmul_lanes_loadx.wgsl?raw';
+import matmulLanesSubgroupX from '../../shaders/matmul_lanes_subgroupx.wgsl?raw';
 import matmulDense from '../../shaders/matmul_dense.wgsl?raw';
 import embed from '../../shaders/embed.wgsl?raw';
 import rmsnorm from '../../shaders/rmsnorm.wgsl?raw';
@@ -22,6 +25,9 @@ const FILES: Record<string, string> = {
   'selftest_f16.wgsl': selftestF16,
   'selftest_subgroup.wgsl': selftestSubgroup,
   'matmul.wgsl': matmul,
+  'matmul_lanes.wgsl': matmulLanes,
+  'matmul_lanes_loadx.wgsl': matmulLanesLoadX,
+  'matmul_lanes_subgroupx.wgsl': matmulLanesSubgroupX,
   'matmul_dense.wgsl': matmulDense,
   'embed.wgsl': embed,
   'rmsnorm.wgsl': rmsnorm,

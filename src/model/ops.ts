@@ -17,25 +17,40 @@ export interface Rows {
   round: boolean;
   /** 0: the exact kernel. n > 0: the inexact split-K variant with n ranges (parity-lab policies). */
   split?: number;
+  /** A prefill forward: matmuls may use the prefill kernel (both arms of a comparison prefill alike). */
+  prefill?: boolean;
+}
+
+/** The exact affine kernels ops.matmul can run (benchmarks compare them; the engine picks per phase). */
+export type AffineKernel = 'lanes' | 'rows8' | 'affine';
+
+/** Whether matmul_lanes.wgsl can run this linear: 4/8-bit, whole 32-weight chunks, vec4 rows of x. */
+function lanesFit(lin: GpuLinear, xStride: number): boolean {
+  const d = lin.desc;
+  return d.kind === 'affine' && (d.bits === 4 || d.bits === 8) && d.groupSize % 32 === 0 && d.inFeatures % 32 === 0 && xStride % 4 === 0;
 }
 
 /**
  * y[m, :] = W x[m, :] for a whole linear (every row part).
  *
- * Exact path (split 0) of an affine linear: `kernel` picks the pipeline, never M. 'rows8' / 'rows4'
- * (matmul.wgsl affine_xsum + affine_rows, ROWS 8 / 4) fetch each weight once per block of 8 / 4 rows;
- * 'affine' is the one-invocation-per-output kernel. All three give a row the same arithmetic
- * whatever M is. The row kernels read x as vec4, so they need xStride and K to be multiples of 4:
- * otherwise `affine` runs (a property of the linear and its strides, the same in chain and verify).
- * The engine runs 'rows4' (this default): on an H200 it beats `affine` at M = 1 and by far on the LM
- * head and prefill; on lavapipe a chain step (M = 1) costs about 2x more, a verify block of 4 less.
+ * Exact path (split 0) of an affine linear. Every kernel gives a row the same arithmetic whatever M
+ * is and wherever the row sits; `kernel` is chosen by phase and by properties of the linear, never
+ * by M:
+ * - 'lanes' (matmul_lanes_*.wgsl; decode steps and verify blocks): four features per invocation,
+ *   weights as vec4<u32>, x shared through subgroups where the device has them. The fastest M = 1
+ *   kernel on every adapter we measured; a block of K rows costs about K chain steps of compute,
+ *   which on GPUs (bandwidth-bound) is hidden behind the single weight read.
+ * - 'rows8' (matmul.wgsl affine_xsum + affine_rows; prefill): one weight fetch serves 8 rows.
+ * - 'affine': one invocation per output; the fallback for linears the others cannot run.
+ * The parity lab's split > 0 runs the inexact `affine_split` (dense: `main_split`).
  * `npm run bench` measures all three on the current adapter.
  */
-export function matmul(rec: Recorder, lin: GpuLinear, x: GPUBuffer, y: GPUBuffer, r: Rows, xStride = lin.desc.inFeatures, yStride = lin.desc.outFeatures, kernel: 'affine' | 'rows8' | 'rows4' = 'rows4'): void {
+export function matmul(rec: Recorder, lin: GpuLinear, x: GPUBuffer, y: GPUBuffer, r: Rows, xStride = lin.desc.inFeatures, yStride = lin.desc.outFeatures, kernel?: AffineKernel): void {
   const { desc } = lin;
   const split = r.split ?? 0;
-  if (desc.kind === 'affine' && split === 0 && kernel !== 'affine' && xStride % 4 === 0 && desc.inFeatures % 4 === 0) {
-    const ROWS = kernel === 'rows8' ? 8 : 4;
+  const k: AffineKernel = kernel ?? (r.prefill ? 'rows8' : 'lanes');
+  const vec4Rows = xStride % 4 === 0 && desc.inFeatures % 4 === 0;
+  if (desc.kind === 'affine' && split === 0 && (k === 'lanes' ? lanesFit(lin, xStride) : k === 'rows8' && vec4Rows)) {
     const groupCount = desc.inFeatures / desc.groupSize;
     // Group sums of x, [M, groups], once per call (not per output feature); freed after the submit.
     const xs = rec.device.createBuffer({ label: 'matmul-xsums', size: Math.max(16, r.M * groupCount * 4), usage: GPUBufferUsage.STORAGE });
@@ -44,8 +59,13 @@ export function matmul(rec: Recorder, lin: GpuLinear, x: GPUBuffer, y: GPUBuffer
     rec.run('matmul.wgsl', 'affine_xsum', { BITS: desc.bits }, [xsParams, x, undefined, xs], groups(r.M * groupCount));
     lin.weight.parts.forEach((part, i) => {
       const params = rec.params([r.M, part.rows, desc.inFeatures, desc.groupSize, part.rowStart, xStride, yStride, r.round ? 1 : 0]);
-      const workgroups = Math.ceil(r.M / ROWS) * groups(part.rows);
-      rec.run('matmul.wgsl', 'affine_rows', { BITS: desc.bits, ROWS }, [params, undefined, part.buffer, y, lin.scales!.parts[i].buffer, lin.biases!.parts[i].buffer, xs, x], workgroups);
+      const sb = [lin.scales!.parts[i].buffer, lin.biases!.parts[i].buffer];
+      if (k === 'lanes') {
+        const shader = rec.kernels.subgroupsOf8 ? 'matmul_lanes_subgroupx.wgsl' : 'matmul_lanes_loadx.wgsl';
+        rec.run(shader, 'main', { BITS: desc.bits }, [params, undefined, undefined, y, ...sb, xs, x, part.buffer], Math.ceil(part.rows / (4 * WG)));
+      } else {
+        rec.run('matmul.wgsl', 'affine_rows', { BITS: desc.bits, ROWS: 8 }, [params, undefined, part.buffer, y, ...sb, xs, x], Math.ceil(r.M / 8) * groups(part.rows));
+      }
     });
     return;
   }

@@ -261,7 +261,7 @@ export class TargetModel {
     const M = tokens.length;
     const d = this.desc;
     const policy = o.policy ?? EXACT;
-    const rows: op.Rows = { M, round: this.round, split: policy.matmulSplit(M, kind) };
+    const rows: op.Rows = { M, round: this.round, split: policy.matmulSplit(M, kind), prefill: kind === 'prefill' };
     const ws = this.ws;
     const rec = this.recorder(kind);
     const captures = new Map<string, { buf: GPUBuffer; floats: number }>();

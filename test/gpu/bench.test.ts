@@ -30,7 +30,7 @@ describe('bench module (tiny shapes)', () => {
       maxIters: 2,
       matmulRows: [1, 4],
       bits: [4, 8],
-      compareKernels: ['affine', 'rows8', 'rows4'],
+      compareKernels: ['lanes', 'rows8', 'affine'],
       compareRows: [1, 4],
       compareHead: true,
       prefillRows: 16,
@@ -45,7 +45,8 @@ describe('bench module (tiny shapes)', () => {
     const report = await runBench(ctx, { ...opts, log: (l) => lines.push(l) });
 
     expect(['timestamp-query', 'wall-clock']).toContain(report.timing);
-    expect(['affine', 'rows8', 'rows4']).toContain(report.engineKernel);
+    expect(report.engineKernel).toBe('lanes');
+    expect(report.prefillKernel).toBe('rows8');
     expect(report.yardsticks.length).toBeGreaterThanOrEqual(2);
     for (const y of report.yardsticks) expect(finitePositive(y.value), `${y.name} = ${y.value}`).toBe(true);
 
@@ -56,7 +57,7 @@ describe('bench module (tiny shapes)', () => {
     }
     // every compared kernel ran, and exactly one of them is marked as the engine's
     const gate = report.kernels.filter((k) => k.class === 'matmul' && k.name.startsWith('mlp.gate/up 4-bit') && k.M === 1);
-    expect(new Set(gate.map((k) => k.kernel))).toEqual(new Set(['affine', 'rows8', 'rows4']));
+    expect(new Set(gate.map((k) => k.kernel))).toEqual(new Set(['lanes', 'rows8', 'affine']));
     expect(gate.filter((k) => k.engine).map((k) => k.kernel)).toEqual([report.engineKernel]);
     expect(report.kernels.find((k) => k.class === 'prefill')?.M).toBe(16);
 

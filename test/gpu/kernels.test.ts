@@ -572,18 +572,22 @@ describe(`GPU kernels vs the CPU float64 reference (${ADAPTER})`, () => {
     }
   });
 
-  // -- matmul, affine_rows (ops.matmul kernel 'rows8' / 'rows4') ---------------------------------------
-  // The row-blocked exact kernel: each weight fetched once for a block of 8 (or 4) rows, all
-  // accumulators always computed. Its rows must not depend on M or on the slot a row takes in its
-  // block (byte equality with the row alone, M = 1..8 and past one block), and its values must agree
-  // with the CPU reference and with the one-output-per-invocation `affine` kernel.
-  describe('matmul, affine_rows (rows8 / rows4)', () => {
-    const ROW_KERNELS = ['rows8', 'rows4'] as const;
+  // -- matmul, the engine's exact kernels: 'lanes' (matmul_lanes_*.wgsl, decode and verify) and
+  // 'rows8' (matmul.wgsl affine_rows, prefill) ---------------------------------------------------------
+  // 'lanes': four features per invocation, x shared through subgroups where the device has them;
+  // 'rows8': each weight fetched once for a block of 8 rows, all accumulators always computed. Their
+  // rows must not depend on M or on the slot a row takes (byte equality with the row alone, M = 1..8
+  // and past one block), and their values must agree with the CPU reference and with the
+  // one-output-per-invocation `affine` kernel. Linears a kernel cannot run fall back to `affine`.
+  describe('matmul, exact kernels lanes / rows8', () => {
+    const ROW_KERNELS = ['lanes', 'rows8'] as const;
     const invCases: (AffineCase & { name: string })[] = [
       { name: '4-bit gs 64, 3 parts', bits: 4, gs: 64, K: 128, N: 30, rowsPerPart: 11 },
       { name: '8-bit gs 32, 2 parts', bits: 8, gs: 32, K: 96, N: 70, rowsPerPart: 40 },
       { name: '2-bit gs 64', bits: 2, gs: 64, K: 192, N: 17 },
       { name: '4-bit gs 128, N > one workgroup', bits: 4, gs: 128, K: 256, N: 131 },
+      { name: '4-bit gs 32, N > one lanes workgroup (256 features), 2 parts', bits: 4, gs: 32, K: 96, N: 300, rowsPerPart: 270 },
+      { name: '8-bit gs 128', bits: 8, gs: 128, K: 256, N: 9 },
     ];
     for (const kernel of ROW_KERNELS) {
       for (const c of invCases) {
@@ -638,7 +642,7 @@ describe(`GPU kernels vs the CPU float64 reference (${ADAPTER})`, () => {
       }
     }
 
-    it('rows kernels write only their columns at x/y strides (x stride a multiple of 4; padding untouched)', async () => {
+    it('exact kernels write only their columns at x/y strides (x stride a multiple of 4; padding untouched)', async () => {
       for (const kernel of ROW_KERNELS) {
         const r = new Rand(78 + kernel.length);
         const c = { bits: 4 as const, gs: 32, K: 64, N: 21, rowsPerPart: 8 };
@@ -659,18 +663,21 @@ describe(`GPU kernels vs the CPU float64 reference (${ADAPTER})`, () => {
     });
 
     it('an x stride that is not a multiple of 4 falls back to affine (same bytes), whatever M', async () => {
-      const r = new Rand(79);
-      const c = { bits: 4 as const, gs: 32, K: 64, N: 21 };
-      const M = 3, xStride = c.K + 5;
-      const A = await affineLinear(lab, r, c);
-      const x = r.f32s(M * xStride);
-      const xb = lab.f32(x);
-      const [a, b] = [lab.sentinel(M * c.N), lab.sentinel(M * c.N)];
-      await lab.run((rec) => {
-        op.matmul(rec, A.lin, xb, a, { M, round: false }, xStride, c.N, 'rows8');
-        op.matmul(rec, A.lin, xb, b, { M, round: false }, xStride, c.N, 'affine');
-      });
-      expectSameBytes('rows8 fallback', await lab.bytes(a, M * c.N), await lab.bytes(b, M * c.N));
+      for (const kernel of ROW_KERNELS) {
+        const r = new Rand(79);
+        const c = { bits: 4 as const, gs: 32, K: 64, N: 21 };
+        const M = 3, xStride = c.K + 5;
+        const A = await affineLinear(lab, r, c);
+        const x = r.f32s(M * xStride);
+        const xb = lab.f32(x);
+        const [a, b] = [lab.sentinel(M * c.N), lab.sentinel(M * c.N)];
+        await lab.run((rec) => {
+          op.matmul(rec, A.lin, xb, a, { M, round: false }, xStride, c.N, kernel);
+          op.matmul(rec, A.lin, xb, b, { M, round: false }, xStride, c.N, 'affine');
+        });
+        expectSameBytes(`${kernel} fallback`, await lab.bytes(a, M * c.N), await lab.bytes(b, M * c.N));
+        lab.release();
+      }
     });
   });
 
@@ -1317,7 +1324,7 @@ function checkKeyOrder(c: AttnCase): void {
 }
 
 /** M rows of x through `lin` together, and each row alone (M = 1): identical bytes (f32 and bf16 runs). */
-async function expectRowInvariantMatmul(lab: Lab, r: Rand, lin: GpuLinear, M: number, K: number, N: number, kernel?: 'affine' | 'rows8' | 'rows4'): Promise<void> {
+async function expectRowInvariantMatmul(lab: Lab, r: Rand, lin: GpuLinear, M: number, K: number, N: number, kernel?: op.AffineKernel): Promise<void> {
   const x = r.f32s(M * K);
   const mm = (rec: Recorder, xb: GPUBuffer, y: GPUBuffer, rows: op.Rows) => (kernel ? op.matmul(rec, lin, xb, y, rows, K, N, kernel) : op.matmul(rec, lin, xb, y, rows));
   for (const round of [false, true]) {

@@ -5,12 +5,12 @@ import { defaultBenchOptions, formatBench, runBench } from '../../bench/run.ts';
 import type { AffineKernel } from '../../bench/kernels.ts';
 import type { Command } from '../command.ts';
 
-const KERNELS: readonly AffineKernel[] = ['affine', 'rows8', 'rows4'];
+const KERNELS: readonly AffineKernel[] = ['lanes', 'rows8', 'affine'];
 
 export const bench: Command = {
   name: 'bench',
   summary: 'Throughput of the adapter (copy GB/s, FMA GFLOP/s), of each kernel class at 12B (31B) shapes as ratios to it, and end to end on a small synthetic model.',
-  usage: 'bench [--quick] [--full] [--json FILE] [--no-e2e] [--wall-clock] [--layers N] [--prefill-rows N] [--compare affine,rows8,rows4] [--compare-head]',
+  usage: 'bench [--quick] [--full] [--json FILE] [--no-e2e] [--wall-clock] [--layers N] [--prefill-rows N] [--compare lanes,rows8,affine] [--compare-head]',
   options: {
     quick: { type: 'boolean', help: 'short form (about a minute on a 2-core CPU adapter)' },
     full: { type: 'boolean', help: 'also the 31B shapes' },

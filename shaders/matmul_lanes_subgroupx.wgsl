@@ -1,0 +1,17 @@
+enable subgroups;
+// affine_lanes with x shared through subgroups (subgroup size >= 8): invocation `lane` loads the
+// (lane % 8)-th vec4 of the chunk and the eight values are broadcast. On software adapters every
+// load is a per-invocation scalar loop, so this removes most of x's cost; the values are the same.
+//#include "matmul_lanes.wgsl"
+
+fn x_chunk(b: u32, lane: u32) -> X8 {
+  let v = x4[b + (lane & 7u)];
+  return X8(subgroupBroadcast(v, 0u), subgroupBroadcast(v, 1u), subgroupBroadcast(v, 2u), subgroupBroadcast(v, 3u),
+            subgroupBroadcast(v, 4u), subgroupBroadcast(v, 5u), subgroupBroadcast(v, 6u), subgroupBroadcast(v, 7u));
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32, @builtin(subgroup_invocation_id) lane: u32) {
+  lanes_body(wid, nwg, lid, lane);
+}
