@@ -11,10 +11,11 @@
 // the VALUES are the same either way, only how they reach the invocation differs.
 //
 // Exactness: the arithmetic of one output (m, n) is a fixed sequence that depends only on x[m, :],
-// W[n, :] and K: per group, a vec4 accumulator takes fma(q, x, acc) over the group's weights in
-// order (component i sums the weights with k % 4 == i), the four components are added as
-// (c0 + c1) + (c2 + c3), then scale * qx and bias * sx (sx = the group's compensated x sum from
-// affine_xsum) are added to a Neumaier-compensated total over groups. Nothing depends on M, on
+// W[n, :] and K: per chunk of 32 weights, the products q * x summed as a fixed tree into a vec4
+// (chunk_dot; component i holds the weights with k % 4 == i); the group's chunks added in order;
+// the four components added as (c0 + c1) + (c2 + c3); then scale * qx and bias * sx (sx = the
+// group's compensated x sum from affine_xsum) added to a Neumaier-compensated total over groups
+// (q centred, bias adjusted: see nib_lo). Nothing depends on M, on
 // where row m sits, or on which of the four features n is. Reading each weight from memory once per
 // row (not once per block of rows) is what this costs on compute-bound adapters; on GPUs the rows
 // of a verify block re-read the same weights from cache.
@@ -48,32 +49,37 @@ fn bf16_at(arr_is_bias: bool, i: u32) -> f32 {
   return bf16_to_f32(u16_at(word, i));
 }
 
-// 4-bit: weights 0-3 and 4-7 of one packed word (LSB first) as floats.
-fn nib_lo(wd: u32) -> vec4<f32> { return vec4<f32>((vec4<u32>(wd) >> vec4<u32>(0u, 4u, 8u, 12u)) & vec4<u32>(15u)); }
-fn nib_hi(wd: u32) -> vec4<f32> { return vec4<f32>((vec4<u32>(wd) >> vec4<u32>(16u, 20u, 24u, 28u)) & vec4<u32>(15u)); }
-// 8-bit: the four weights of one word.
-fn bytes4(wd: u32) -> vec4<f32> { return vec4<f32>((vec4<u32>(wd) >> vec4<u32>(0u, 8u, 16u, 24u)) & vec4<u32>(255u)); }
+// Codes are used CENTRED, q - 2^(BITS-1) (exact small integers), with the group's bias adjusted to
+// bias + 2^(BITS-1) * scale, the same real weights. Why: MLX's bias is about -2^(BITS-1) * scale,
+// so scale * sum(q x) and bias * sum(x) are two large terms that cancel, and every rounding inside
+// sum(q x) is amplified by that cancellation; with centred codes the partial sums stay small. (The
+// adjusted bias is usually exact: Sterbenz, |bias| within a factor 2 of 2^(BITS-1) * scale.)
+const HALF4 = vec4<f32>(8.0);
+const HALF8 = vec4<f32>(128.0);
+fn half_code() -> f32 { return select(128.0, 8.0, BITS == 4u); }
+// 4-bit: weights 0-3 and 4-7 of one packed word (LSB first), centred.
+fn nib_lo(wd: u32) -> vec4<f32> { return vec4<f32>((vec4<u32>(wd) >> vec4<u32>(0u, 4u, 8u, 12u)) & vec4<u32>(15u)) - HALF4; }
+fn nib_hi(wd: u32) -> vec4<f32> { return vec4<f32>((vec4<u32>(wd) >> vec4<u32>(16u, 20u, 24u, 28u)) & vec4<u32>(15u)) - HALF4; }
+// 8-bit: the four weights of one word, centred.
+fn bytes4(wd: u32) -> vec4<f32> { return vec4<f32>((vec4<u32>(wd) >> vec4<u32>(0u, 8u, 16u, 24u)) & vec4<u32>(255u)) - HALF8; }
 
-// One chunk of 32 weights of one feature: v (4-bit: one vec4<u32>) or v, u (8-bit: two).
-fn chunk4(acc: vec4<f32>, v: vec4<u32>, X: X8) -> vec4<f32> {
-  var a = acc;
-  a = fma(nib_lo(v.x), X.a0, a); a = fma(nib_hi(v.x), X.a1, a);
-  a = fma(nib_lo(v.y), X.a2, a); a = fma(nib_hi(v.y), X.a3, a);
-  a = fma(nib_lo(v.z), X.a4, a); a = fma(nib_hi(v.z), X.a5, a);
-  a = fma(nib_lo(v.w), X.a6, a); a = fma(nib_hi(v.w), X.a7, a);
-  return a;
+// The 32 weights of one chunk of one feature as floats, in the order of the X8 chunk of x.
+struct W8 { a0: vec4<f32>, a1: vec4<f32>, a2: vec4<f32>, a3: vec4<f32>, a4: vec4<f32>, a5: vec4<f32>, a6: vec4<f32>, a7: vec4<f32> }
+// Chunk c of the weight row starting at vec4<u32> index `row` (4-bit: one vec4<u32>, 8-bit: two).
+fn unpack_chunk(row: u32, c: u32) -> W8 {
+  if (BITS == 4u) {
+    let v = w4[row + c];
+    return W8(nib_lo(v.x), nib_hi(v.x), nib_lo(v.y), nib_hi(v.y), nib_lo(v.z), nib_hi(v.z), nib_lo(v.w), nib_hi(v.w));
+  }
+  let v = w4[row + 2u * c];
+  let u = w4[row + 2u * c + 1u];
+  return W8(bytes4(v.x), bytes4(v.y), bytes4(v.z), bytes4(v.w), bytes4(u.x), bytes4(u.y), bytes4(u.z), bytes4(u.w));
 }
-fn chunk8(acc: vec4<f32>, v: vec4<u32>, u: vec4<u32>, X: X8) -> vec4<f32> {
-  var a = acc;
-  a = fma(bytes4(v.x), X.a0, a); a = fma(bytes4(v.y), X.a1, a);
-  a = fma(bytes4(v.z), X.a2, a); a = fma(bytes4(v.w), X.a3, a);
-  a = fma(bytes4(u.x), X.a4, a); a = fma(bytes4(u.y), X.a5, a);
-  a = fma(bytes4(u.z), X.a6, a); a = fma(bytes4(u.w), X.a7, a);
-  return a;
-}
-fn chunk(acc: vec4<f32>, row: u32, c: u32, X: X8) -> vec4<f32> {
-  if (BITS == 4u) { return chunk4(acc, w4[row + c], X); }
-  return chunk8(acc, w4[row + 2u * c], w4[row + 2u * c + 1u], X);
+// q * x over one chunk, as a vec4 (component i: the weights with k % 4 == i), summed as a fixed
+// binary tree: three levels of rounding instead of a chain of eight, which keeps a 12-layer model
+// as close to float64 as the per-element compensated sums did.
+fn chunk_dot(W: W8, X: X8) -> vec4<f32> {
+  return ((W.a0 * X.a0 + W.a1 * X.a1) + (W.a2 * X.a2 + W.a3 * X.a3)) + ((W.a4 * X.a4 + W.a5 * X.a5) + (W.a6 * X.a6 + W.a7 * X.a7));
 }
 fn hsum(a: vec4<f32>) -> f32 { return (a.x + a.y) + (a.z + a.w); }
 
@@ -105,14 +111,14 @@ fn lanes_body(wid: vec3<u32>, nwg: vec3<u32>, lid: u32, lane: u32) {
       for (var j = 0u; j < chunks_per_group; j++) {
         let ci = g * chunks_per_group + j;
         let X = x_chunk(xr + 8u * ci, lane);
-        q0 = chunk(q0, row.x, ci, X);
-        q1 = chunk(q1, row.y, ci, X);
-        q2 = chunk(q2, row.z, ci, X);
-        q3 = chunk(q3, row.w, ci, X);
+        q0 += chunk_dot(unpack_chunk(row.x, ci), X);
+        q1 += chunk_dot(unpack_chunk(row.y, ci), X);
+        q2 += chunk_dot(unpack_chunk(row.z, ci), X);
+        q3 += chunk_dot(unpack_chunk(row.w, ci), X);
       }
       let gi = nc * groups + vec4<u32>(g);
       let scale = vec4<f32>(bf16_at(false, gi.x), bf16_at(false, gi.y), bf16_at(false, gi.z), bf16_at(false, gi.w));
-      let bias = vec4<f32>(bf16_at(true, gi.x), bf16_at(true, gi.y), bf16_at(true, gi.z), bf16_at(true, gi.w));
+      let bias = vec4<f32>(bf16_at(true, gi.x), bf16_at(true, gi.y), bf16_at(true, gi.z), bf16_at(true, gi.w)) + scale * half_code();
       ksum4_add(&s, &c, scale * vec4<f32>(hsum(q0), hsum(q1), hsum(q2), hsum(q3)));
       ksum4_add(&s, &c, bias * xs[m * groups + g]);
     }
@@ -120,6 +126,64 @@ fn lanes_body(wid: vec3<u32>, nwg: vec3<u32>, lid: u32, lane: u32) {
     let yr = m * P.y_stride + P.n_offset;
     for (var f = 0u; f < 4u; f++) {
       if (n[f] < P.N) { y[yr + n[f]] = select(out[f], round_bf16(out[f]), P.round == 1u); }
+    }
+  }
+}
+
+// ---- affine_tile: the prefill matmul --------------------------------------------------------
+// One invocation computes ONE feature n for a block of 8 rows m0 .. m0+7 (a workgroup covers WG
+// consecutive features of one row block, so its rows, hence its x chunks, are uniform). Each chunk of
+// weights is loaded and unpacked once and used for the 8 rows. Rows past M read row M - 1 and are
+// not stored. A row's arithmetic is the same in every slot of the block and for every M (the same
+// sequence as affine_lanes': chunk_dot trees, chunks in order, (c0 + c1) + (c2 + c3), compensated
+// total over groups), though prefill does not need to equal decode bit for bit: both
+// arms of every comparison prefill alike.
+fn tile_body(wid: vec3<u32>, nwg: vec3<u32>, lid: u32, lane: u32) {
+  let b = linear_workgroup(wid, nwg);
+  let tiles = (P.N + WG - 1u) / WG;
+  let n = (b % tiles) * WG + lid;
+  let nc = min(n, P.N - 1u);
+  let m0 = (b / tiles) * 8u;
+  let last = vec4<u32>(P.M - 1u);
+  let ra = min(vec4<u32>(m0) + vec4<u32>(0u, 1u, 2u, 3u), last);
+  let rb = min(vec4<u32>(m0) + vec4<u32>(4u, 5u, 6u, 7u), last);
+  let xa = ra * (P.x_stride / 4u);
+  let xb = rb * (P.x_stride / 4u);
+  let chunks_per_group = P.group_size / 32u;
+  let groups = P.K / P.group_size;
+  let row = nc * ((P.K / 32u) * (BITS / 4u));
+  let zero = vec4<f32>(0.0);
+  var sa = zero; var ca = zero; // compensated totals of rows 0-3 (one component per row)
+  var sb = zero; var cb = zero; // rows 4-7
+  for (var g = 0u; g < groups; g++) {
+    var a0 = zero; var a1 = zero; var a2 = zero; var a3 = zero;
+    var a4 = zero; var a5 = zero; var a6 = zero; var a7 = zero;
+    for (var j = 0u; j < chunks_per_group; j++) {
+      let ci = g * chunks_per_group + j;
+      let W = unpack_chunk(row, ci);
+      a0 += chunk_dot(W, x_chunk(xa.x + 8u * ci, lane));
+      a1 += chunk_dot(W, x_chunk(xa.y + 8u * ci, lane));
+      a2 += chunk_dot(W, x_chunk(xa.z + 8u * ci, lane));
+      a3 += chunk_dot(W, x_chunk(xa.w + 8u * ci, lane));
+      a4 += chunk_dot(W, x_chunk(xb.x + 8u * ci, lane));
+      a5 += chunk_dot(W, x_chunk(xb.y + 8u * ci, lane));
+      a6 += chunk_dot(W, x_chunk(xb.z + 8u * ci, lane));
+      a7 += chunk_dot(W, x_chunk(xb.w + 8u * ci, lane));
+    }
+    let gi = nc * groups + g;
+    let scale = bf16_at(false, gi);
+    let bias = bf16_at(true, gi) + scale * half_code();
+    ksum4_add(&sa, &ca, scale * vec4<f32>(hsum(a0), hsum(a1), hsum(a2), hsum(a3)));
+    ksum4_add(&sa, &ca, bias * vec4<f32>(xs[ra.x * groups + g], xs[ra.y * groups + g], xs[ra.z * groups + g], xs[ra.w * groups + g]));
+    ksum4_add(&sb, &cb, scale * vec4<f32>(hsum(a4), hsum(a5), hsum(a6), hsum(a7)));
+    ksum4_add(&sb, &cb, bias * vec4<f32>(xs[rb.x * groups + g], xs[rb.y * groups + g], xs[rb.z * groups + g], xs[rb.w * groups + g]));
+  }
+  if (n < P.N) {
+    let va = sa + ca;
+    let vb = sb + cb;
+    for (var i = 0u; i < 4u; i++) {
+      if (m0 + i < P.M) { y[(m0 + i) * P.y_stride + P.n_offset + n] = select(va[i], round_bf16(va[i]), P.round == 1u); }
+      if (m0 + 4u + i < P.M) { y[(m0 + 4u + i) * P.y_stride + P.n_offset + n] = select(vb[i], round_bf16(vb[i]), P.round == 1u); }
     }
   }
 }

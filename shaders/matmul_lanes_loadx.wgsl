@@ -10,3 +10,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         @builtin(local_invocation_index) lid: u32) {
   lanes_body(wid, nwg, lid, 0u);
 }
+
+@compute @workgroup_size(WG)
+fn tile(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  tile_body(wid, nwg, lid, 0u);
+}

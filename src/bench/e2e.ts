@@ -8,7 +8,7 @@
 import type { GpuContext } from '../gpu/device.ts';
 import { pseudoRandomTokens } from '../util/prng.ts';
 import { openCheckpoint } from '../format/checkpoint.ts';
-import type { TargetDescription } from '../format/model-description.ts';
+import type { Linear, TargetDescription } from '../format/model-description.ts';
 import { synthGeometry, syntheticCheckpoint, type SynthPreset } from '../format/synthetic.ts';
 import { uploadWeights } from '../model/gpu-weights.ts';
 import { TargetModel } from '../model/target.ts';
@@ -35,7 +35,11 @@ export interface E2EResult {
   uploadSeconds: number;
   timing: 'wall-clock';
   prefill: { tokens: number; seconds: number; tokensPerSecond: number; dispatches: number; submits: number };
-  chain: { tokens: number; msPerToken: number; minMs: number; dispatchesPerToken: number; submitsPerToken: number; context: number };
+  chain: {
+    tokens: number; msPerToken: number; minMs: number; dispatchesPerToken: number; submitsPerToken: number; context: number;
+    /** decodeBytesPerToken at this context, and that over the fastest token's time (GB/s). */
+    bytesPerToken: number; effectiveGBps: number;
+  };
   verify: { block: number; blocks: number; msPerBlock: number; minMs: number; msPerToken: number; dispatchesPerBlock: number; submitsPerBlock: number };
   /** ms per verify block / ms per chain token (1 = a block of K costs one chain step; K = no gain). */
   blockVsChain: number;
@@ -43,7 +47,33 @@ export interface E2EResult {
 
 const tokens = pseudoRandomTokens;
 
+const linearBytes = (l: Linear) => (l.kind === 'affine' ? l.weight.byteLength + l.scales.byteLength + l.biases.byteLength : l.weight.byteLength);
+
+/**
+ * Bytes one chain decode step must read from memory at `context` tokens of context: every linear of
+ * every layer once (weights, scales, biases), the tied embedding once as the LM head plus one row as the
+ * embedding, the norm weights, and the K and V rows the token attends to (sliding: the ring's min(context,
+ * window) rows; full: context rows), f32 cache entries. The traffic a bandwidth-bound GPU pays per token.
+ */
+export function decodeBytesPerToken(desc: TargetDescription, context: number): number {
+  let bytes = linearBytes(desc.embed) * (1 + 1 / desc.vocab) + desc.finalNorm.byteLength;
+  for (const l of desc.layers) {
+    for (const x of [l.qProj, l.kProj, l.vProj, l.oProj, l.gate, l.up, l.down]) if (x) bytes += linearBytes(x);
+    for (const x of [l.inputNorm, l.qNorm, l.kNorm, l.postAttnNorm, l.preFfNorm, l.postFfNorm, l.layerScalar]) if (x) bytes += x.byteLength;
+    const keys = l.type === 'sliding' ? Math.min(context + 1, desc.window) : context + 1;
+    bytes += 2 * keys * l.numKvHeads * l.headDim * 4;
+  }
+  return bytes;
+}
+
 const mean = (a: number[]) => a.reduce((x, y) => x + y, 0) / a.length;
+
+/** Chain decode bytes per token of a whole preset model (all its layers) at `context`. */
+export async function presetDecodeBytes(preset: SynthPreset, context: number): Promise<number> {
+  const g = synthGeometry(preset, { assistant: null });
+  const ck = await openCheckpoint(syntheticCheckpoint(g).target, `synthetic ${preset}`);
+  return decodeBytesPerToken(ck.description as TargetDescription, context);
+}
 
 export async function benchEndToEnd(ctx: GpuContext, o: E2EOptions): Promise<E2EResult> {
   const log = o.log ?? (() => {});
@@ -79,7 +109,12 @@ export async function benchEndToEnd(ctx: GpuContext, o: E2EOptions): Promise<E2E
       chainMs.push(performance.now() - t);
       log(`e2e: chain token ${chainMs.length}/${o.chainTokens}: ${chainMs[chainMs.length - 1].toFixed(0)} ms`);
     }
-    const chain = { tokens: o.chainTokens, msPerToken: mean(chainMs), minMs: Math.min(...chainMs), dispatchesPerToken: (s.dispatches - d0) / o.chainTokens, submitsPerToken: (s.submits - u0) / o.chainTokens, context: o.promptTokens };
+    const bytesPerToken = decodeBytesPerToken(desc, o.promptTokens);
+    const minMs = Math.min(...chainMs);
+    const chain = {
+      tokens: o.chainTokens, msPerToken: mean(chainMs), minMs, dispatchesPerToken: (s.dispatches - d0) / o.chainTokens, submitsPerToken: (s.submits - u0) / o.chainTokens,
+      context: o.promptTokens, bytesPerToken, effectiveGBps: bytesPerToken / (minMs / 1000) / 1e9,
+    };
 
     model.restore(snap);
     const blockMs: number[] = [];

@@ -10,7 +10,7 @@ import * as op from '../model/ops.ts';
 import { CaptureRecorder, GpuTimer, type TimingMethod } from './timer.ts';
 import { copyBandwidth, fmaThroughput, type ProbeResult } from './probes.ts';
 import { BENCH_SHAPES, benchAttention, benchMatmul, makeLinear, type AffineKernel, type BenchShapes, type KernelResult, type Yardsticks } from './kernels.ts';
-import { benchEndToEnd, type E2EOptions, type E2EResult } from './e2e.ts';
+import { benchEndToEnd, presetDecodeBytes, type E2EOptions, type E2EResult } from './e2e.ts';
 
 export const BENCH_VERSION = 1;
 
@@ -56,7 +56,7 @@ export function defaultBenchOptions(quick = false, full = false): BenchOptions {
     timestamps: true,
     matmulRows: quick ? [1, 4] : [1, 2, 3, 4, 5, 6, 7, 8],
     bits: quick ? [4] : [4, 8],
-    compareKernels: quick ? [] : ['lanes', 'rows8', 'affine'],
+    compareKernels: quick ? [] : ['lanes', 'tile', 'affine'],
     compareRows: [1, 4, 8],
     compareHead: false,
     prefillRows: 1056,
@@ -98,7 +98,18 @@ export interface BenchSummary {
   prefillTokensPerSecond?: number;
   dispatchesPerToken?: number;
   submitsPerToken?: number;
+  /** Chain decode: bytes one token reads / the fastest token's time, and that / copy bandwidth. */
+  decodeEffectiveGBps?: number;
+  decodeBwRatio?: number;
+  /**
+   * The whole preset model's decode on a device with REFERENCE_BANDWIDTH_GBPS, at this adapter's
+   * measured decode efficiency: tokens/s = bandwidth x decodeBwRatio / bytes per token.
+   */
+  projection?: { device: string; bandwidthGBps: number; model: string; context: number; bytesPerToken: number; tokensPerSecond: number };
 }
+
+/** The projection's reference device (issue 8: an M5 Max, 614 GB/s). */
+export const REFERENCE_DEVICE = { name: 'M5 Max', bandwidthGBps: 614 };
 
 export interface BenchReport {
   version: number;
@@ -129,8 +140,8 @@ export function engineAffineKernel(device: GPUDevice, timer: GpuTimer, prefill =
   try {
     op.matmul(rec, lin, x, y, { M: 1, round: false, prefill });
     const keys = rec.captured.map((c) => c.key ?? '');
-    if (keys.some((k) => k.startsWith('matmul_lanes'))) return 'lanes';
-    if (keys.some((k) => k.includes('#affine_rows#'))) return 'rows8';
+    if (keys.some((k) => k.startsWith('matmul_lanes') && k.includes('#main#'))) return 'lanes';
+    if (keys.some((k) => k.startsWith('matmul_lanes') && k.includes('#tile#'))) return 'tile';
     if (keys.some((k) => k.includes('#affine#'))) return 'affine';
     throw new Error(`unexpected dispatches of ops.matmul: ${keys.join(', ')}`);
   } finally {
@@ -243,7 +254,17 @@ export async function runBench(ctx: GpuContext, opts: BenchOptions): Promise<Ben
       prefillTokensPerSecond: e2e?.prefill.tokensPerSecond,
       dispatchesPerToken: e2e?.chain.dispatchesPerToken,
       submitsPerToken: e2e?.chain.submitsPerToken,
+      decodeEffectiveGBps: e2e?.chain.effectiveGBps,
+      decodeBwRatio: e2e ? e2e.chain.effectiveGBps / y.copyGBps : undefined,
     };
+    if (e2e && opts.e2e) {
+      const bytesPerToken = await presetDecodeBytes(opts.e2e.preset, e2e.chain.context);
+      const bw = REFERENCE_DEVICE.bandwidthGBps;
+      summary.projection = {
+        device: REFERENCE_DEVICE.name, bandwidthGBps: bw, model: `${opts.e2e.preset} (all layers)`, context: e2e.chain.context, bytesPerToken,
+        tokensPerSecond: (bw * 1e9 * summary.decodeBwRatio!) / bytesPerToken,
+      };
+    }
     if (timer.timestampProblem) notes.push(`timestamp queries looked wrong (${timer.timestampProblem}); later kernel times use the wall clock`);
     const methods = new Set(kernels.map((k) => k.timing.method).concat(yardsticks.map((p) => p.timing.method)));
     const r = ctx.report;
@@ -281,7 +302,7 @@ function table(rows: string[][], align: ('l' | 'r')[]): string[] {
 export function formatBench(b: BenchReport): string {
   const out: string[] = [];
   out.push(`Ringside bench v${b.version}: ${b.adapter.description || b.adapter.vendor} (${b.adapter.platform})`);
-  out.push(`kernel timing: ${b.timing}${b.timingNote ? ` (${b.timingNote})` : ''}; end to end: wall clock; engine's exact affine kernel: ${b.engineKernel}`);
+  out.push(`kernel timing: ${b.timing}${b.timingNote ? ` (${b.timingNote})` : ''}; end to end: wall clock; engine's exact affine kernels: ${b.engineKernel} (decode, verify), ${b.prefillKernel} (prefill)`);
   out.push('');
   out.push(...table([
     ['adapter yardstick', 'value', 'detail'],
@@ -312,7 +333,12 @@ export function formatBench(b: BenchReport): string {
   out.push(`  ${s.model} matvec (gate/up 4-bit, M = 1): ${fx(s.matvec4bitBwRatio, 3)} x copy bandwidth`);
   out.push(`  ${s.model} gate/up 4-bit: M = 4 costs ${fx(s.k4VsM1, 2)} x M = 1`);
   out.push(`  ${s.model} prefill matmul (M = ${s.prefillRows ?? '-'}): ${fx(s.prefillFlopRatio, 3)} x FMA throughput`);
-  if (b.e2e) out.push(`  ${fx(s.msPerChainToken, 1)} ms per chain token, ${fx(s.msPerVerifyBlock, 1)} ms per verify block, ${fx(s.prefillTokensPerSecond)} prefill tokens/s, ${fx(s.dispatchesPerToken, 1)} dispatches and ${fx(s.submitsPerToken, 1)} submits per chain token`);
+  if (b.e2e) {
+    out.push(`  ${fx(s.msPerChainToken, 1)} ms per chain token, ${fx(s.msPerVerifyBlock, 1)} ms per verify block, ${fx(s.prefillTokensPerSecond)} prefill tokens/s, ${fx(s.dispatchesPerToken, 1)} dispatches and ${fx(s.submitsPerToken, 1)} submits per chain token`);
+    out.push(`  chain decode reads ${fx(b.e2e.chain.bytesPerToken / 1e6, 1)} MB per token: ${fx(s.decodeEffectiveGBps)} GB/s effective (fastest token) = ${fx(s.decodeBwRatio, 3)} x copy bandwidth`);
+  }
+  const pr = s.projection;
+  if (pr) out.push(`  projection: ${pr.model} on a ${pr.bandwidthGBps} GB/s ${pr.device} at this decode efficiency: ${pr.bandwidthGBps} GB/s x ${fx(s.decodeBwRatio, 3)} / ${fx(pr.bytesPerToken / 1e9, 3)} GB per token (context ${pr.context}) = ${fx(pr.tokensPerSecond, 1)} tokens/s`);
   for (const n of b.notes) out.push(`note: ${n}`);
   out.push(`bench took ${b.seconds.toFixed(1)} s`);
   return out.join('\n');

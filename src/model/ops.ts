@@ -22,7 +22,7 @@ export interface Rows {
 }
 
 /** The exact affine kernels ops.matmul can run (benchmarks compare them; the engine picks per phase). */
-export type AffineKernel = 'lanes' | 'rows8' | 'affine';
+export type AffineKernel = 'lanes' | 'tile' | 'affine';
 
 /** Whether matmul_lanes.wgsl can run this linear: 4/8-bit, whole 32-weight chunks, vec4 rows of x. */
 function lanesFit(lin: GpuLinear, xStride: number): boolean {
@@ -40,17 +40,18 @@ function lanesFit(lin: GpuLinear, xStride: number): boolean {
  *   weights as vec4<u32>, x shared through subgroups where the device has them. The fastest M = 1
  *   kernel on every adapter we measured; a block of K rows costs about K chain steps of compute,
  *   which on GPUs (bandwidth-bound) is hidden behind the single weight read.
- * - 'rows8' (matmul.wgsl affine_xsum + affine_rows; prefill): one weight fetch serves 8 rows.
+ * - 'tile' (matmul_lanes_*.wgsl `tile`; prefill): one feature for a block of 8 rows, each chunk of
+ *   weights loaded and unpacked once for the 8 rows. Prefill need not equal decode bit for bit:
+ *   both arms of every comparison prefill alike.
  * - 'affine': one invocation per output; the fallback for linears the others cannot run.
  * The parity lab's split > 0 runs the inexact `affine_split` (dense: `main_split`).
- * `npm run bench` measures all three on the current adapter.
+ * `npm run bench` measures them on the current adapter (--compare).
  */
 export function matmul(rec: Recorder, lin: GpuLinear, x: GPUBuffer, y: GPUBuffer, r: Rows, xStride = lin.desc.inFeatures, yStride = lin.desc.outFeatures, kernel?: AffineKernel): void {
   const { desc } = lin;
   const split = r.split ?? 0;
-  const k: AffineKernel = kernel ?? (r.prefill ? 'rows8' : 'lanes');
-  const vec4Rows = xStride % 4 === 0 && desc.inFeatures % 4 === 0;
-  if (desc.kind === 'affine' && split === 0 && (k === 'lanes' ? lanesFit(lin, xStride) : k === 'rows8' && vec4Rows)) {
+  const k: AffineKernel = kernel ?? (r.prefill ? 'tile' : 'lanes');
+  if (desc.kind === 'affine' && split === 0 && k !== 'affine' && lanesFit(lin, xStride)) {
     const groupCount = desc.inFeatures / desc.groupSize;
     // Group sums of x, [M, groups], once per call (not per output feature); freed after the submit.
     const xs = rec.device.createBuffer({ label: 'matmul-xsums', size: Math.max(16, r.M * groupCount * 4), usage: GPUBufferUsage.STORAGE });
@@ -60,11 +61,11 @@ export function matmul(rec: Recorder, lin: GpuLinear, x: GPUBuffer, y: GPUBuffer
     lin.weight.parts.forEach((part, i) => {
       const params = rec.params([r.M, part.rows, desc.inFeatures, desc.groupSize, part.rowStart, xStride, yStride, r.round ? 1 : 0]);
       const sb = [lin.scales!.parts[i].buffer, lin.biases!.parts[i].buffer];
+      const shader = rec.kernels.subgroupsOf8 ? 'matmul_lanes_subgroupx.wgsl' : 'matmul_lanes_loadx.wgsl';
       if (k === 'lanes') {
-        const shader = rec.kernels.subgroupsOf8 ? 'matmul_lanes_subgroupx.wgsl' : 'matmul_lanes_loadx.wgsl';
         rec.run(shader, 'main', { BITS: desc.bits }, [params, undefined, undefined, y, ...sb, xs, x, part.buffer], Math.ceil(part.rows / (4 * WG)));
       } else {
-        rec.run('matmul.wgsl', 'affine_rows', { BITS: desc.bits, ROWS: 8 }, [params, undefined, part.buffer, y, ...sb, xs, x], Math.ceil(r.M / 8) * groups(part.rows));
+        rec.run(shader, 'tile', { BITS: desc.bits }, [params, undefined, undefined, y, ...sb, xs, x, part.buffer], Math.ceil(r.M / 8) * groups(part.rows));
       }
     });
     return;

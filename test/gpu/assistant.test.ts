@@ -70,14 +70,14 @@ describe('GPU assistant (drafter) vs transformers goldens (tiny-a draft.*)', () 
     const seedLogits = maxAbsDiff(r2.logits!, logits);
     console.log(`vs float64 goldens: seed hidden NMSE ${seedNmse.toExponential(3)}; draft hidden NMSE end to end ${e2e.toExponential(3)} (logits max abs ${e2eLogits.toExponential(3)}), from the golden seed ${fromSeed.toExponential(3)} (logits max abs ${seedLogits.toExponential(3)})`);
     // Acceptance bound 1e-8 for the projected hidden state: NOT MET on lavapipe. Measured: seed (target's
-    // post-norm hidden, last prompt row) NMSE 1.0e-7; projected hidden end to end 5.6e-7, from the golden seed
-    // 9.3e-8. The drafter itself is not the cause: the float64 reference with f32 RMSNorm/RoPE (numerics
+    // post-norm hidden, last prompt row) NMSE 2.7e-8; projected hidden end to end 9.9e-8, from the golden seed
+    // 1.7e-8 (before the quantized matmuls used centred codes: 1.0e-7, 5.6e-7, 9.3e-8). The drafter itself is not the cause: the float64 reference with f32 RMSNorm/RoPE (numerics
     // 'transformers') fed golden seed + golden K/V lands at 4e-13, but the state amplifies its inputs' error
     // (seed NMSE x ~4; golden seed + that reference's own K/V: 6.9e-9; its own seed (2.1e-8): 7.6e-8).
     // Held to about twice the measured values so the gap stays visible and cannot grow unnoticed.
-    expect(seedNmse).toBeLessThanOrEqual(2e-7);
-    expect(e2e).toBeLessThanOrEqual(1e-6);
-    expect(fromSeed).toBeLessThanOrEqual(2e-7);
+    expect(seedNmse).toBeLessThanOrEqual(6e-8);
+    expect(e2e).toBeLessThanOrEqual(2e-7);
+    expect(fromSeed).toBeLessThanOrEqual(4e-8);
     asst.destroy();
     target.destroy();
   });

@@ -30,7 +30,7 @@ describe('bench module (tiny shapes)', () => {
       maxIters: 2,
       matmulRows: [1, 4],
       bits: [4, 8],
-      compareKernels: ['lanes', 'rows8', 'affine'],
+      compareKernels: ['lanes', 'tile', 'affine'],
       compareRows: [1, 4],
       compareHead: true,
       prefillRows: 16,
@@ -46,7 +46,7 @@ describe('bench module (tiny shapes)', () => {
 
     expect(['timestamp-query', 'wall-clock']).toContain(report.timing);
     expect(report.engineKernel).toBe('lanes');
-    expect(report.prefillKernel).toBe('rows8');
+    expect(report.prefillKernel).toBe('tile');
     expect(report.yardsticks.length).toBeGreaterThanOrEqual(2);
     for (const y of report.yardsticks) expect(finitePositive(y.value), `${y.name} = ${y.value}`).toBe(true);
 
@@ -57,7 +57,7 @@ describe('bench module (tiny shapes)', () => {
     }
     // every compared kernel ran, and exactly one of them is marked as the engine's
     const gate = report.kernels.filter((k) => k.class === 'matmul' && k.name.startsWith('mlp.gate/up 4-bit') && k.M === 1);
-    expect(new Set(gate.map((k) => k.kernel))).toEqual(new Set(['lanes', 'rows8', 'affine']));
+    expect(new Set(gate.map((k) => k.kernel))).toEqual(new Set(['lanes', 'tile', 'affine']));
     expect(gate.filter((k) => k.engine).map((k) => k.kernel)).toEqual([report.engineKernel]);
     expect(report.kernels.find((k) => k.class === 'prefill')?.M).toBe(16);
 

@@ -572,15 +572,15 @@ describe(`GPU kernels vs the CPU float64 reference (${ADAPTER})`, () => {
     }
   });
 
-  // -- matmul, the engine's exact kernels: 'lanes' (matmul_lanes_*.wgsl, decode and verify) and
-  // 'rows8' (matmul.wgsl affine_rows, prefill) ---------------------------------------------------------
+  // -- matmul, the engine's exact kernels: 'lanes' (matmul_lanes_*.wgsl main, decode and verify) and
+  // 'tile' (matmul_lanes_*.wgsl tile, prefill) ---------------------------------------------------------
   // 'lanes': four features per invocation, x shared through subgroups where the device has them;
-  // 'rows8': each weight fetched once for a block of 8 rows, all accumulators always computed. Their
+  // 'tile': each chunk of weights unpacked once for a block of 8 rows, all rows always computed. Their
   // rows must not depend on M or on the slot a row takes (byte equality with the row alone, M = 1..8
   // and past one block), and their values must agree with the CPU reference and with the
   // one-output-per-invocation `affine` kernel. Linears a kernel cannot run fall back to `affine`.
-  describe('matmul, exact kernels lanes / rows8', () => {
-    const ROW_KERNELS = ['lanes', 'rows8'] as const;
+  describe('matmul, exact kernels lanes / tile', () => {
+    const ROW_KERNELS = ['lanes', 'tile'] as const;
     const invCases: (AffineCase & { name: string })[] = [
       { name: '4-bit gs 64, 3 parts', bits: 4, gs: 64, K: 128, N: 30, rowsPerPart: 11 },
       { name: '8-bit gs 32, 2 parts', bits: 8, gs: 32, K: 96, N: 70, rowsPerPart: 40 },

@@ -54,15 +54,16 @@ describe('GPU f32 target forward vs transformers float64 goldens (tiny-a)', () =
     console.log(`logits max abs err ${err.toExponential(3)}; worst act NMSE ${top.map(([k, v]) => `${k} ${v.toExponential(2)}`).join(', ')}`);
   });
 
-  it('every act.* tensor within NMSE 1e-8 of the float64 goldens (tiny-a-f64), three known exceptions', async () => {
+  it('every act.* tensor within NMSE 1e-8 of the float64 goldens (tiny-a-f64), one known exception', async () => {
     // tiny-a-f64 carries no f32 noise (transformers' f32 RMSNorm/RoPE/softmax patched out, stored as F64; the
     // float64 reference matches it to ~1e-11), so NMSE against it is the engine's own error.
-    // Acceptance bound 1e-8 (every act.*). NOT MET by the three deepest attention/MLP outputs, measured on
-    // lavapipe: act.attn.10 1.57e-8, act.attn.11 3.44e-8, act.mlp.11 1.79e-8 (everything else <= 9.2e-9). The
-    // error grows ~2x per layer in this random model; f32 RMSNorm + f32 RoPE tables alone (the reference with
-    // numerics 'transformers') already land at 9.3e-9 on act.attn.10. Those three are held to 5e-8 here so that
-    // the gap stays visible (logged below) and cannot grow unnoticed; every other act.* is asserted at 1e-8.
-    const KNOWN_OVER = new Set(['attn.10', 'attn.11', 'mlp.11']);
+    // Acceptance bound 1e-8 (every act.*). NOT MET by the deepest attention output alone, measured on
+    // lavapipe: act.attn.11 1.11e-8 (next: mlp.11 6.4e-9; with the former uncentred quantized matmuls
+    // attn.10/attn.11/mlp.11 were at 1.57e-8/3.44e-8/1.79e-8). The error grows ~2x per layer in this random
+    // model; f32 RMSNorm + f32 RoPE tables alone (the reference with numerics 'transformers') already land at
+    // 9.3e-9 on act.attn.10. attn.11 is held to 2e-8 here so that the gap stays visible (logged below) and
+    // cannot grow unnoticed; every other act.* is asserted at 1e-8.
+    const KNOWN_OVER = new Set(['attn.11']);
     const g64 = await loadGolden(TINY_A_F64);
     model.reset();
     const r = await model.prefill(g64.json.prompt, { logits: 'all', captures: 'all' });
@@ -74,7 +75,7 @@ describe('GPU f32 target forward vs transformers float64 goldens (tiny-a)', () =
     const worstOf = (k: string) => Object.entries(e).filter(([n]) => n.startsWith(k)).sort((a, b) => b[1] - a[1])[0];
     const over = names.filter((n) => e[n] > 1e-8);
     console.log(`vs float64 goldens: logits max abs err ${err.toExponential(3)}; worst act NMSE: ${['attn', 'mlp', 'layer', 'final_norm'].map((k) => `${worstOf(k)[0]} ${worstOf(k)[1].toExponential(2)}`).join(', ')}; over 1e-8: ${over.map((n) => `${n} ${e[n].toExponential(2)}`).join(', ') || 'none'}`);
-    for (const n of names) expect(e[n], `act.${n}`).toBeLessThanOrEqual(KNOWN_OVER.has(n) ? 5e-8 : 1e-8);
+    for (const n of names) expect(e[n], `act.${n}`).toBeLessThanOrEqual(KNOWN_OVER.has(n) ? 2e-8 : 1e-8);
     expect(err).toBeLessThanOrEqual(0.05);
   });
 

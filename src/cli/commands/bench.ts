@@ -5,12 +5,12 @@ import { defaultBenchOptions, formatBench, runBench } from '../../bench/run.ts';
 import type { AffineKernel } from '../../bench/kernels.ts';
 import type { Command } from '../command.ts';
 
-const KERNELS: readonly AffineKernel[] = ['lanes', 'rows8', 'affine'];
+const KERNELS: readonly AffineKernel[] = ['lanes', 'tile', 'affine'];
 
 export const bench: Command = {
   name: 'bench',
   summary: 'Throughput of the adapter (copy GB/s, FMA GFLOP/s), of each kernel class at 12B (31B) shapes as ratios to it, and end to end on a small synthetic model.',
-  usage: 'bench [--quick] [--full] [--json FILE] [--no-e2e] [--wall-clock] [--layers N] [--prefill-rows N] [--compare lanes,rows8,affine] [--compare-head]',
+  usage: 'bench [--quick] [--full] [--json FILE] [--no-e2e] [--wall-clock] [--layers N] [--prefill-rows N] [--compare lanes,tile,affine] [--compare-head] [--no-subgroups]',
   options: {
     quick: { type: 'boolean', help: 'short form (about a minute on a 2-core CPU adapter)' },
     full: { type: 'boolean', help: 'also the 31B shapes' },
@@ -23,6 +23,7 @@ export const bench: Command = {
     compare: { type: 'string', help: `other exact affine kernels measured on the 4-bit MLP shapes (gate/up, down) at M = 1, 4, 8 (${KERNELS.join(', ')}; "none")` },
     'compare-head': { type: 'boolean', help: 'also compare the kernels on the LM head (slow on CPU adapters)' },
     seconds: { type: 'string', help: 'target GPU seconds per kernel measurement' },
+    'no-subgroups': { type: 'boolean', help: 'do not request the subgroups feature (kernels take their paths for devices without it)' },
   },
   async run({ values: v }, io) {
     const o = defaultBenchOptions(v.quick === true, v.full === true);
@@ -45,7 +46,7 @@ export const bench: Command = {
       o.targetSeconds = s;
     }
     o.log = (line) => io.err(`bench: ${line}`);
-    const ctx = await nodeGpuContext();
+    const ctx = await nodeGpuContext(v['no-subgroups'] ? { disableFeatures: ['subgroups'] } : {});
     try {
       const report = await runBench(ctx, o);
       io.out(formatBench(report));
