@@ -31,9 +31,10 @@ fn store(m: u32, n: u32, acc: f32) {
   y[m * P.y_stride + P.n_offset + n] = select(acc, round_bf16(acc), P.round == 1u);
 }
 
+// (An if, not select(): select() evaluates both loads.)
 fn bf16_elem(arr_index: u32, is_bias: bool) -> f32 {
-  let word = select(scales[arr_index >> 1u], biases[arr_index >> 1u], is_bias);
-  return bf16_to_f32(u16_at(word, arr_index));
+  if (is_bias) { return bf16_to_f32(u16_at(biases[arr_index >> 1u], arr_index)); }
+  return bf16_to_f32(u16_at(scales[arr_index >> 1u], arr_index));
 }
 
 // Affine-quantized weights (MLX): W[n, k] = scale[n, g] * q + bias[n, g], q packed LSB first.

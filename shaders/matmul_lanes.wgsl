@@ -44,10 +44,10 @@ struct Params {
 // 32 consecutive x values of one row (x_chunk is defined by the including entry-point file).
 struct X8 { a0: vec4<f32>, a1: vec4<f32>, a2: vec4<f32>, a3: vec4<f32>, a4: vec4<f32>, a5: vec4<f32>, a6: vec4<f32>, a7: vec4<f32> }
 
-fn bf16_at(arr_is_bias: bool, i: u32) -> f32 {
-  let word = select(scales[i >> 1u], biases[i >> 1u], arr_is_bias);
-  return bf16_to_f32(u16_at(word, i));
-}
+// Group i's scale / bias (bf16 pairs). Two functions, not one with a select(): select() evaluates
+// both operands, and on software adapters every load is a per-invocation loop.
+fn scale_at(i: u32) -> f32 { return bf16_to_f32(u16_at(scales[i >> 1u], i)); }
+fn bias_at(i: u32) -> f32 { return bf16_to_f32(u16_at(biases[i >> 1u], i)); }
 
 // Codes are used CENTRED, q - 2^(BITS-1) (exact small integers), with the group's bias adjusted to
 // bias + 2^(BITS-1) * scale, the same real weights. Why: MLX's bias is about -2^(BITS-1) * scale,
@@ -117,8 +117,8 @@ fn lanes_body(wid: vec3<u32>, nwg: vec3<u32>, lid: u32, lane: u32) {
         q3 += chunk_dot(unpack_chunk(row.w, ci), X);
       }
       let gi = nc * groups + vec4<u32>(g);
-      let scale = vec4<f32>(bf16_at(false, gi.x), bf16_at(false, gi.y), bf16_at(false, gi.z), bf16_at(false, gi.w));
-      let bias = vec4<f32>(bf16_at(true, gi.x), bf16_at(true, gi.y), bf16_at(true, gi.z), bf16_at(true, gi.w)) + scale * half_code();
+      let scale = vec4<f32>(scale_at(gi.x), scale_at(gi.y), scale_at(gi.z), scale_at(gi.w));
+      let bias = vec4<f32>(bias_at(gi.x), bias_at(gi.y), bias_at(gi.z), bias_at(gi.w)) + scale * half_code();
       ksum4_add(&s, &c, scale * vec4<f32>(hsum(q0), hsum(q1), hsum(q2), hsum(q3)));
       ksum4_add(&s, &c, bias * xs[m * groups + g]);
     }
@@ -171,8 +171,8 @@ fn tile_body(wid: vec3<u32>, nwg: vec3<u32>, lid: u32, lane: u32) {
       a7 += chunk_dot(W, x_chunk(xb.w + 8u * ci, lane));
     }
     let gi = nc * groups + g;
-    let scale = bf16_at(false, gi);
-    let bias = bf16_at(true, gi) + scale * half_code();
+    let scale = scale_at(gi);
+    let bias = bias_at(gi) + scale * half_code();
     ksum4_add(&sa, &ca, scale * vec4<f32>(hsum(a0), hsum(a1), hsum(a2), hsum(a3)));
     ksum4_add(&sa, &ca, bias * vec4<f32>(xs[ra.x * groups + g], xs[ra.y * groups + g], xs[ra.z * groups + g], xs[ra.w * groups + g]));
     ksum4_add(&sb, &cb, scale * vec4<f32>(hsum(a4), hsum(a5), hsum(a6), hsum(a7)));
