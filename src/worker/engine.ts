@@ -117,7 +117,7 @@ export class Engine {
     try {
       const ctx = await this.gpu();
       let lines = 0;
-      const report = await runBench(ctx, { ...pageBenchOptions(), log: (line) => onProgress?.({ phase: 'bench', done: ++lines, total: 16, detail: line }) });
+      const report = await runBench(ctx, { ...pageBenchOptions(), log: (line) => onProgress?.({ phase: 'bench', done: ++lines, total: 18, detail: line }) });
       token.throwIfCancelled();
       const s = report.summary;
       this.performance = {
