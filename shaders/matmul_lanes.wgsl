@@ -131,18 +131,47 @@ fn lanes_body(wid: vec3<u32>, nwg: vec3<u32>, lid: u32, lane: u32) {
 }
 
 // ---- affine_tile: the prefill matmul --------------------------------------------------------
-// One invocation computes ONE feature n for a block of 8 rows m0 .. m0+7 (a workgroup covers WG
-// consecutive features of one row block, so its rows, hence its x chunks, are uniform). Each chunk of
-// weights is loaded and unpacked once and used for the 8 rows. Rows past M read row M - 1 and are
+// One invocation computes TWO features n, n + WG for a block of 8 rows m0 .. m0+7 (a workgroup covers
+// 2 WG features of one row block, so its rows, hence its x chunks, are uniform). Each chunk of
+// weights is loaded and unpacked once and used for the 8 rows; each chunk of x for the two features. Rows past M read row M - 1 and are
 // not stored. A row's arithmetic is the same in every slot of the block and for every M (the same
 // sequence as affine_lanes': chunk_dot trees, chunks in order, (c0 + c1) + (c2 + c3), compensated
 // total over groups), though prefill does not need to equal decode bit for bit: both
 // arms of every comparison prefill alike.
+// Per-group accumulators of one feature for the 8 rows of a block.
+struct A8 { r0: vec4<f32>, r1: vec4<f32>, r2: vec4<f32>, r3: vec4<f32>, r4: vec4<f32>, r5: vec4<f32>, r6: vec4<f32>, r7: vec4<f32> }
+
+// Compensated totals of one feature for rows 0-3 (s.., c..: one component per row) and rows 4-7.
+struct Tot { sa: vec4<f32>, ca: vec4<f32>, sb: vec4<f32>, cb: vec4<f32> }
+
+fn tile_group_end(t: Tot, a: A8, gi: u32, sxa: vec4<f32>, sxb: vec4<f32>) -> Tot {
+  let scale = scale_at(gi);
+  let bias = bias_at(gi) + scale * half_code();
+  var sa = t.sa; var ca = t.ca; var sb = t.sb; var cb = t.cb;
+  ksum4_add(&sa, &ca, scale * vec4<f32>(hsum(a.r0), hsum(a.r1), hsum(a.r2), hsum(a.r3)));
+  ksum4_add(&sa, &ca, bias * sxa);
+  ksum4_add(&sb, &cb, scale * vec4<f32>(hsum(a.r4), hsum(a.r5), hsum(a.r6), hsum(a.r7)));
+  ksum4_add(&sb, &cb, bias * sxb);
+  return Tot(sa, ca, sb, cb);
+}
+
+fn tile_store(n: u32, m0: u32, t: Tot) {
+  if (n >= P.N) { return; }
+  let va = t.sa + t.ca;
+  let vb = t.sb + t.cb;
+  for (var i = 0u; i < 4u; i++) {
+    if (m0 + i < P.M) { y[(m0 + i) * P.y_stride + P.n_offset + n] = select(va[i], round_bf16(va[i]), P.round == 1u); }
+    if (m0 + 4u + i < P.M) { y[(m0 + 4u + i) * P.y_stride + P.n_offset + n] = select(vb[i], round_bf16(vb[i]), P.round == 1u); }
+  }
+}
+
 fn tile_body(wid: vec3<u32>, nwg: vec3<u32>, lid: u32, lane: u32) {
   let b = linear_workgroup(wid, nwg);
-  let tiles = (P.N + WG - 1u) / WG;
-  let n = (b % tiles) * WG + lid;
-  let nc = min(n, P.N - 1u);
+  let tiles = (P.N + 2u * WG - 1u) / (2u * WG);
+  let n0 = (b % tiles) * 2u * WG + lid; // features n0 and n0 + WG
+  let n1 = n0 + WG;
+  let c0 = min(n0, P.N - 1u);
+  let c1 = min(n1, P.N - 1u);
   let m0 = (b / tiles) * 8u;
   let last = vec4<u32>(P.M - 1u);
   let ra = min(vec4<u32>(m0) + vec4<u32>(0u, 1u, 2u, 3u), last);
@@ -151,39 +180,33 @@ fn tile_body(wid: vec3<u32>, nwg: vec3<u32>, lid: u32, lane: u32) {
   let xb = rb * (P.x_stride / 4u);
   let chunks_per_group = P.group_size / 32u;
   let groups = P.K / P.group_size;
-  let row = nc * ((P.K / 32u) * (BITS / 4u));
+  let v4_per_row = (P.K / 32u) * (BITS / 4u);
+  let row0 = c0 * v4_per_row;
+  let row1 = c1 * v4_per_row;
   let zero = vec4<f32>(0.0);
-  var sa = zero; var ca = zero; // compensated totals of rows 0-3 (one component per row)
-  var sb = zero; var cb = zero; // rows 4-7
+  var t0 = Tot(zero, zero, zero, zero);
+  var t1 = t0;
   for (var g = 0u; g < groups; g++) {
-    var a0 = zero; var a1 = zero; var a2 = zero; var a3 = zero;
-    var a4 = zero; var a5 = zero; var a6 = zero; var a7 = zero;
+    var a = A8(zero, zero, zero, zero, zero, zero, zero, zero); // feature n0
+    var e = a;                                                  // feature n1
     for (var j = 0u; j < chunks_per_group; j++) {
       let ci = g * chunks_per_group + j;
-      let W = unpack_chunk(row, ci);
-      a0 += chunk_dot(W, x_chunk(xa.x + 8u * ci, lane));
-      a1 += chunk_dot(W, x_chunk(xa.y + 8u * ci, lane));
-      a2 += chunk_dot(W, x_chunk(xa.z + 8u * ci, lane));
-      a3 += chunk_dot(W, x_chunk(xa.w + 8u * ci, lane));
-      a4 += chunk_dot(W, x_chunk(xb.x + 8u * ci, lane));
-      a5 += chunk_dot(W, x_chunk(xb.y + 8u * ci, lane));
-      a6 += chunk_dot(W, x_chunk(xb.z + 8u * ci, lane));
-      a7 += chunk_dot(W, x_chunk(xb.w + 8u * ci, lane));
+      let W0 = unpack_chunk(row0, ci);
+      let W1 = unpack_chunk(row1, ci);
+      var X = x_chunk(xa.x + 8u * ci, lane); a.r0 += chunk_dot(W0, X); e.r0 += chunk_dot(W1, X);
+      X = x_chunk(xa.y + 8u * ci, lane); a.r1 += chunk_dot(W0, X); e.r1 += chunk_dot(W1, X);
+      X = x_chunk(xa.z + 8u * ci, lane); a.r2 += chunk_dot(W0, X); e.r2 += chunk_dot(W1, X);
+      X = x_chunk(xa.w + 8u * ci, lane); a.r3 += chunk_dot(W0, X); e.r3 += chunk_dot(W1, X);
+      X = x_chunk(xb.x + 8u * ci, lane); a.r4 += chunk_dot(W0, X); e.r4 += chunk_dot(W1, X);
+      X = x_chunk(xb.y + 8u * ci, lane); a.r5 += chunk_dot(W0, X); e.r5 += chunk_dot(W1, X);
+      X = x_chunk(xb.z + 8u * ci, lane); a.r6 += chunk_dot(W0, X); e.r6 += chunk_dot(W1, X);
+      X = x_chunk(xb.w + 8u * ci, lane); a.r7 += chunk_dot(W0, X); e.r7 += chunk_dot(W1, X);
     }
-    let gi = nc * groups + g;
-    let scale = scale_at(gi);
-    let bias = bias_at(gi) + scale * half_code();
-    ksum4_add(&sa, &ca, scale * vec4<f32>(hsum(a0), hsum(a1), hsum(a2), hsum(a3)));
-    ksum4_add(&sa, &ca, bias * vec4<f32>(xs[ra.x * groups + g], xs[ra.y * groups + g], xs[ra.z * groups + g], xs[ra.w * groups + g]));
-    ksum4_add(&sb, &cb, scale * vec4<f32>(hsum(a4), hsum(a5), hsum(a6), hsum(a7)));
-    ksum4_add(&sb, &cb, bias * vec4<f32>(xs[rb.x * groups + g], xs[rb.y * groups + g], xs[rb.z * groups + g], xs[rb.w * groups + g]));
+    let sxa = vec4<f32>(xs[ra.x * groups + g], xs[ra.y * groups + g], xs[ra.z * groups + g], xs[ra.w * groups + g]);
+    let sxb = vec4<f32>(xs[rb.x * groups + g], xs[rb.y * groups + g], xs[rb.z * groups + g], xs[rb.w * groups + g]);
+    t0 = tile_group_end(t0, a, c0 * groups + g, sxa, sxb);
+    t1 = tile_group_end(t1, e, c1 * groups + g, sxa, sxb);
   }
-  if (n < P.N) {
-    let va = sa + ca;
-    let vb = sb + cb;
-    for (var i = 0u; i < 4u; i++) {
-      if (m0 + i < P.M) { y[(m0 + i) * P.y_stride + P.n_offset + n] = select(va[i], round_bf16(va[i]), P.round == 1u); }
-      if (m0 + 4u + i < P.M) { y[(m0 + 4u + i) * P.y_stride + P.n_offset + n] = select(vb[i], round_bf16(vb[i]), P.round == 1u); }
-    }
-  }
+  tile_store(n0, m0, t0);
+  tile_store(n1, m0, t1);
 }
