@@ -15,10 +15,12 @@
 // (chunk_dot; component i holds the weights with k % 4 == i); the group's chunks added in order;
 // the four components added as (c0 + c1) + (c2 + c3); then scale * qx and bias * sx (sx = the
 // group's compensated x sum from affine_xsum) added to a Neumaier-compensated total over groups
-// (q centred, bias adjusted: see nib_lo). Nothing depends on M, on
-// where row m sits, or on which of the four features n is. Reading each weight from memory once per
-// row (not once per block of rows) is what this costs on compute-bound adapters; on GPUs the rows
-// of a verify block re-read the same weights from cache.
+// (q centred, bias adjusted: see nib_lo). Nothing depends on M, on where row m sits, or on which of
+// the four features n is: every row runs the very same code (the loop over m), so even where a compiler
+// fuses a product into an add (WGSL allows it) it does so alike for every row. The kernel tests check
+// this byte for byte on lavapipe and SwiftShader (M = 1..8 and 13 vs each row alone). Reading each
+// weight from memory once per row (not once per block of rows) is what this costs on compute-bound
+// adapters; on GPUs the rows of a verify block re-read the same weights from cache.
 override BITS: u32 = 4u;
 override WG: u32 = 64u;
 
@@ -76,8 +78,7 @@ fn unpack_chunk(row: u32, c: u32) -> W8 {
   return W8(bytes4(v.x), bytes4(v.y), bytes4(v.z), bytes4(v.w), bytes4(u.x), bytes4(u.y), bytes4(u.z), bytes4(u.w));
 }
 // q * x over one chunk, as a vec4 (component i: the weights with k % 4 == i), summed as a fixed
-// binary tree: three levels of rounding instead of a chain of eight, which keeps a 12-layer model
-// as close to float64 as the per-element compensated sums did.
+// binary tree: three levels of rounding instead of a chain of eight.
 fn chunk_dot(W: W8, X: X8) -> vec4<f32> {
   return ((W.a0 * X.a0 + W.a1 * X.a1) + (W.a2 * X.a2 + W.a3 * X.a3)) + ((W.a4 * X.a4 + W.a5 * X.a5) + (W.a6 * X.a6 + W.a7 * X.a7));
 }
