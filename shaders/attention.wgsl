@@ -71,8 +71,10 @@ fn key_of(j: u32, i: u32) -> vec2<u32> {
   if (P.mode == MODE_LINEAR) { return vec2<u32>(0u, i); }
   let W = P.window;
   if (P.mode == MODE_PHYSICAL) {
-    // Block token t (position p + t) is written to slot (p + t - base) mod W.
-    let t = (i + W - ((P.p - P.base) % W)) % W;
+    // Block token t (position p + t) is written to slot (p + t - base) mod W. (i + W - r < 2W: one
+    // conditional subtraction instead of a modulo, which software adapters run per invocation.)
+    let t0 = i + W - ((P.p - P.base) % W);
+    let t = select(t0, t0 - W, t0 >= W);
     if (t <= j) { return vec2<u32>(1u, t); }
     return vec2<u32>(0u, i);
   }
@@ -95,13 +97,16 @@ fn ring_slot(pos: u32) -> u32 {
   return (pos % P.window + P.window - P.base % P.window) % P.window;
 }
 
+// (An if, not select(): select() evaluates both loads.)
 fn k_at(loc: vec2<u32>, kvh: u32, c: u32) -> f32 {
   let off = (loc.y * P.kv_heads + kvh) * P.d + c;
-  return select(k_cache[off], k_stage[off], loc.x == 1u);
+  if (loc.x == 1u) { return k_stage[off]; }
+  return k_cache[off];
 }
 fn v_at(loc: vec2<u32>, kvh: u32, c: u32) -> f32 {
   let off = (loc.y * P.kv_heads + kvh) * P.d + c;
-  return select(v_cache[off], v_stage[off], loc.x == 1u);
+  if (loc.x == 1u) { return v_stage[off]; }
+  return v_cache[off];
 }
 
 @compute @workgroup_size(WG)
