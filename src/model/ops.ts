@@ -37,9 +37,9 @@ function lanesFit(lin: GpuLinear, xStride: number): boolean {
  * is and wherever the row sits; `kernel` is chosen by phase and by properties of the linear, never
  * by M:
  * - 'lanes' (matmul_lanes_*.wgsl; decode steps and verify blocks): four features per invocation,
- *   weights as vec4<u32>, x shared through subgroups where the device has them. The fastest M = 1
- *   kernel on every adapter we measured; a block of K rows costs about K chain steps of compute,
- *   which on GPUs (bandwidth-bound) is hidden behind the single weight read.
+ *   weights as vec4<u32>, x shared through subgroups where the device has them. On lavapipe about 3x
+ *   faster than `affine` at M = 1 (bench --compare); a block of K rows costs about K chain steps of
+ *   compute there, which on GPUs (bandwidth-bound) hides behind the weight reads.
  * - 'tile' (matmul_lanes_*.wgsl `tile`; prefill): two features for a block of 8 rows, each chunk of
  *   weights loaded and unpacked once for the 8 rows. Prefill need not equal decode bit for bit:
  *   both arms of every comparison prefill alike.

@@ -65,6 +65,14 @@ describe('bench module (tiny shapes)', () => {
     for (const v of [e.prefill.tokensPerSecond, e.chain.msPerToken, e.verify.msPerBlock, e.chain.dispatchesPerToken, e.chain.submitsPerToken, e.blockVsChain]) expect(finitePositive(v)).toBe(true);
     const s = report.summary;
     for (const v of [s.copyGBps, s.fmaF32Gflops, s.matvec4bitBwRatio, s.k4VsM1, s.prefillFlopRatio, s.msPerChainToken]) expect(finitePositive(v)).toBe(true);
+    // decode traffic, effective bandwidth and the projection are consistent with each other
+    expect(e.chain.effectiveGBps).toBeCloseTo(e.chain.bytesPerToken / (e.chain.minMs / 1000) / 1e9, 6);
+    expect(s.decodeBwRatio).toBeCloseTo(e.chain.effectiveGBps / s.copyGBps, 6);
+    const pr = s.projection!;
+    expect(pr.bandwidthGBps).toBe(614);
+    expect(pr.tokensPerSecond).toBeCloseTo((614e9 * s.decodeBwRatio!) / pr.bytesPerToken, 6);
+    // yardsticks are the best of the two measurements, and every ratio is against them
+    for (const k of report.kernels) expect(k.bwRatio).toBeCloseTo(k.gbPerS / s.copyGBps, 9);
 
     const text = formatBench(report);
     expect(text).toContain('summary:');

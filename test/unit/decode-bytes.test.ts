@@ -1,0 +1,31 @@
+/**
+ * decodeBytesPerToken (src/bench/e2e.ts): the traffic figure behind the bench's effective bandwidth and
+ * its 614 GB/s projection. Checked against an independent count over the tiny-a fixture's files: every
+ * tensor of the checkpoint is read once per decode token (the tied embedding as the LM head), plus one
+ * embedding row, plus the K and V rows each layer attends to.
+ */
+import { describe, expect, it } from 'vitest';
+import path from 'node:path';
+import type { TargetDescription } from '../../src/format/model-description.ts';
+import { openCheckpointDir } from '../../src/node/file-source.ts';
+import { decodeBytesPerToken, presetDecodeBytes } from '../../src/bench/e2e.ts';
+import { TINY_A } from '../support/fixtures.ts';
+
+describe('decode bytes per token', () => {
+  it('tiny-a: every tensor once + one embedding row + the K/V each layer reads, at short and wrapped contexts', async () => {
+    const ck = await openCheckpointDir(path.join(TINY_A, 'target'));
+    const d = ck.description as TargetDescription;
+    const tensorBytes = [...ck.tensors.values()].reduce((a, t) => a + t.byteLength, 0);
+    const embedBytes = d.embed.kind === 'affine' ? d.embed.weight.byteLength + d.embed.scales.byteLength + d.embed.biases.byteLength : d.embed.weight.byteLength;
+    for (const context of [3, 15, 40, 200]) {
+      const kv = d.layers.reduce((a, l) => a + 2 * 4 * l.numKvHeads * l.headDim * (l.type === 'sliding' ? Math.min(context + 1, d.window) : context + 1), 0);
+      expect(decodeBytesPerToken(d, context)).toBeCloseTo(tensorBytes + embedBytes / d.vocab + kv, 6);
+    }
+  });
+
+  it('12b preset: about 6.7 GB per token at a short context (4-bit weights, 262144-row tied head)', async () => {
+    const bytes = await presetDecodeBytes('12b', 32);
+    expect(bytes).toBeGreaterThan(6.5e9);
+    expect(bytes).toBeLessThan(7.0e9);
+  });
+});
