@@ -12,6 +12,9 @@ import type { Linear, TargetDescription } from '../format/model-description.ts';
 import { synthGeometry, syntheticCheckpoint, type SynthPreset } from '../format/synthetic.ts';
 import { uploadWeights } from '../model/gpu-weights.ts';
 import { TargetModel } from '../model/target.ts';
+import { runProbe } from '../parity/probe.ts';
+import { checkpointInfo } from '../parity/summary.ts';
+import type { ProbeReport } from '../parity/report.ts';
 
 export interface E2EOptions {
   preset: SynthPreset;
@@ -43,6 +46,31 @@ export interface E2EResult {
   verify: { block: number; blocks: number; msPerBlock: number; minMs: number; msPerToken: number; dispatchesPerBlock: number; submitsPerBlock: number };
   /** ms per verify block / ms per chain token (1 = a block of K costs one chain step; K = no gain). */
   blockVsChain: number;
+  /**
+   * The block-versus-chain probe on this model, wall time by phase summed over its draws: once with the
+   * exact policy (passes: no localization) and once with `mlx-metal` (fails: localization runs).
+   */
+  probe: ProbePhases[];
+}
+
+export interface ProbePhases {
+  policy: string;
+  verdict: string;
+  drawLengths: number[];
+  block: number;
+  prefillMs: number;
+  chainMs: number;
+  blockMs: number;
+  localizeMs: number;
+  totalMs: number;
+}
+
+function phases(r: ProbeReport): ProbePhases {
+  const sum = (k: 'prefillMs' | 'chainMs' | 'blockMs' | 'localizeMs') => r.draws.reduce((a, d) => a + (d.timings[k] ?? 0), 0);
+  return {
+    policy: r.provenance.policy, verdict: r.verdict, drawLengths: r.provenance.drawLengths, block: r.provenance.block,
+    prefillMs: sum('prefillMs'), chainMs: sum('chainMs'), blockMs: sum('blockMs'), localizeMs: sum('localizeMs'), totalMs: r.timings.totalMs,
+  };
 }
 
 const tokens = pseudoRandomTokens;
@@ -129,11 +157,20 @@ export async function benchEndToEnd(ctx: GpuContext, o: E2EOptions): Promise<E2E
       log(`e2e: verify block ${b + 1}/${o.blocks} (K = ${o.block}): ${blockMs[b].toFixed(0)} ms`);
     }
     snap.destroy();
+    const probe: ProbePhases[] = [];
+    for (const policy of ['exact', 'mlx-metal']) {
+      const r = await runProbe(
+        { ctx, weights, target: checkpointInfo(ck), platform: 'bench' },
+        { block: o.block, lengths: [o.promptTokens, o.promptTokens], policy, precision: 'f32', localize: true },
+      );
+      probe.push(phases(r));
+      log(`e2e: probe (${policy}): ${r.verdict} in ${(r.timings.totalMs / 1000).toFixed(1)} s`);
+    }
     const msPerBlock = mean(blockMs);
     const verify = { block: o.block, blocks: o.blocks, msPerBlock, minMs: Math.min(...blockMs), msPerToken: msPerBlock / o.block, dispatchesPerBlock: (s.dispatches - d0) / o.blocks, submitsPerBlock: (s.submits - u0) / o.blocks };
     return {
       model: `synthetic ${g.modelType} ${o.preset} geometry, ${o.layers} layers`, layers: o.layers, layerTypes: desc.layers.map((l) => l.type), vocab: V,
-      weightBytes: weights.bytes, uploadSeconds, timing: 'wall-clock', prefill, chain, verify, blockVsChain: msPerBlock / chain.msPerToken,
+      weightBytes: weights.bytes, uploadSeconds, timing: 'wall-clock', prefill, chain, verify, blockVsChain: msPerBlock / chain.msPerToken, probe,
     };
   } finally {
     model.destroy();

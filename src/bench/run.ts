@@ -338,6 +338,11 @@ export function formatBench(b: BenchReport): string {
       [`verify block (K = ${e.verify.block})`, `${fx(e.verify.msPerBlock, 1)} ms (min ${fx(e.verify.minMs, 1)})`, fx(e.verify.dispatchesPerBlock, 1), fx(e.verify.submitsPerBlock, 1)],
       ['verify block / chain token', `${fx(e.blockVsChain, 2)} x`, '', ''],
     ], ['l', 'r', 'r', 'r']));
+    out.push('');
+    out.push(...table([
+      ['probe (wall ms, summed over draws)', 'prefill', 'chain arm', 'block arm', 'localize', 'total', 'verdict'],
+      ...e.probe.map((p) => [`${p.policy}, draws ${p.drawLengths.join('/')}, K = ${p.block}`, fx(p.prefillMs, 0), fx(p.chainMs, 0), fx(p.blockMs, 0), fx(p.localizeMs, 0), fx(p.totalMs, 0), p.verdict]),
+    ], ['l', 'r', 'r', 'r', 'r', 'r', 'l']));
   }
   const s = b.summary;
   out.push('');

@@ -175,6 +175,11 @@ export class TargetModel {
     this.cache.reset();
   }
 
+  /** Resolves when the GPU has finished all work submitted so far (phase timings must not leak). */
+  async idle(): Promise<void> {
+    await this.device.queue.onSubmittedWorkDone();
+  }
+
   destroy(): void {
     Object.values(this.ws).forEach((b) => b.destroy());
     this.cache.layers.forEach((l) => [l.k, l.v, l.kStage, l.vStage, l.kEvicted, l.vEvicted].forEach((b) => b.destroy()));

@@ -156,6 +156,8 @@ async function probeOneDraw(
     const t = performance.now();
     model.reset();
     await model.prefill(draw.prompt, { chunk: chunk || P, policy, logits: 'none' });
+    // Without logits nothing is read back: wait for the GPU, or its prefill time lands on the chain arm.
+    await model.idle();
     timings.prefillMs += performance.now() - t;
   };
   progress('prefill', 0);

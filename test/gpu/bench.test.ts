@@ -63,6 +63,11 @@ describe('bench module (tiny shapes)', () => {
 
     const e = report.e2e!;
     for (const v of [e.prefill.tokensPerSecond, e.chain.msPerToken, e.verify.msPerBlock, e.chain.dispatchesPerToken, e.chain.submitsPerToken, e.blockVsChain]) expect(finitePositive(v)).toBe(true);
+    // the probe on the e2e model, by phase: exact passes without localization, mlx-metal fails and localizes
+    expect(e.probe.map((p) => [p.policy, p.verdict])).toEqual([['exact', 'equal'], ['mlx-metal', 'diverges']]);
+    for (const p of e.probe) for (const v of [p.prefillMs, p.chainMs, p.blockMs, p.totalMs]) expect(finitePositive(v)).toBe(true);
+    expect(e.probe[0].localizeMs).toBe(0);
+    expect(finitePositive(e.probe[1].localizeMs)).toBe(true);
     const s = report.summary;
     for (const v of [s.copyGBps, s.fmaF32Gflops, s.matvec4bitBwRatio, s.k4VsM1, s.prefillFlopRatio, s.msPerChainToken]) expect(finitePositive(v)).toBe(true);
     // decode traffic, effective bandwidth and the projection are consistent with each other
@@ -77,6 +82,7 @@ describe('bench module (tiny shapes)', () => {
     const text = formatBench(report);
     expect(text).toContain('summary:');
     expect(text).toContain('x copy');
+    expect(text).toContain('probe (wall ms, summed over draws)');
     expect(JSON.parse(JSON.stringify(report)).version).toBe(report.version);
     expect(lines.length).toBeGreaterThan(5);
   });
