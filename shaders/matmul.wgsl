@@ -4,37 +4,15 @@
 // Exactness: one invocation computes one output element with a sequential reduction over k in a
 // fixed order (group by group, element by element). The arithmetic of a row therefore depends only
 // on that row's x and the weights, never on how many rows are dispatched (M) or where the row sits.
-override BITS: u32 = 4u;
-override WG: u32 = 64u;
+//#include "matmul_affine_io.wgsl"
 // affine_split only (inexact policies): number of contiguous K ranges summed separately.
 override SPLIT: u32 = 2u;
 
-struct Params {
-  M: u32,          // rows of x
-  N: u32,          // output features in this part
-  K: u32,          // input features
-  group_size: u32, // affine quantization group size
-  n_offset: u32,   // first output feature of this part (tensors split across bindings)
-  x_stride: u32,   // elements between rows of x
-  y_stride: u32,   // elements between rows of y
-  round: u32,      // 1: round the output to bf16 (bf16 activation mode)
-}
-
-@group(0) @binding(0) var<uniform> P: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read> w: array<u32>;
-@group(0) @binding(3) var<storage, read_write> y: array<f32>;
-@group(0) @binding(4) var<storage, read> scales: array<u32>; // bf16 pairs
-@group(0) @binding(5) var<storage, read> biases: array<u32>; // bf16 pairs
 
 fn store(m: u32, n: u32, acc: f32) {
   y[m * P.y_stride + P.n_offset + n] = select(acc, round_bf16(acc), P.round == 1u);
-}
-
-// (An if, not select(): select() evaluates both loads.)
-fn bf16_elem(arr_index: u32, is_bias: bool) -> f32 {
-  if (is_bias) { return bf16_to_f32(u16_at(biases[arr_index >> 1u], arr_index)); }
-  return bf16_to_f32(u16_at(scales[arr_index >> 1u], arr_index));
 }
 
 // Affine-quantized weights (MLX): W[n, k] = scale[n, g] * q + bias[n, g], q packed LSB first.
@@ -66,8 +44,8 @@ fn affine(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
       }
     }
     let gi = n * groups + g;
-    acc = ksum_add(acc, bf16_elem(gi, false) * ksum_value(qx));
-    acc = ksum_add(acc, bf16_elem(gi, true) * ksum_value(sx));
+    acc = ksum_add(acc, scale_at(gi) * ksum_value(qx));
+    acc = ksum_add(acc, bias_at(gi) * ksum_value(sx));
   }
   store(m, n, ksum_value(acc));
 }
@@ -105,7 +83,7 @@ fn affine_split(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
         }
       }
       let gi = n * groups + g;
-      part += bf16_elem(gi, false) * qx + bf16_elem(gi, true) * sx;
+      part += scale_at(gi) * qx + bias_at(gi) * sx;
     }
     total += part;
   }

@@ -21,35 +21,15 @@
 // this byte for byte on lavapipe and SwiftShader (M = 1..8 and 13 vs each row alone). Reading each
 // weight from memory once per row (not once per block of rows) is what this costs on compute-bound
 // adapters; on GPUs the rows of a verify block re-read the same weights from cache.
-override BITS: u32 = 4u;
-override WG: u32 = 64u;
-
-struct Params {
-  M: u32,          // rows of x
-  N: u32,          // output features in this part
-  K: u32,          // input features
-  group_size: u32, // affine quantization group size (multiple of 32)
-  n_offset: u32,   // first output feature of this part (tensors split across bindings)
-  x_stride: u32,   // elements between rows of x (multiple of 4)
-  y_stride: u32,   // elements between rows of y
-  round: u32,      // 1: round the output to bf16 (bf16 activation mode)
-}
-
-@group(0) @binding(0) var<uniform> P: Params;
-@group(0) @binding(3) var<storage, read_write> y: array<f32>;
-@group(0) @binding(4) var<storage, read> scales: array<u32>; // bf16 pairs
-@group(0) @binding(5) var<storage, read> biases: array<u32>; // bf16 pairs
+//#include "matmul_affine_io.wgsl"
+// (group_size is a multiple of 32 and x_stride of 4 here.)
 @group(0) @binding(6) var<storage, read> xs: array<f32>;     // [M, groups] from matmul.wgsl affine_xsum
 @group(0) @binding(7) var<storage, read> x4: array<vec4<f32>>;
 @group(0) @binding(8) var<storage, read> w4: array<vec4<u32>>;
 
-// 32 consecutive x values of one row (x_chunk is defined by the including entry-point file).
-struct X8 { a0: vec4<f32>, a1: vec4<f32>, a2: vec4<f32>, a3: vec4<f32>, a4: vec4<f32>, a5: vec4<f32>, a6: vec4<f32>, a7: vec4<f32> }
-
-// Group i's scale / bias (bf16 pairs). Two functions, not one with a select(): select() evaluates
-// both operands, and on software adapters every load is a per-invocation loop.
-fn scale_at(i: u32) -> f32 { return bf16_to_f32(u16_at(scales[i >> 1u], i)); }
-fn bias_at(i: u32) -> f32 { return bf16_to_f32(u16_at(biases[i >> 1u], i)); }
+// 32 consecutive values as eight vec4: a chunk of one row of x (x_chunk, defined by the including
+// entry-point file) or one chunk of one feature's weights (unpack_chunk), in the same order.
+struct V8 { a0: vec4<f32>, a1: vec4<f32>, a2: vec4<f32>, a3: vec4<f32>, a4: vec4<f32>, a5: vec4<f32>, a6: vec4<f32>, a7: vec4<f32> }
 
 // Codes are used CENTRED, q - 2^(BITS-1) (exact small integers), with the group's bias adjusted to
 // bias + 2^(BITS-1) * scale, the same real weights. Why: MLX's bias is about -2^(BITS-1) * scale,
@@ -58,28 +38,26 @@ fn bias_at(i: u32) -> f32 { return bf16_to_f32(u16_at(biases[i >> 1u], i)); }
 // adjusted bias is usually exact: Sterbenz, |bias| within a factor 2 of 2^(BITS-1) * scale.)
 const HALF4 = vec4<f32>(8.0);
 const HALF8 = vec4<f32>(128.0);
-fn half_code() -> f32 { return select(128.0, 8.0, BITS == 4u); }
+fn half_code() -> f32 { return f32(1u << (BITS - 1u)); }
 // 4-bit: weights 0-3 and 4-7 of one packed word (LSB first), centred.
 fn nib_lo(wd: u32) -> vec4<f32> { return vec4<f32>((vec4<u32>(wd) >> vec4<u32>(0u, 4u, 8u, 12u)) & vec4<u32>(15u)) - HALF4; }
 fn nib_hi(wd: u32) -> vec4<f32> { return vec4<f32>((vec4<u32>(wd) >> vec4<u32>(16u, 20u, 24u, 28u)) & vec4<u32>(15u)) - HALF4; }
 // 8-bit: the four weights of one word, centred.
 fn bytes4(wd: u32) -> vec4<f32> { return vec4<f32>((vec4<u32>(wd) >> vec4<u32>(0u, 8u, 16u, 24u)) & vec4<u32>(255u)) - HALF8; }
 
-// The 32 weights of one chunk of one feature as floats, in the order of the X8 chunk of x.
-struct W8 { a0: vec4<f32>, a1: vec4<f32>, a2: vec4<f32>, a3: vec4<f32>, a4: vec4<f32>, a5: vec4<f32>, a6: vec4<f32>, a7: vec4<f32> }
 // Chunk c of the weight row starting at vec4<u32> index `row` (4-bit: one vec4<u32>, 8-bit: two).
-fn unpack_chunk(row: u32, c: u32) -> W8 {
+fn unpack_chunk(row: u32, c: u32) -> V8 {
   if (BITS == 4u) {
     let v = w4[row + c];
-    return W8(nib_lo(v.x), nib_hi(v.x), nib_lo(v.y), nib_hi(v.y), nib_lo(v.z), nib_hi(v.z), nib_lo(v.w), nib_hi(v.w));
+    return V8(nib_lo(v.x), nib_hi(v.x), nib_lo(v.y), nib_hi(v.y), nib_lo(v.z), nib_hi(v.z), nib_lo(v.w), nib_hi(v.w));
   }
   let v = w4[row + 2u * c];
   let u = w4[row + 2u * c + 1u];
-  return W8(bytes4(v.x), bytes4(v.y), bytes4(v.z), bytes4(v.w), bytes4(u.x), bytes4(u.y), bytes4(u.z), bytes4(u.w));
+  return V8(bytes4(v.x), bytes4(v.y), bytes4(v.z), bytes4(v.w), bytes4(u.x), bytes4(u.y), bytes4(u.z), bytes4(u.w));
 }
 // q * x over one chunk, as a vec4 (component i: the weights with k % 4 == i), summed as a fixed
 // binary tree: three levels of rounding instead of a chain of eight.
-fn chunk_dot(W: W8, X: X8) -> vec4<f32> {
+fn chunk_dot(W: V8, X: V8) -> vec4<f32> {
   return ((W.a0 * X.a0 + W.a1 * X.a1) + (W.a2 * X.a2 + W.a3 * X.a3)) + ((W.a4 * X.a4 + W.a5 * X.a5) + (W.a6 * X.a6 + W.a7 * X.a7));
 }
 fn hsum(a: vec4<f32>) -> f32 { return (a.x + a.y) + (a.z + a.w); }

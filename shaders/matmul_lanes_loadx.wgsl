@@ -1,8 +1,8 @@
 // affine_lanes with x loaded by every invocation (adapters without subgroups of at least 8).
 //#include "matmul_lanes.wgsl"
 
-fn x_chunk(b: u32, lane: u32) -> X8 {
-  return X8(x4[b], x4[b + 1u], x4[b + 2u], x4[b + 3u], x4[b + 4u], x4[b + 5u], x4[b + 6u], x4[b + 7u]);
+fn x_chunk(b: u32, lane: u32) -> V8 {
+  return V8(x4[b], x4[b + 1u], x4[b + 2u], x4[b + 3u], x4[b + 4u], x4[b + 5u], x4[b + 6u], x4[b + 7u]);
 }
 
 @compute @workgroup_size(WG)

@@ -4,9 +4,9 @@ enable subgroups;
 // load is a per-invocation scalar loop, so this removes most of x's cost; the values are the same.
 //#include "matmul_lanes.wgsl"
 
-fn x_chunk(b: u32, lane: u32) -> X8 {
+fn x_chunk(b: u32, lane: u32) -> V8 {
   let v = x4[b + (lane & 7u)];
-  return X8(subgroupBroadcast(v, 0u), subgroupBroadcast(v, 1u), subgroupBroadcast(v, 2u), subgroupBroadcast(v, 3u),
+  return V8(subgroupBroadcast(v, 0u), subgroupBroadcast(v, 1u), subgroupBroadcast(v, 2u), subgroupBroadcast(v, 3u),
             subgroupBroadcast(v, 4u), subgroupBroadcast(v, 5u), subgroupBroadcast(v, 6u), subgroupBroadcast(v, 7u));
 }
 

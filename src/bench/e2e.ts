@@ -8,7 +8,7 @@
 import type { GpuContext } from '../gpu/device.ts';
 import { pseudoRandomTokens } from '../util/prng.ts';
 import { openCheckpoint } from '../format/checkpoint.ts';
-import type { Linear, TargetDescription } from '../format/model-description.ts';
+import { linearTensors, type Linear, type TargetDescription } from '../format/model-description.ts';
 import { synthGeometry, syntheticCheckpoint, type SynthPreset } from '../format/synthetic.ts';
 import { uploadWeights } from '../model/gpu-weights.ts';
 import { TargetModel } from '../model/target.ts';
@@ -75,7 +75,7 @@ function phases(r: ProbeReport): ProbePhases {
 
 const tokens = pseudoRandomTokens;
 
-const linearBytes = (l: Linear) => (l.kind === 'affine' ? l.weight.byteLength + l.scales.byteLength + l.biases.byteLength : l.weight.byteLength);
+const linearBytes = (l: Linear) => linearTensors(l).reduce((a, t) => a + t.byteLength, 0);
 
 /**
  * Bytes one chain decode step must read from memory at `context` tokens of context: every linear of

@@ -14,21 +14,11 @@ import type { AffineKernel } from '../model/ops.ts';
 export type { AffineKernel };
 
 /** Shapes of one target geometry that the kernel benchmarks use (GEMMA4.md section 1). */
-export interface BenchShapes {
+export type BenchShapes = Pick<SynthGeometry, 'hidden' | 'intermediate' | 'vocab' | 'heads' | 'kvHeads' | 'headDim' | 'globalKvHeads' | 'globalHeadDim' | 'window' | 'groupSize'> & {
   name: string;
-  hidden: number;
-  intermediate: number;
-  vocab: number;
-  heads: number;
-  kvHeads: number;
-  headDim: number;
-  globalKvHeads: number;
-  globalHeadDim: number;
-  window: number;
-  groupSize: number;
   /** Keys of the full-attention decode benchmark (default 4096). */
   fullKeys?: number;
-}
+};
 
 /** The real geometries come from one place: the synthetic checkpoint presets (GEMMA4.md section 1). */
 function shapesOf(name: string, g: SynthGeometry): BenchShapes {

@@ -29,6 +29,11 @@ export interface AffineLinear {
   biases: TensorRef;
 }
 
+/** The tensors that store a linear: weight, scales, biases (affine) or weight (dense). */
+export function linearTensors(l: Linear): TensorRef[] {
+  return l.kind === 'affine' ? [l.weight, l.scales, l.biases] : [l.weight];
+}
+
 export interface DenseLinear {
   kind: 'dense';
   name: string;

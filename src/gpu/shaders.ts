@@ -8,6 +8,7 @@ import selftest from '../../shaders/selftest.wgsl?raw';
 import selftestF16 from '../../shaders/selftest_f16.wgsl?raw';
 import selftestSubgroup from '../../shaders/selftest_subgroup.wgsl?raw';
 import matmul from '../../shaders/matmul.wgsl?raw';
+import matmulAffineIo from '../../shaders/matmul_affine_io.wgsl?raw';
 import matmulLanes from '../../shaders/matmul_lanes.wgsl?raw';
 import matmulLanesLoadX from '../../shaders/matmul_lanes_loadx.wgsl?raw';
 import matmulLanesSubgroupX from '../../shaders/matmul_lanes_subgroupx.wgsl?raw';
@@ -25,6 +26,7 @@ const FILES: Record<string, string> = {
   'selftest_f16.wgsl': selftestF16,
   'selftest_subgroup.wgsl': selftestSubgroup,
   'matmul.wgsl': matmul,
+  'matmul_affine_io.wgsl': matmulAffineIo,
   'matmul_lanes.wgsl': matmulLanes,
   'matmul_lanes_loadx.wgsl': matmulLanesLoadX,
   'matmul_lanes_subgroupx.wgsl': matmulLanesSubgroupX,

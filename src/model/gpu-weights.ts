@@ -1,4 +1,4 @@
-import type { DecoderLayer, Linear, ModelDescription, TensorRef } from '../format/model-description.ts';
+import { linearTensors, type DecoderLayer, type Linear, type ModelDescription, type TensorRef } from '../format/model-description.ts';
 import { readTensorBytes } from '../format/safetensors.ts';
 import { toFloat64 } from '../format/dtype.ts';
 import { TensorUploader, type GpuTensor } from '../gpu/upload.ts';
@@ -50,10 +50,6 @@ export interface GpuWeights<D extends ModelDescription = ModelDescription> {
 }
 
 const SUPPORTED_BITS = new Set([2, 4, 8]);
-
-function linearTensors(l: Linear): TensorRef[] {
-  return l.kind === 'affine' ? [l.weight, l.scales, l.biases] : [l.weight];
-}
 
 function layerTensors(l: DecoderLayer): TensorRef[] {
   const lin = [l.qProj, l.kProj, l.vProj, l.oProj, l.gate, l.up, l.down].filter((x): x is Linear => x !== null);

@@ -8,7 +8,7 @@
  * (src/gpu/upload.ts), KV caches as KvCache (kv-cache.ts), workspace and RoPE tables as TargetModel
  * (target.ts). Each buffer is rounded as storageBuffer rounds it (multiple of 4, at least 16 bytes).
  */
-import type { AssistantDescription, Linear, ModelDescription, TargetDescription, TensorRef } from '../format/model-description.ts';
+import { linearTensors, type AssistantDescription, type Linear, type ModelDescription, type TargetDescription, type TensorRef } from '../format/model-description.ts';
 import { GpuError } from '../gpu/errors.ts';
 
 export interface MemoryOptions {
@@ -93,10 +93,6 @@ class Planner {
   }
 }
 
-function linearRefs(l: Linear): TensorRef[] {
-  return l.kind === 'affine' ? [l.weight, l.scales, l.biases] : [l.weight];
-}
-
 function weights(p: Planner, d: ModelDescription): void {
   const lin: Linear[] = [d.embed];
   const vec: TensorRef[] = [d.finalNorm];
@@ -105,7 +101,7 @@ function weights(p: Planner, d: ModelDescription): void {
     for (const x of [l.inputNorm, l.qNorm, l.kNorm, l.postAttnNorm, l.preFfNorm, l.postFfNorm]) if (x) vec.push(x);
   }
   if (d.role === 'assistant') lin.push(d.preProjection, d.postProjection);
-  for (const l of lin) p.rowSplit(linearRefs(l));
+  for (const l of lin) p.rowSplit(linearTensors(l));
   for (const v of vec) p.rowSplit([v]);
 }
 
