@@ -223,8 +223,9 @@ class NotFloat64(TorchDispatchMode):
 
 
 # --------------------------------------------------------------------------------------------- goldens
-def compute(target, asst, prompt, log, watch):
-    """The golden set of make_fixtures.py (same calls, same order). `watch` wraps the direct forwards."""
+def compute(target, asst, prompt, log, watch, dtype=F64):
+    """The golden set of make_fixtures.py (same calls, same order). `watch` wraps the direct forwards; every
+    float output must be `dtype` (the model's)."""
     T, V = len(prompt), target.config.vocab_size
     ids = torch.tensor([prompt])
     g, meta = {}, {}
@@ -308,7 +309,7 @@ def compute(target, asst, prompt, log, watch):
     out_np = {}
     for k, v in g.items():
         if isinstance(v, torch.Tensor):
-            assert v.dtype == F64, (k, v.dtype)
+            assert v.dtype == dtype, (k, v.dtype)
             v = v.detach().contiguous().numpy()
         out_np[k] = np.ascontiguousarray(v)
     meta.update({"prompt": prompt, "bonus_token": bonus, "greedy": greedy, "mtp_tokens": mtp, "mtp_error": mtp_err,

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testGpu } from './gpu-context.ts';
 import { tinyModel, tinyWeights } from './tiny-model.ts';
-import { TINY_A_F64, loadGolden, maxAbsDiff, nmse, tinyAssistant } from '../support/fixtures.ts';
+import { TINY_A_F64, loadGolden, loadTransformersF32, maxAbsDiff, nmse, tinyAssistant } from '../support/fixtures.ts';
 import { uploadWeights } from '../../src/model/gpu-weights.ts';
 import { AssistantModel } from '../../src/model/assistant.ts';
 import type { AssistantDescription } from '../../src/format/model-description.ts';
@@ -68,12 +68,22 @@ describe('GPU assistant (drafter) vs transformers goldens (tiny-a draft.*)', () 
     expect(r2.tokens).toEqual(g64.json.draft.tokens);
     const fromSeed = nmse(r2.hidden!, hidden);
     const seedLogits = maxAbsDiff(r2.logits!, logits);
-    console.log(`vs float64 goldens: seed hidden NMSE ${seedNmse.toExponential(3)}; draft hidden NMSE end to end ${e2e.toExponential(3)} (logits max abs ${e2eLogits.toExponential(3)}), from the golden seed ${fromSeed.toExponential(3)} (logits max abs ${seedLogits.toExponential(3)})`);
+    // transformers' own code with the model in float32, end to end (tools/make_f32_yardstick.py).
+    const tf32 = await loadTransformersF32();
+    const tfHidden = nmse((await tf32.tensor('draft.hidden')).data, hidden);
+    const tfSeed = nmse((await tf32.tensor('draft.seed_hidden')).data, goldenSeed);
+    const tfLogits = maxAbsDiff((await tf32.tensor('draft.logits')).data, logits);
+    console.log(`vs float64 goldens: seed hidden NMSE ${seedNmse.toExponential(3)} (transformers f32: ${tfSeed.toExponential(3)}); draft hidden NMSE end to end ${e2e.toExponential(3)} (transformers f32: ${tfHidden.toExponential(3)}; logits max abs ${e2eLogits.toExponential(3)}, transformers f32: ${tfLogits.toExponential(3)}), from the golden seed ${fromSeed.toExponential(3)} (logits max abs ${seedLogits.toExponential(3)})`);
+    expect(seedNmse).toBeLessThanOrEqual(tfSeed);
+    expect(e2e).toBeLessThanOrEqual(tfHidden);
+    expect(e2eLogits).toBeLessThanOrEqual(tfLogits);
     // Acceptance bound 1e-8 for the projected hidden state: NOT MET on lavapipe. Measured: seed (target's
     // post-norm hidden, last prompt row) NMSE 2.7e-8; projected hidden end to end 9.9e-8, from the golden seed
-    // 1.7e-8 (before the quantized matmuls used centred codes: 1.0e-7, 5.6e-7, 9.3e-8). The drafter itself is not the cause: the float64 reference with f32 RMSNorm/RoPE (numerics
-    // 'transformers') fed golden seed + golden K/V lands at 4e-13, but the state amplifies its inputs' error
-    // (seed NMSE x ~4; golden seed + that reference's own K/V: 6.9e-9; its own seed (2.1e-8): 7.6e-8).
+    // 1.7e-8 (before the quantized matmuls used centred codes: 1.0e-7, 5.6e-7, 9.3e-8). The drafter itself is
+    // not the cause: the float64 reference with f32 RMSNorm/RoPE (numerics 'transformers') fed golden seed +
+    // golden K/V lands at 4e-13, but the state amplifies its inputs' error (seed NMSE x ~4; golden seed + that
+    // reference's own K/V: 6.9e-9; its own seed (2.1e-8): 7.6e-8). transformers itself in float32 lands at
+    // seed 1.8e-7 and projected hidden 4.5e-7 end to end: the engine must stay at least that close.
     // Held to about twice the measured values so the gap stays visible and cannot grow unnoticed.
     expect(seedNmse).toBeLessThanOrEqual(6e-8);
     expect(e2e).toBeLessThanOrEqual(2e-7);

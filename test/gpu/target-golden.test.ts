@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testGpu } from './gpu-context.ts';
-import { TINY_A_F64, loadGolden, maxAbsDiff, nmse, tinyTarget, type Golden } from '../support/fixtures.ts';
+import { TINY_A_F64, loadGolden, loadTransformersF32, maxAbsDiff, nmse, tinyTarget, type Golden } from '../support/fixtures.ts';
 import { uploadWeights } from '../../src/model/gpu-weights.ts';
 import { TargetModel } from '../../src/model/target.ts';
 import type { GpuContext } from '../../src/gpu/device.ts';
@@ -54,29 +54,43 @@ describe('GPU f32 target forward vs transformers float64 goldens (tiny-a)', () =
     console.log(`logits max abs err ${err.toExponential(3)}; worst act NMSE ${top.map(([k, v]) => `${k} ${v.toExponential(2)}`).join(', ')}`);
   });
 
-  it('every act.* tensor within NMSE 1e-8 of the float64 goldens (tiny-a-f64), one known exception', async () => {
+  it('every act.* tensor within NMSE 1e-8 of the float64 goldens (tiny-a-f64), one known exception; all closer than transformers in f32', async () => {
     // tiny-a-f64 carries no f32 noise (transformers' f32 RMSNorm/RoPE/softmax patched out, stored as F64; the
     // float64 reference matches it to ~1e-11), so NMSE against it is the engine's own error.
     // Acceptance bound 1e-8 (every act.*). NOT MET by the deepest attention output alone, measured on
-    // lavapipe: act.attn.11 1.11e-8 (next: mlp.11 6.4e-9; with the former uncentred quantized matmuls
-    // attn.10/attn.11/mlp.11 were at 1.57e-8/3.44e-8/1.79e-8). The error grows ~2x per layer in this random
-    // model; f32 RMSNorm + f32 RoPE tables alone (the reference with numerics 'transformers') already land at
-    // 9.3e-9 on act.attn.10. attn.11 is held to 2e-8 here so that the gap stays visible (logged below) and
-    // cannot grow unnoticed; every other act.* is asserted at 1e-8.
+    // lavapipe: act.attn.11 1.11e-8 (next: mlp.11 6.4e-9). This random 12-layer model amplifies every f32
+    // rounding ~3x per layer (NMSE), so 1e-8 at layer 11 sits at the level of one correctly rounded f32 result
+    // per op: transformers' own code with the model in float32 (tools/make_f32_yardstick.py) lands at 5.4e-8 on
+    // act.attn.11 and over 1e-8 on seven act.* tensors. attn.11 is held to 2e-8 so the gap stays visible and
+    // cannot grow unnoticed; every other act.* is asserted at 1e-8, and every act.* (and the logits) must be
+    // at least as close to float64 as transformers' f32 run is.
     const KNOWN_OVER = new Set(['attn.11']);
     const g64 = await loadGolden(TINY_A_F64);
+    const tf32 = await loadTransformersF32();
     model.reset();
     const r = await model.prefill(g64.json.prompt, { logits: 'all', captures: 'all' });
-    const err = maxAbsDiff(r.logits!, (await g64.tensor('logits')).data);
+    const goldLogits = (await g64.tensor('logits')).data;
+    const err = maxAbsDiff(r.logits!, goldLogits);
+    const tfErr = maxAbsDiff((await tf32.tensor('logits')).data, goldLogits);
     const L = model.desc.layers.length;
     const names = [...Array.from({ length: L }, (_, i) => [`attn.${i}`, `mlp.${i}`, `layer.${i}`]).flat(), 'final_norm'];
     const e: Record<string, number> = {};
-    for (const n of names) e[n] = nmse(r.captures.get(n)!, (await g64.tensor(`act.${n}`)).data);
+    const tf: Record<string, number> = {};
+    for (const n of names) {
+      const gold = (await g64.tensor(`act.${n}`)).data;
+      e[n] = nmse(r.captures.get(n)!, gold);
+      tf[n] = nmse((await tf32.tensor(`act.${n}`)).data, gold);
+    }
     const worstOf = (k: string) => Object.entries(e).filter(([n]) => n.startsWith(k)).sort((a, b) => b[1] - a[1])[0];
     const over = names.filter((n) => e[n] > 1e-8);
-    console.log(`vs float64 goldens: logits max abs err ${err.toExponential(3)}; worst act NMSE: ${['attn', 'mlp', 'layer', 'final_norm'].map((k) => `${worstOf(k)[0]} ${worstOf(k)[1].toExponential(2)}`).join(', ')}; over 1e-8: ${over.map((n) => `${n} ${e[n].toExponential(2)}`).join(', ') || 'none'}`);
-    for (const n of names) expect(e[n], `act.${n}`).toBeLessThanOrEqual(KNOWN_OVER.has(n) ? 2e-8 : 1e-8);
+    const ratio = Math.max(...names.map((n) => e[n] / tf[n]));
+    console.log(`vs float64 goldens: logits max abs err ${err.toExponential(3)} (transformers f32: ${tfErr.toExponential(3)}); worst act NMSE: ${['attn', 'mlp', 'layer', 'final_norm'].map((k) => `${worstOf(k)[0]} ${worstOf(k)[1].toExponential(2)} (transformers f32: ${tf[worstOf(k)[0]].toExponential(2)})`).join(', ')}; over 1e-8: ${over.map((n) => `${n} ${e[n].toExponential(2)}`).join(', ') || 'none'} (transformers f32: ${names.filter((n) => tf[n] > 1e-8).length} of ${names.length}); largest engine/transformers-f32 NMSE ratio ${ratio.toFixed(2)}`);
+    for (const n of names) {
+      expect(e[n], `act.${n}`).toBeLessThanOrEqual(KNOWN_OVER.has(n) ? 2e-8 : 1e-8);
+      expect(e[n], `act.${n} vs transformers f32 ${tf[n].toExponential(2)}`).toBeLessThanOrEqual(tf[n]);
+    }
     expect(err).toBeLessThanOrEqual(0.05);
+    expect(err).toBeLessThanOrEqual(tfErr);
   });
 
   it('reproduces the 24 greedy tokens by chain decoding after prefill', async () => {

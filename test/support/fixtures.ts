@@ -31,14 +31,25 @@ export interface Golden {
 
 export async function loadGolden(dir = TINY_A): Promise<Golden> {
   const json = JSON.parse(readFileSync(path.join(dir, 'golden.json'), 'utf8'));
-  const header = await readSafetensorsHeader(await nodeFileSource(path.join(dir, 'golden.safetensors')));
+  return { json, ...(await openTensors(path.join(dir, 'golden.safetensors'))) };
+}
+
+/**
+ * transformers' own Gemma 4 code run with the model in float32 on tiny-a (tools/make_f32_yardstick.py): the same
+ * tensor names as the goldens. NMSE against tiny-a-f64 says what the library itself achieves in f32.
+ */
+export async function loadTransformersF32(): Promise<Pick<Golden, 'tensor' | 'names'>> {
+  return openTensors(path.join(TINY_A_F64, 'transformers-f32.safetensors'));
+}
+
+async function openTensors(file: string): Promise<Pick<Golden, 'tensor' | 'names'>> {
+  const header = await readSafetensorsHeader(await nodeFileSource(file));
   const byName = new Map(header.tensors.map((t) => [t.name, t]));
   return {
-    json,
     names: [...byName.keys()],
     async tensor(name) {
       const t = byName.get(name);
-      if (!t) throw new Error(`golden tensor ${name} missing`);
+      if (!t) throw new Error(`${path.basename(file)}: tensor ${name} missing`);
       return { shape: [...t.shape], data: toFloat64(await readTensorBytes(t), t.dtype) };
     },
   };
