@@ -36,24 +36,42 @@ struct V8 { a0: vec4<f32>, a1: vec4<f32>, a2: vec4<f32>, a3: vec4<f32>, a4: vec4
 // so scale * sum(q x) and bias * sum(x) are two large terms that cancel, and every rounding inside
 // sum(q x) is amplified by that cancellation; with centred codes the partial sums stay small. (The
 // adjusted bias is usually exact: Sterbenz, |bias| within a factor 2 of 2^(BITS-1) * scale.)
-const HALF4 = vec4<f32>(8.0);
-const HALF8 = vec4<f32>(128.0);
 fn half_code() -> f32 { return f32(1u << (BITS - 1u)); }
-// 4-bit: weights 0-3 and 4-7 of one packed word (LSB first), centred.
-fn nib_lo(wd: u32) -> vec4<f32> { return vec4<f32>((vec4<u32>(wd) >> vec4<u32>(0u, 4u, 8u, 12u)) & vec4<u32>(15u)) - HALF4; }
-fn nib_hi(wd: u32) -> vec4<f32> { return vec4<f32>((vec4<u32>(wd) >> vec4<u32>(16u, 20u, 24u, 28u)) & vec4<u32>(15u)) - HALF4; }
-// 8-bit: the four weights of one word, centred.
-fn bytes4(wd: u32) -> vec4<f32> { return vec4<f32>((vec4<u32>(wd) >> vec4<u32>(0u, 8u, 16u, 24u)) & vec4<u32>(255u)) - HALF8; }
+// Centred codes without a subtraction: flipping the top bit of every code (w ^ 0x88888888 for 4-bit,
+// ^ 0x80808080 for 8-bit; load_words) turns code q into the two's-complement pattern of q - 2^(BITS-1),
+// which an arithmetic shift of the word, moved so the code sits in the top bits, sign-extends.
+fn flip_codes(v: vec4<u32>) -> vec4<u32> { return v ^ vec4<u32>(select(0x80808080u, 0x88888888u, BITS == 4u)); }
+// 4-bit: weights 0-3 and 4-7 of one code-flipped packed word (LSB first), centred.
+fn nib_lo(sw: u32) -> vec4<f32> { return vec4<f32>(bitcast<vec4<i32>>(vec4<u32>(sw) << vec4<u32>(28u, 24u, 20u, 16u)) >> vec4<u32>(28u)); }
+fn nib_hi(sw: u32) -> vec4<f32> { return vec4<f32>(bitcast<vec4<i32>>(vec4<u32>(sw) << vec4<u32>(12u, 8u, 4u, 0u)) >> vec4<u32>(28u)); }
+// 8-bit: the four weights of one code-flipped word, centred.
+fn bytes4(sw: u32) -> vec4<f32> { return vec4<f32>(bitcast<vec4<i32>>(vec4<u32>(sw) << vec4<u32>(24u, 16u, 8u, 0u)) >> vec4<u32>(24u)); }
 
-// Chunk c of the weight row starting at vec4<u32> index `row` (4-bit: one vec4<u32>, 8-bit: two).
-fn unpack_chunk(row: u32, c: u32) -> V8 {
+// The packed words of chunk c of the weight row starting at vec4<u32> index `row`, codes flipped:
+// 4-bit: one vec4<u32> (v; u repeats it), 8-bit: two.
+struct Words { v: vec4<u32>, u: vec4<u32> }
+fn load_words(row: u32, c: u32) -> Words {
   if (BITS == 4u) {
-    let v = w4[row + c];
-    return V8(nib_lo(v.x), nib_hi(v.x), nib_lo(v.y), nib_hi(v.y), nib_lo(v.z), nib_hi(v.z), nib_lo(v.w), nib_hi(v.w));
+    let v = flip_codes(w4[row + c]);
+    return Words(v, v);
   }
-  let v = w4[row + 2u * c];
-  let u = w4[row + 2u * c + 1u];
-  return V8(bytes4(v.x), bytes4(v.y), bytes4(v.z), bytes4(v.w), bytes4(u.x), bytes4(u.y), bytes4(u.z), bytes4(u.w));
+  return Words(flip_codes(w4[row + 2u * c]), flip_codes(w4[row + 2u * c + 1u]));
+}
+// Weights 8i .. 8i+7 of a chunk (i = 0..3) as two vec4: the pair that meets x vec4s 2i and 2i+1.
+fn unpack_pair(w: Words, i: u32) -> mat2x4<f32> {
+  if (BITS == 4u) { return mat2x4<f32>(nib_lo(w.v[i]), nib_hi(w.v[i])); }
+  let h = select(w.u, w.v, i < 2u);
+  let j = 2u * (i & 1u);
+  return mat2x4<f32>(bytes4(h[j]), bytes4(h[j + 1u]));
+}
+// The 32 weights of chunk c as eight vec4, in x's order.
+fn unpack_chunk(row: u32, c: u32) -> V8 {
+  let w = load_words(row, c);
+  let p0 = unpack_pair(w, 0u);
+  let p1 = unpack_pair(w, 1u);
+  let p2 = unpack_pair(w, 2u);
+  let p3 = unpack_pair(w, 3u);
+  return V8(p0[0], p0[1], p1[0], p1[1], p2[0], p2[1], p3[0], p3[1]);
 }
 // q * x over one chunk, as a vec4 (component i: the weights with k % 4 == i), summed as a fixed
 // binary tree: three levels of rounding instead of a chain of eight.
@@ -110,82 +128,89 @@ fn lanes_body(wid: vec3<u32>, nwg: vec3<u32>, lid: u32, lane: u32) {
 }
 
 // ---- affine_tile: the prefill matmul --------------------------------------------------------
-// One invocation computes TWO features n, n + WG for a block of 8 rows m0 .. m0+7 (a workgroup covers
-// 2 WG features of one row block, so its rows, hence its x chunks, are uniform). Each chunk of
-// weights is loaded and unpacked once and used for the 8 rows; each chunk of x for the two features. Rows past M read row M - 1 and are
-// not stored. A row's arithmetic is the same in every slot of the block and for every M (the same
-// sequence as affine_lanes': chunk_dot trees, chunks in order, (c0 + c1) + (c2 + c3), compensated
-// total over groups), though prefill does not need to equal decode bit for bit: both
-// arms of every comparison prefill alike.
-// Per-group accumulators of one feature for the 8 rows of a block.
-struct A8 { r0: vec4<f32>, r1: vec4<f32>, r2: vec4<f32>, r3: vec4<f32>, r4: vec4<f32>, r5: vec4<f32>, r6: vec4<f32>, r7: vec4<f32> }
-
-// Compensated totals of one feature for rows 0-3 (s.., c..: one component per row) and rows 4-7.
-struct Tot { sa: vec4<f32>, ca: vec4<f32>, sb: vec4<f32>, cb: vec4<f32> }
-
-fn tile_group_end(t: Tot, a: A8, gi: u32, sxa: vec4<f32>, sxb: vec4<f32>) -> Tot {
-  let scale = scale_at(gi);
-  let bias = bias_at(gi) + scale * half_code();
-  var sa = t.sa; var ca = t.ca; var sb = t.sb; var cb = t.cb;
-  ksum4_add(&sa, &ca, scale * vec4<f32>(hsum(a.r0), hsum(a.r1), hsum(a.r2), hsum(a.r3)));
-  ksum4_add(&sa, &ca, bias * sxa);
-  ksum4_add(&sb, &cb, scale * vec4<f32>(hsum(a.r4), hsum(a.r5), hsum(a.r6), hsum(a.r7)));
-  ksum4_add(&sb, &cb, bias * sxb);
-  return Tot(sa, ca, sb, cb);
+// One invocation computes FOUR features n + f WG (f = 0..3) for a block of 8 rows m0 .. m0+7 (a
+// workgroup covers 4 WG features of one row block, so its rows, hence its x values, are uniform).
+// Each chunk's weights are loaded once; per 8-weight pair (unpack_pair) they meet the 8 rows' x.
+// Why this shape: on CPU adapters every value a lane needs from another lane or from memory costs
+// several instructions and a kernel spills as soon as its live values outgrow the registers; here a
+// row's x is fetched once per chunk (x_hold) and handed out per pair (x_pair), and the accumulators are
+// one vec4 per row (component f = feature f). Rows past M read row M - 1 and are not stored.
+// A row's arithmetic: per pair, dot(w_lo, x_lo) + dot(w_hi, x_hi) added to the row's group sum, pairs
+// and chunks in order; then scale * qx and bias * sx into the compensated total, as in lanes. It is the
+// same in every slot of the block and for every M (the kernel tests check this byte for byte), though
+// prefill does not need to equal decode bit for bit: both arms of every comparison prefill alike.
+fn pair_dots(w0: mat2x4<f32>, w1: mat2x4<f32>, w2: mat2x4<f32>, w3: mat2x4<f32>, x: mat2x4<f32>) -> vec4<f32> {
+  return vec4<f32>(dot(w0[0], x[0]) + dot(w0[1], x[1]), dot(w1[0], x[0]) + dot(w1[1], x[1]),
+                   dot(w2[0], x[0]) + dot(w2[1], x[1]), dot(w3[0], x[0]) + dot(w3[1], x[1]));
 }
 
-fn tile_store(n: u32, m0: u32, t: Tot) {
-  if (n >= P.N) { return; }
-  let va = t.sa + t.ca;
-  let vb = t.sb + t.cb;
-  for (var i = 0u; i < 4u; i++) {
-    if (m0 + i < P.M) { y[(m0 + i) * P.y_stride + P.n_offset + n] = select(va[i], round_bf16(va[i]), P.round == 1u); }
-    if (m0 + 4u + i < P.M) { y[(m0 + 4u + i) * P.y_stride + P.n_offset + n] = select(vb[i], round_bf16(vb[i]), P.round == 1u); }
+// Compensated totals of the four features for one row.
+struct Tot4 { s: vec4<f32>, c: vec4<f32> }
+fn tot_add(t: Tot4, scale: vec4<f32>, bias: vec4<f32>, q: vec4<f32>, sx: f32) -> Tot4 {
+  var s = t.s; var c = t.c;
+  ksum4_add(&s, &c, scale * q);
+  ksum4_add(&s, &c, bias * sx);
+  return Tot4(s, c);
+}
+fn tile_store(n: vec4<u32>, m: u32, t: Tot4) {
+  if (m >= P.M) { return; }
+  let v = t.s + t.c;
+  for (var f = 0u; f < 4u; f++) {
+    if (n[f] < P.N) { y[m * P.y_stride + P.n_offset + n[f]] = select(v[f], round_bf16(v[f]), P.round == 1u); }
   }
 }
 
 fn tile_body(wid: vec3<u32>, nwg: vec3<u32>, lid: u32, lane: u32) {
   let b = linear_workgroup(wid, nwg);
-  let tiles = (P.N + 2u * WG - 1u) / (2u * WG);
-  let n0 = (b % tiles) * 2u * WG + lid; // features n0 and n0 + WG
-  let n1 = n0 + WG;
-  let c0 = min(n0, P.N - 1u);
-  let c1 = min(n1, P.N - 1u);
+  let tiles = (P.N + 4u * WG - 1u) / (4u * WG);
+  let n = vec4<u32>((b % tiles) * 4u * WG + lid) + vec4<u32>(0u, WG, 2u * WG, 3u * WG);
+  let nc = min(n, vec4<u32>(P.N - 1u)); // features past N compute a valid row and are not stored
   let m0 = (b / tiles) * 8u;
-  let last = vec4<u32>(P.M - 1u);
-  let ra = min(vec4<u32>(m0) + vec4<u32>(0u, 1u, 2u, 3u), last);
-  let rb = min(vec4<u32>(m0) + vec4<u32>(4u, 5u, 6u, 7u), last);
-  let xa = ra * (P.x_stride / 4u);
-  let xb = rb * (P.x_stride / 4u);
+  let last = P.M - 1u;
+  let xstep = P.x_stride / 4u;
+  // x rows of the block (vec4 index of their start)
+  let x0 = min(m0, last) * xstep;      let x1 = min(m0 + 1u, last) * xstep;
+  let x2 = min(m0 + 2u, last) * xstep; let x3 = min(m0 + 3u, last) * xstep;
+  let x4_ = min(m0 + 4u, last) * xstep; let x5 = min(m0 + 5u, last) * xstep;
+  let x6 = min(m0 + 6u, last) * xstep; let x7 = min(m0 + 7u, last) * xstep;
   let chunks_per_group = P.group_size / 32u;
   let groups = P.K / P.group_size;
-  let v4_per_row = (P.K / 32u) * (BITS / 4u);
-  let row0 = c0 * v4_per_row;
-  let row1 = c1 * v4_per_row;
-  let zero = vec4<f32>(0.0);
-  var t0 = Tot(zero, zero, zero, zero);
-  var t1 = t0;
+  let row = nc * ((P.K / 32u) * (BITS / 4u));
+  let zero = Tot4(vec4<f32>(0.0), vec4<f32>(0.0));
+  var t0 = zero; var t1 = zero; var t2 = zero; var t3 = zero; var t4 = zero; var t5 = zero; var t6 = zero; var t7 = zero;
   for (var g = 0u; g < groups; g++) {
-    var a = A8(zero, zero, zero, zero, zero, zero, zero, zero); // feature n0
-    var e = a;                                                  // feature n1
+    var a0 = vec4<f32>(0.0); var a1 = a0; var a2 = a0; var a3 = a0; var a4 = a0; var a5 = a0; var a6 = a0; var a7 = a0;
     for (var j = 0u; j < chunks_per_group; j++) {
       let ci = g * chunks_per_group + j;
-      let W0 = unpack_chunk(row0, ci);
-      let W1 = unpack_chunk(row1, ci);
-      var X = x_chunk(xa.x + 8u * ci, lane); a.r0 += chunk_dot(W0, X); e.r0 += chunk_dot(W1, X);
-      X = x_chunk(xa.y + 8u * ci, lane); a.r1 += chunk_dot(W0, X); e.r1 += chunk_dot(W1, X);
-      X = x_chunk(xa.z + 8u * ci, lane); a.r2 += chunk_dot(W0, X); e.r2 += chunk_dot(W1, X);
-      X = x_chunk(xa.w + 8u * ci, lane); a.r3 += chunk_dot(W0, X); e.r3 += chunk_dot(W1, X);
-      X = x_chunk(xb.x + 8u * ci, lane); a.r4 += chunk_dot(W0, X); e.r4 += chunk_dot(W1, X);
-      X = x_chunk(xb.y + 8u * ci, lane); a.r5 += chunk_dot(W0, X); e.r5 += chunk_dot(W1, X);
-      X = x_chunk(xb.z + 8u * ci, lane); a.r6 += chunk_dot(W0, X); e.r6 += chunk_dot(W1, X);
-      X = x_chunk(xb.w + 8u * ci, lane); a.r7 += chunk_dot(W0, X); e.r7 += chunk_dot(W1, X);
+      let w0 = load_words(row.x, ci); let w1 = load_words(row.y, ci);
+      let w2 = load_words(row.z, ci); let w3 = load_words(row.w, ci);
+      let o = 8u * ci;
+      let h0 = x_hold(x0 + o, lane); let h1 = x_hold(x1 + o, lane); let h2 = x_hold(x2 + o, lane); let h3 = x_hold(x3 + o, lane);
+      let h4 = x_hold(x4_ + o, lane); let h5 = x_hold(x5 + o, lane); let h6 = x_hold(x6 + o, lane); let h7 = x_hold(x7 + o, lane);
+      for (var i = 0u; i < 4u; i++) {
+        let p0 = unpack_pair(w0, i); let p1 = unpack_pair(w1, i); let p2 = unpack_pair(w2, i); let p3 = unpack_pair(w3, i);
+        a0 += pair_dots(p0, p1, p2, p3, x_pair(x0 + o, h0, i));
+        a1 += pair_dots(p0, p1, p2, p3, x_pair(x1 + o, h1, i));
+        a2 += pair_dots(p0, p1, p2, p3, x_pair(x2 + o, h2, i));
+        a3 += pair_dots(p0, p1, p2, p3, x_pair(x3 + o, h3, i));
+        a4 += pair_dots(p0, p1, p2, p3, x_pair(x4_ + o, h4, i));
+        a5 += pair_dots(p0, p1, p2, p3, x_pair(x5 + o, h5, i));
+        a6 += pair_dots(p0, p1, p2, p3, x_pair(x6 + o, h6, i));
+        a7 += pair_dots(p0, p1, p2, p3, x_pair(x7 + o, h7, i));
+      }
     }
-    let sxa = vec4<f32>(xs[ra.x * groups + g], xs[ra.y * groups + g], xs[ra.z * groups + g], xs[ra.w * groups + g]);
-    let sxb = vec4<f32>(xs[rb.x * groups + g], xs[rb.y * groups + g], xs[rb.z * groups + g], xs[rb.w * groups + g]);
-    t0 = tile_group_end(t0, a, c0 * groups + g, sxa, sxb);
-    t1 = tile_group_end(t1, e, c1 * groups + g, sxa, sxb);
+    let gi = nc * groups + vec4<u32>(g);
+    let scale = vec4<f32>(scale_at(gi.x), scale_at(gi.y), scale_at(gi.z), scale_at(gi.w));
+    let bias = vec4<f32>(bias_at(gi.x), bias_at(gi.y), bias_at(gi.z), bias_at(gi.w)) + scale * half_code();
+    t0 = tot_add(t0, scale, bias, a0, xs[min(m0, last) * groups + g]);
+    t1 = tot_add(t1, scale, bias, a1, xs[min(m0 + 1u, last) * groups + g]);
+    t2 = tot_add(t2, scale, bias, a2, xs[min(m0 + 2u, last) * groups + g]);
+    t3 = tot_add(t3, scale, bias, a3, xs[min(m0 + 3u, last) * groups + g]);
+    t4 = tot_add(t4, scale, bias, a4, xs[min(m0 + 4u, last) * groups + g]);
+    t5 = tot_add(t5, scale, bias, a5, xs[min(m0 + 5u, last) * groups + g]);
+    t6 = tot_add(t6, scale, bias, a6, xs[min(m0 + 6u, last) * groups + g]);
+    t7 = tot_add(t7, scale, bias, a7, xs[min(m0 + 7u, last) * groups + g]);
   }
-  tile_store(n0, m0, t0);
-  tile_store(n1, m0, t1);
+  tile_store(n, m0, t0); tile_store(n, m0 + 1u, t1); tile_store(n, m0 + 2u, t2); tile_store(n, m0 + 3u, t3);
+  tile_store(n, m0 + 4u, t4); tile_store(n, m0 + 5u, t5); tile_store(n, m0 + 6u, t6); tile_store(n, m0 + 7u, t7);
 }

@@ -40,7 +40,7 @@ function lanesFit(lin: GpuLinear, xStride: number): boolean {
  *   weights as vec4<u32>, x shared through subgroups where the device has them. On lavapipe about 3x
  *   faster than `affine` at M = 1 (bench --compare); a block of K rows costs about K chain steps of
  *   compute there, which on GPUs (bandwidth-bound) hides behind the weight reads.
- * - 'tile' (matmul_lanes_*.wgsl `tile`; prefill): two features for a block of 8 rows, each chunk of
+ * - 'tile' (matmul_lanes_*.wgsl `tile`; prefill): four features for a block of 8 rows, each chunk of
  *   weights loaded and unpacked once for the 8 rows. Prefill need not equal decode bit for bit:
  *   both arms of every comparison prefill alike.
  * - 'affine': one invocation per output; the fallback for linears the others cannot run.
@@ -65,7 +65,7 @@ export function matmul(rec: Recorder, lin: GpuLinear, x: GPUBuffer, y: GPUBuffer
       if (k === 'lanes') {
         rec.run(shader, 'main', { BITS: desc.bits }, [params, undefined, undefined, y, ...sb, xs, x, part.buffer], Math.ceil(part.rows / (4 * WG)));
       } else {
-        rec.run(shader, 'tile', { BITS: desc.bits }, [params, undefined, undefined, y, ...sb, xs, x, part.buffer], Math.ceil(r.M / 8) * Math.ceil(part.rows / (2 * WG)));
+        rec.run(shader, 'tile', { BITS: desc.bits }, [params, undefined, undefined, y, ...sb, xs, x, part.buffer], Math.ceil(r.M / 8) * Math.ceil(part.rows / (4 * WG)));
       }
     });
     return;
