@@ -37,13 +37,16 @@ struct Params {
 }
 
 @group(0) @binding(0) var<uniform> P: Params;
-@group(0) @binding(1) var<storage, read> q: array<f32>;       // [M, heads, d]
-@group(0) @binding(2) var<storage, read> k_cache: array<f32>; // [slots, kv_heads, d]
-@group(0) @binding(3) var<storage, read> v_cache: array<f32>;
-@group(0) @binding(4) var<storage, read> k_stage: array<f32>; // [M, kv_heads, d] this block's rows
-@group(0) @binding(5) var<storage, read> v_stage: array<f32>;
+// q, K, V and out are read and written as vec4 (d % 4 == 0, checked when the config is read): on
+// software adapters every load is a per-invocation loop, and one vec4 load costs about what one scalar
+// load does. The arithmetic is unchanged: components are still reduced one at a time, in order.
+@group(0) @binding(1) var<storage, read> q: array<vec4<f32>>;       // [M, heads, d]
+@group(0) @binding(2) var<storage, read> k_cache: array<vec4<f32>>; // [slots, kv_heads, d]
+@group(0) @binding(3) var<storage, read> v_cache: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read> k_stage: array<vec4<f32>>; // [M, kv_heads, d] this block's rows
+@group(0) @binding(5) var<storage, read> v_stage: array<vec4<f32>>;
 @group(0) @binding(6) var<storage, read_write> s: array<f32>; // [M, heads, max_keys] x 2 (score, compensation)
-@group(0) @binding(7) var<storage, read_write> out: array<f32>; // [M, heads, d]
+@group(0) @binding(7) var<storage, read_write> out: array<vec4<f32>>; // [M, heads, d]
 @group(0) @binding(8) var<storage, read_write> sums: array<f32>; // [M, heads]
 
 fn key_count(j: u32) -> u32 {
@@ -97,16 +100,19 @@ fn ring_slot(pos: u32) -> u32 {
   return (pos % P.window + P.window - P.base % P.window) % P.window;
 }
 
-// (An if, not select(): select() evaluates both loads.)
-fn k_at(loc: vec2<u32>, kvh: u32, c: u32) -> f32 {
-  let off = (loc.y * P.kv_heads + kvh) * P.d + c;
-  if (loc.x == 1u) { return k_stage[off]; }
-  return k_cache[off];
-}
-fn v_at(loc: vec2<u32>, kvh: u32, c: u32) -> f32 {
-  let off = (loc.y * P.kv_heads + kvh) * P.d + c;
+// Components c4*4 .. c4*4+3 of a key / value. (An if, not select(): select() evaluates both loads.)
+fn v_at(loc: vec2<u32>, kvh: u32, c4: u32) -> vec4<f32> {
+  let off = (loc.y * P.kv_heads + kvh) * (P.d / 4u) + c4;
   if (loc.x == 1u) { return v_stage[off]; }
   return v_cache[off];
+}
+// One compensated step per component, in order x, y, z, w.
+fn ksum_add4(acc: vec2<f32>, p: vec4<f32>) -> vec2<f32> {
+  return ksum_add(ksum_add(ksum_add(ksum_add(acc, p.x), p.y), p.z), p.w);
+}
+fn round4(v: vec4<f32>) -> vec4<f32> {
+  if (P.round == 1u) { return vec4<f32>(round_bf16(v.x), round_bf16(v.y), round_bf16(v.z), round_bf16(v.w)); }
+  return v;
 }
 
 @compute @workgroup_size(WG)
@@ -123,9 +129,16 @@ fn scores(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
   if (is_masked(j, i)) { s[at] = MASKED; s[at + 1u] = 0.0; return; }
   let kvh = h / (P.heads / P.kv_heads);
   let loc = key_of(j, i);
-  let qb = jh * P.d;
+  let d4 = P.d / 4u;
+  let qb = jh * d4;
+  let kb = (loc.y * P.kv_heads + kvh) * d4;
   var acc = vec2<f32>(0.0);
-  for (var c = 0u; c < P.d; c++) { acc = ksum_add(acc, q[qb + c] * k_at(loc, kvh, c)); }
+  // Over c in order; the staging/cache choice is made once per key, not per component.
+  if (loc.x == 1u) {
+    for (var c = 0u; c < d4; c++) { acc = ksum_add4(acc, q[qb + c] * k_stage[kb + c]); }
+  } else {
+    for (var c = 0u; c < d4; c++) { acc = ksum_add4(acc, q[qb + c] * k_cache[kb + c]); }
+  }
   // Keep the compensation term: scores are large (scale 1.0) and exp() amplifies their rounding.
   let t = ksum_value(acc);
   s[at] = t;
@@ -156,19 +169,20 @@ fn softmax(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
 @compute @workgroup_size(WG)
 fn pv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
       @builtin(local_invocation_index) lid: u32) {
+  // One invocation per four consecutive channels c4*4 .. c4*4+3 (four independent sums).
   let idx = linear_workgroup(wid, nwg) * WG + lid;
-  let c = idx % P.d;
-  let jh = idx / P.d;
+  let d4 = P.d / 4u;
+  let c4 = idx % d4;
+  let jh = idx / d4;
   if (jh >= P.M * P.heads) { return; }
   let j = jh / P.heads;
   let h = jh % P.heads;
   let kvh = h / (P.heads / P.kv_heads);
   let n = key_count(j);
   let b = jh * P.max_keys;
-  var acc = 0.0;
-  for (var i = 0u; i < n; i++) { acc += s[2u * (b + i)] * v_at(key_of(j, i), kvh, c); }
-  let o = acc / sums[jh];
-  out[jh * P.d + c] = select(o, round_bf16(o), P.round == 1u);
+  var acc = vec4<f32>(0.0);
+  for (var i = 0u; i < n; i++) { acc += s[2u * (b + i)] * v_at(key_of(j, i), kvh, c4); }
+  out[jh * d4 + c4] = round4(acc / sums[jh]);
 }
 
 // Inexact variants (policies attention-m-split, mask-widened): the key range is cut into SPLIT
@@ -202,8 +216,9 @@ fn softmax_split(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
 fn pv_split(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
             @builtin(local_invocation_index) lid: u32) {
   let idx = linear_workgroup(wid, nwg) * WG + lid;
-  let c = idx % P.d;
-  let jh = idx / P.d;
+  let d4 = P.d / 4u;
+  let c4 = idx % d4;
+  let jh = idx / d4;
   if (jh >= P.M * P.heads) { return; }
   let j = jh / P.heads;
   let h = jh % P.heads;
@@ -211,14 +226,13 @@ fn pv_split(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg:
   let n = key_count(j);
   let b = jh * P.max_keys;
   let per = (n + SPLIT - 1u) / SPLIT;
-  var total = 0.0;
+  var total = vec4<f32>(0.0);
   for (var sp = 0u; sp < SPLIT; sp++) {
-    var part = 0.0;
+    var part = vec4<f32>(0.0);
     for (var i = sp * per; i < min(n, (sp + 1u) * per); i++) {
-      part += s[2u * (b + i)] * v_at(key_of(j, i), kvh, c);
+      part += s[2u * (b + i)] * v_at(key_of(j, i), kvh, c4);
     }
     total += part;
   }
-  let o = total / sums[jh];
-  out[jh * P.d + c] = select(o, round_bf16(o), P.round == 1u);
+  out[jh * d4 + c4] = round4(total / sums[jh]);
 }

@@ -190,5 +190,5 @@ export function attention(rec: Recorder, a: AttentionArgs): void {
   rec.run('attention.wgsl', 'scores', {}, [params, a.q, a.kCache, undefined, a.kStage, undefined, scores], groups(rows * maxKeys));
   const [sm, pv, constants] = a.split > 0 ? ['softmax_split', 'pv_split', { SPLIT: a.split }] : ['softmax', 'pv', {}];
   rec.run('attention.wgsl', sm, constants, [params, undefined, undefined, undefined, undefined, undefined, scores, undefined, sums], groups(rows));
-  rec.run('attention.wgsl', pv, constants, [params, undefined, undefined, a.vCache, undefined, a.vStage, scores, a.out, sums], groups(rows * a.d));
+  rec.run('attention.wgsl', pv, constants, [params, undefined, undefined, a.vCache, undefined, a.vStage, scores, a.out, sums], groups((rows * a.d) / 4));
 }

@@ -189,6 +189,8 @@ describe('bad input: checkpoint contents', () => {
       .toBe('config.json: text_config.hidden_size must be a positive integer, found nothing');
     expect(await refusal(variant((c) => { c.text_config.layer_types = ['sliding_attention']; })))
       .toBe('config.json: text_config.layer_types must list 12 layer types (num_hidden_layers), found 1 entries');
+    expect(await refusal(variant((c) => { c.text_config.global_head_dim = 130; })))
+      .toBe("config.json: layer 5 (full) head dim 130 is not a multiple of 4, which this engine's attention kernels need; this geometry is not supported");
   });
 
   it('quantization bits / group size that do not match the packed shapes', async () => {
