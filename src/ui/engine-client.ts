@@ -10,3 +10,21 @@ export function startEngineWorker(): { engine: EngineProxy; worker: Worker } {
 }
 
 export { Comlink };
+
+/**
+ * A progress callback for one engine call, proxied to the Worker, that goes quiet once the call has settled.
+ * Why: comlink delivers each proxied callback over its own MessagePort, so a last progress message can
+ * arrive after the call's result and would overwrite the finished state (seen: "Measuring… 31 s" left
+ * on screen after the benchmark had finished). Call close() when the awaited call returns or throws.
+ */
+export function settledProgress<P>(onProgress: (p: P) => void): { callback: ((p: P) => void) & Comlink.ProxyMarked; close(): void } {
+  let open = true;
+  return {
+    callback: Comlink.proxy((p: P) => {
+      if (open) onProgress(p);
+    }),
+    close() {
+      open = false;
+    },
+  };
+}

@@ -3,7 +3,7 @@
  * loaded model's summary, and the engine's error message verbatim in place. The engine does every check
  * (safetensors, config, role, target/assistant fit); this module only routes files and shows results.
  */
-import { Comlink, type EngineProxy } from './engine-client.ts';
+import { settledProgress, type EngineProxy } from './engine-client.ts';
 import type { LoadedSummary, Role } from '../worker/engine.ts';
 import type { Progress } from '../util/cancel.ts';
 import { append, clear, el } from './dom.ts';
@@ -40,14 +40,11 @@ export function createIntake(engine: EngineProxy, onChange: () => void): Intake 
     running.add(role);
     onChange();
     const jobId = `load-${role}-${++jobCounter}`;
-    let uploading = false;
     z.start(folder, () => void engine.cancel(jobId));
     try {
       const files = folder.files.map(({ path, file }) => ({ path, file }));
-      const summary = await engine.loadCheckpoint(role, { label: folder.label, files }, jobId, Comlink.proxy((p: Progress) => {
-        if (p.phase === 'upload') uploading = true;
-        z.progress(p);
-      }));
+      const progress = settledProgress((p: Progress) => z.progress(p));
+      const summary = await engine.loadCheckpoint(role, { label: folder.label, files }, jobId, progress.callback).finally(progress.close);
       state[role] = summary;
       z.loaded(summary);
       const entry: RecentCheckpoint = { role, label: summary.label, modelType: summary.modelType, digest: summary.digest, bytes: summary.bytes, when: Date.now(), ...(folder.handle ? { handle: folder.handle } : {}) };
@@ -55,8 +52,9 @@ export function createIntake(engine: EngineProxy, onChange: () => void): Intake 
       return true;
     } catch (e) {
       // The engine drops the previous checkpoint of the role only when the upload starts, so a failure
-      // before that (bad file, wrong role, mismatch) leaves the previous one loaded and still shown.
-      if (uploading) delete state[role];
+      // before that (bad file, wrong role, mismatch) leaves the previous one loaded and still shown. Asked,
+      // not inferred from progress messages (those can arrive after the call has failed).
+      if (!(await engine.isLoaded(role).catch(() => false))) delete state[role];
       const message = (e as Error)?.message ?? String(e);
       if ((e as Error)?.name === 'CancelledError' || message === 'Cancelled by the user.') z.cancelled(state[role]);
       else z.failed(message, state[role]);

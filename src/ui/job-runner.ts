@@ -4,7 +4,7 @@
  * runner only shows what the engine reports. `<prefix>-cancel`, `-elapsed`, `-progress`, `-error` are the
  * test ids.
  */
-import { Comlink } from './engine-client.ts';
+import { settledProgress } from './engine-client.ts';
 import type { Progress, ProgressFn } from '../util/cancel.ts';
 import { append, clear, el } from './dom.ts';
 import { fmtMs } from './format.ts';
@@ -81,7 +81,7 @@ export function createJobRunner(o: { prefix: string; label: string; runTestId: s
         current.time.textContent = fmtMs(performance.now() - current.t);
       };
       try {
-        const result = await call(jobId, Comlink.proxy((p: Progress) => {
+        const progress = settledProgress((p: Progress) => {
           // A new phase name closes the previous line with its duration; the same name moves its bar.
           const name = p.detail ?? p.phase;
           if (current?.name !== name) {
@@ -95,7 +95,8 @@ export function createJobRunner(o: { prefix: string; label: string; runTestId: s
             current.bar.max = Math.max(1, p.total);
             current.bar.value = p.done;
           }
-        }));
+        });
+        const result = await call(jobId, progress.callback).finally(progress.close);
         finishPhase();
         elapsed.textContent = `Done in ${fmtMs(performance.now() - t0)}`;
         return result;

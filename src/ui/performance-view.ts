@@ -5,7 +5,7 @@
  */
 import type { PerformanceSummary } from '../parity/report.ts';
 import type { EngineProxy } from './engine-client.ts';
-import { Comlink } from './engine-client.ts';
+import { settledProgress } from './engine-client.ts';
 import { append, byId, clear, el } from './dom.ts';
 import { num, str } from './format.ts';
 
@@ -54,13 +54,11 @@ export function wireBench(engine: EngineProxy): void {
     status.textContent = 'Measuring (about a minute)…';
     clear(out);
     const t0 = performance.now();
+    const progress = settledProgress((p: { detail?: string }) => {
+      status.textContent = `Measuring… ${((performance.now() - t0) / 1000).toFixed(0)} s${p.detail ? ` · ${p.detail.slice(0, 80)}` : ''}`;
+    });
     try {
-      const report = await engine.runBench(
-        `bench-${Date.now()}`,
-        Comlink.proxy((p: { detail?: string }) => {
-          status.textContent = `Measuring… ${((performance.now() - t0) / 1000).toFixed(0)} s${p.detail ? ` · ${p.detail.slice(0, 80)}` : ''}`;
-        }),
-      );
+      const report = await engine.runBench(`bench-${Date.now()}`, progress.callback).finally(progress.close);
       const s = report.summary;
       append(out, performanceList({ timing: report.timing, ...s }));
       status.textContent = `Measured in ${report.seconds.toFixed(0)} s; attached to the next probe reports.`;

@@ -108,6 +108,12 @@ export class Engine {
     }
   }
 
+  /** Whether a checkpoint of this role is loaded: after a failed load, the previous one survives only if the
+   * failure came before its upload started. */
+  isLoaded(role: Role): boolean {
+    return this.checkpoints[role] !== undefined;
+  }
+
   /** The last "Measure this GPU" figures; attached to the probe reports that follow. */
   private performance: PerformanceSummary | undefined;
 

@@ -16,6 +16,9 @@ describe('GPU measurement in the page', () => {
     const status = page.getByTestId('bench-status');
     await expect.poll(() => status.getAttribute('data-state'), { timeout: 600_000 }).toMatch(/pass|fail/);
     expect(await status.getAttribute('data-state'), (await status.textContent()) ?? '').toBe('pass');
+    // A progress message that arrives after the result must not put "Measuring…" back (it did, once).
+    await page.waitForTimeout(500);
+    expect(await status.textContent()).toMatch(/^Measured in \d+ s; attached to the next probe reports\.$/);
     const figures = (await page.getByTestId('performance').first().textContent()) ?? '';
     expect(figures).toMatch(/Copy bandwidth\d+\.\d\d GB\/s/);
     expect(figures).toMatch(/4-bit matvec \(12B MLP, M = 1\)\d\.\d{3} × copy bandwidth/);
