@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testGpu } from './gpu-context.ts';
 import { tinyModel, tinyWeights } from './tiny-model.ts';
-import { TINY_A_F64, loadGolden, loadTransformersF32, maxAbsDiff, nmse, tinyAssistant } from '../support/fixtures.ts';
+import { TINY_A, TINY_A_F64, loadGolden, loadTransformersF32, maxAbsDiff, nmse, tinyAssistant } from '../support/fixtures.ts';
 import { uploadWeights } from '../../src/model/gpu-weights.ts';
 import { AssistantModel } from '../../src/model/assistant.ts';
 import type { AssistantDescription } from '../../src/format/model-description.ts';
@@ -44,6 +44,55 @@ describe('GPU assistant (drafter) vs transformers goldens (tiny-a draft.*)', () 
     target.destroy();
   });
 
+  // The shared F32 file stores its sliding shared_kv entries as [T, kv_heads, head_dim] bytes under a
+  // [kv_heads, T, head_dim] label (test/unit/reference.test.ts); tiny-a-f64 stores both as labelled.
+  it.each([
+    { name: 'tiny-a (shared, F32)', dir: TINY_A, slidingTokenMajor: true },
+    { name: 'tiny-a-f64', dir: TINY_A_F64, slidingTokenMajor: false },
+  ])('the assistant forward alone, on the golden inputs (seed hidden and target K/V) of $name: tokens, logits, projected hidden within NMSE 1e-8', async ({ dir, slidingTokenMajor }) => {
+    // The assistant's inputs are the seed hidden state and the target's last sliding / last full layer K/V.
+    // Here both come from the float64 goldens (rounded once to f32 where they enter GPU buffers), so what
+    // is measured is the assistant forward itself, as the CPU reference's "golden inputs" check does; the
+    // end-to-end figures (next test) add the GPU target's own error to its inputs.
+    const g64 = await loadGolden(dir);
+    const target = tinyModel(ctx, await tinyWeights(ctx), 'f32');
+    const aw = await uploadWeights(ctx.device, (await tinyAssistant()).description as AssistantDescription);
+    const asst = new AssistantModel(ctx, aw, target, 'hf');
+    const P = g64.json.prompt.length;
+    await target.prefill(g64.json.prompt, { logits: 'last' }); // sets the cache state (positions, ring base)
+    const cache = target.cache;
+    const W = cache.window;
+    const lastOf = (type: 'sliding' | 'full') => target.desc.layers.map((l) => l.type).lastIndexOf(type);
+    for (const type of ['sliding', 'full'] as const) {
+      const li = lastOf(type);
+      const { numKvHeads: kvh, headDim: d } = target.desc.layers[li];
+      const layer = cache.layers[li];
+      const rowBytes = kvh * d * 4;
+      for (const [which, buf, evicted] of [['keys', layer.k, layer.kEvicted], ['values', layer.v, layer.vEvicted]] as const) {
+        const g = await g64.tensor(`shared_kv.${type}_attention.${which}`); // [kv_heads, T, head_dim]
+        expect(g.shape).toEqual([kvh, P, d]);
+        for (let t = 0; t < P; t++) {
+          const row = new Float32Array(kvh * d); // the cache's row: [kv_heads, head_dim] of one position
+          const tokenMajor = type === 'sliding' && slidingTokenMajor;
+          for (let h = 0; h < kvh; h++) for (let i = 0; i < d; i++) row[h * d + i] = g.data[(tokenMajor ? t * kvh + h : h * P + t) * d + i];
+          if (type === 'full') ctx.device.queue.writeBuffer(buf, t * rowBytes, row);
+          else if (t >= P - W) ctx.device.queue.writeBuffer(buf, cache.slotOf(t) * rowBytes, row);
+          else if (t === P - 1 - W) ctx.device.queue.writeBuffer(evicted, 0, row); // the (W + 1)-th key the assistant reads
+        }
+      }
+    }
+    const seed = Float32Array.from((await g64.tensor('draft.seed_hidden')).data);
+    const r = await asst.draft(g64.json.bonus_token, seed, 3, { capture: true });
+    expect(r.tokens).toEqual(g64.json.draft.tokens);
+    const hiddenNmse = nmse(r.hidden!, (await g64.tensor('draft.hidden')).data);
+    const logitErr = maxAbsDiff(r.logits!, (await g64.tensor('draft.logits')).data);
+    console.log(`assistant forward on the golden inputs of ${dir.split('/').pop()}: projected hidden NMSE ${hiddenNmse.toExponential(3)}, logits max abs ${logitErr.toExponential(3)}`);
+    expect(hiddenNmse).toBeLessThanOrEqual(1e-8);
+    expect(logitErr).toBeLessThanOrEqual(0.05);
+    asst.destroy();
+    target.destroy();
+  });
+
   it('projected hidden states within NMSE 1e-8 of the float64 goldens (tiny-a-f64), end to end and from the golden seed', async () => {
     // tiny-a-f64: the same calls as the shared goldens, float64 throughout, stored as F64 (no f32 noise).
     const g64 = await loadGolden(TINY_A_F64);
@@ -77,7 +126,9 @@ describe('GPU assistant (drafter) vs transformers goldens (tiny-a draft.*)', () 
     expect(seedNmse).toBeLessThanOrEqual(tfSeed);
     expect(e2e).toBeLessThanOrEqual(tfHidden);
     expect(e2eLogits).toBeLessThanOrEqual(tfLogits);
-    // Acceptance bound 1e-8 for the projected hidden state: NOT MET on lavapipe. Measured: seed (target's
+    // The acceptance bound 1e-8 for the projected hidden state holds for the assistant forward on the golden
+    // inputs (test above: 2.6e-13 / 1.3e-12); end to end, where its inputs carry the GPU target's f32 error,
+    // it is not reached on lavapipe. Measured: seed (target's
     // post-norm hidden, last prompt row) NMSE 1.6e-8; projected hidden end to end 1.4e-7, from the golden seed
     // 2.6e-8 (with the previous prefill matmul, whose only difference is its summation order: 2.7e-8, 9.9e-8,
     // 1.7e-8; before the quantized matmuls used centred codes: 1.0e-7, 5.6e-7, 9.3e-8). The drafter itself is
