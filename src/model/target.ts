@@ -1,6 +1,6 @@
 import type { TargetDescription } from '../format/model-description.ts';
 import type { GpuContext } from '../gpu/device.ts';
-import { readMany, storageBuffer } from '../gpu/buffers.ts';
+import { readMany, storageBuffer, uploadBuffer } from '../gpu/buffers.ts';
 import { KernelCache } from '../gpu/kernels.ts';
 import { Recorder } from '../gpu/recorder.ts';
 import { GpuError } from '../gpu/errors.ts';
@@ -45,6 +45,12 @@ export interface StepOptions {
   captures?: Captures;
   policy?: Policy;
   finalHidden?: boolean;
+  /**
+   * Teacher forcing, for error analysis: the hidden rows [M, hidden] that enter layer `layer` in the forward
+   * of rows at positions p .. p+M-1 (undefined: the rows the previous layer produced). Each layer then
+   * shows its own error instead of the error it inherits; no op's arithmetic changes.
+   */
+  layerInputs?: (layer: number, p: number, M: number) => Float32Array | undefined;
 }
 
 export class TargetModel {
@@ -291,6 +297,14 @@ export class TargetModel {
       const rope = this.ropes.get(l.rope, l.headDim);
       const norm = (x: GPUBuffer, weight: GPUBuffer | null, out: GPUBuffer, nrows: number, D: number, extra: Partial<op.NormArgs> = {}) =>
         op.rmsnorm(rec, x, weight, out, this.dummy, { rows: nrows, D, eps: d.eps, round: this.round, ...extra });
+
+      const forced = o.layerInputs?.(i, p, M);
+      if (forced) {
+        if (forced.length !== M * H) throw new Error(`layerInputs(${i}): ${forced.length} values, expected ${M} rows x ${H}`);
+        const src = uploadBuffer(this.device, forced, `forced-input.${i}`); // written before this submit runs
+        rec.temporaries.push(src);
+        rec.copy(src, 0, ws.h, 0, M * H * 4);
+      }
 
       // Attention block.
       norm(ws.h, w.inputNorm, ws.xn, M, H);
