@@ -2,7 +2,7 @@
 // Attention of M query rows (positions p .. p+M-1) over one layer's cache, in three passes:
 //   scores:  s[j, h, i] = q[j, h] . k[key(j, i)]            (scale 1.0, one invocation per score)
 //   softmax: s[j, h, i] = exp(s - max), sum kept per (j, h)  (one invocation per (j, h), sequential)
-//   pv:      out[j, h, c] = sum_i s[j, h, i] * v[key(j, i), c] / sum   (one invocation per element)
+//   pv:      out[j, h, c] = sum_i s[j, h, i] * v[key(j, i), c] / sum   (one invocation per 4 channels)
 // Which key the i-th term reads (`key_of`) is the whole difference between the cache layouts:
 //   MODE_PHYSICAL: a sliding ring read in physical slot order 0..n-1, with no mask, exactly as classic
 //     one-token decode reads it. Row j of a block sees the ring as it would be after writing block

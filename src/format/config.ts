@@ -107,7 +107,7 @@ export function parseConfig(json: unknown, file = 'config.json', generationConfi
       throw new FormatError(`${file}: layer ${i} (${type}) has ${g.numHeads} query heads, not a multiple of its ${g.numKvHeads} KV heads`, file, `${where}layer_types`);
     }
     // Attention reads heads as vec4 (shaders/attention.wgsl); every Gemma head dim is a multiple of 64.
-    if (g.headDim % 4 !== 0) throw new FormatError(`${file}: layer ${i} (${type}) head dim ${g.headDim} is not a multiple of 4, which this engine's attention kernels need; this geometry is not supported`, file, `${where}${type === 'sliding' ? 'head_dim' : 'global_head_dim'}`);
+    if (g.headDim % 4 !== 0) throw new FormatError(`${file}: layer ${i} (${type}) head dim ${g.headDim} is not a multiple of 4, which this engine's attention kernels need; this geometry is not supported`, file, `${where}${type === 'full' && tc.global_head_dim !== undefined ? 'global_head_dim' : 'head_dim'}`);
     return g;
   });
 

@@ -274,6 +274,11 @@ export class TargetModel {
     const policy = o.policy ?? EXACT;
     const rows: op.Rows = { M, round: this.round, split: policy.matmulSplit(M, kind), prefill: kind === 'prefill' };
     const ws = this.ws;
+    // Forced layer inputs are checked before anything is recorded (a throw must not leave a recorder open).
+    const forcedInputs = d.layers.map((_, i) => o.layerInputs?.(i, p, M));
+    forcedInputs.forEach((f, i) => {
+      if (f && f.length !== M * d.hidden) throw new Error(`layerInputs(${i}): ${f.length} values, expected ${M} rows x ${d.hidden}`);
+    });
     const rec = this.recorder(kind);
     const captures = new Map<string, { buf: GPUBuffer; floats: number }>();
     const want = (name: string) => o.captures === 'all' || (o.captures?.has(name) ?? false);
@@ -298,9 +303,8 @@ export class TargetModel {
       const norm = (x: GPUBuffer, weight: GPUBuffer | null, out: GPUBuffer, nrows: number, D: number, extra: Partial<op.NormArgs> = {}) =>
         op.rmsnorm(rec, x, weight, out, this.dummy, { rows: nrows, D, eps: d.eps, round: this.round, ...extra });
 
-      const forced = o.layerInputs?.(i, p, M);
+      const forced = forcedInputs[i];
       if (forced) {
-        if (forced.length !== M * H) throw new Error(`layerInputs(${i}): ${forced.length} values, expected ${M} rows x ${H}`);
         const src = uploadBuffer(this.device, forced, `forced-input.${i}`); // written before this submit runs
         rec.temporaries.push(src);
         rec.copy(src, 0, ws.h, 0, M * H * 4);

@@ -585,7 +585,8 @@ describe(`GPU kernels vs the CPU float64 reference (${ADAPTER})`, () => {
       { name: '4-bit gs 64, 3 parts', bits: 4, gs: 64, K: 128, N: 30, rowsPerPart: 11 },
       { name: '8-bit gs 32, 2 parts', bits: 8, gs: 32, K: 96, N: 70, rowsPerPart: 40 },
       { name: '2-bit gs 64', bits: 2, gs: 64, K: 192, N: 17 },
-      { name: '4-bit gs 128, N > one workgroup', bits: 4, gs: 128, K: 256, N: 131 },
+      { name: '4-bit gs 128, N > one lanes workgroup of 64 invocations', bits: 4, gs: 128, K: 256, N: 131 },
+      { name: '8-bit gs 64, N > two tile / lanes workgroups (256 features each)', bits: 8, gs: 64, K: 128, N: 600 },
       { name: '4-bit gs 32, N > two lanes workgroups (256 features each), 2 parts', bits: 4, gs: 32, K: 96, N: 600, rowsPerPart: 530 },
       { name: '8-bit gs 128', bits: 8, gs: 128, K: 256, N: 9 },
     ];
