@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testGpu } from './gpu-context.ts';
 import { tinyModel, tinyWeights } from './tiny-model.ts';
-import { TINY_A, TINY_A_F64, loadGolden, loadTransformersF32, maxAbsDiff, nmse, tinyAssistant } from '../support/fixtures.ts';
+import { TINY_A, TINY_A_F64, kvHeadMajor, loadGolden, loadTransformersF32, maxAbsDiff, nmse, tinyAssistant } from '../support/fixtures.ts';
 import { uploadWeights } from '../../src/model/gpu-weights.ts';
 import { AssistantModel } from '../../src/model/assistant.ts';
 import type { AssistantDescription } from '../../src/format/model-description.ts';
@@ -44,8 +44,7 @@ describe('GPU assistant (drafter) vs transformers goldens (tiny-a draft.*)', () 
     target.destroy();
   });
 
-  // The shared F32 file stores its sliding shared_kv entries as [T, kv_heads, head_dim] bytes under a
-  // [kv_heads, T, head_dim] label (test/unit/reference.test.ts); tiny-a-f64 stores both as labelled.
+  // The shared F32 file stores its sliding shared_kv entries token-major (kvHeadMajor in test/support/fixtures.ts).
   it.each([
     { name: 'tiny-a (shared, F32)', dir: TINY_A, slidingTokenMajor: true },
     { name: 'tiny-a-f64', dir: TINY_A_F64, slidingTokenMajor: false },
@@ -69,12 +68,12 @@ describe('GPU assistant (drafter) vs transformers goldens (tiny-a draft.*)', () 
       const layer = cache.layers[li];
       const rowBytes = kvh * d * 4;
       for (const [which, buf, evicted] of [['keys', layer.k, layer.kEvicted], ['values', layer.v, layer.vEvicted]] as const) {
-        const g = await g64.tensor(`shared_kv.${type}_attention.${which}`); // [kv_heads, T, head_dim]
+        const g = await g64.tensor(`shared_kv.${type}_attention.${which}`); // labelled [kv_heads, T, head_dim]
         expect(g.shape).toEqual([kvh, P, d]);
+        const kv = type === 'sliding' && slidingTokenMajor ? kvHeadMajor(g.data, kvh, P, d) : g.data;
         for (let t = 0; t < P; t++) {
           const row = new Float32Array(kvh * d); // the cache's row: [kv_heads, head_dim] of one position
-          const tokenMajor = type === 'sliding' && slidingTokenMajor;
-          for (let h = 0; h < kvh; h++) for (let i = 0; i < d; i++) row[h * d + i] = g.data[(tokenMajor ? t * kvh + h : h * P + t) * d + i];
+          for (let h = 0; h < kvh; h++) for (let i = 0; i < d; i++) row[h * d + i] = kv[(h * P + t) * d + i];
           if (type === 'full') ctx.device.queue.writeBuffer(buf, t * rowBytes, row);
           else if (t >= P - W) ctx.device.queue.writeBuffer(buf, cache.slotOf(t) * rowBytes, row);
           else if (t === P - 1 - W) ctx.device.queue.writeBuffer(evicted, 0, row); // the (W + 1)-th key the assistant reads

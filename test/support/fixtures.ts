@@ -62,6 +62,17 @@ export async function tinyAssistant(): Promise<Checkpoint> {
   return openCheckpointDir(path.join(TINY_A, 'assistant'));
 }
 
+/**
+ * [T, kv_heads, head_dim] values as [kv_heads, T, head_dim]. The shared F32 goldens store their
+ * shared_kv.sliding_attention.* that way under a [kv_heads, T, head_dim] label (make_fixtures saved a
+ * transposed, non-contiguous tensor's memory); tiny-a-f64 stores both layer types as labelled.
+ */
+export function kvHeadMajor(tokenMajor: Float64Array, kvHeads: number, T: number, headDim: number): Float64Array {
+  const out = new Float64Array(tokenMajor.length);
+  for (let h = 0; h < kvHeads; h++) for (let t = 0; t < T; t++) for (let i = 0; i < headDim; i++) out[(h * T + t) * headDim + i] = tokenMajor[(t * kvHeads + h) * headDim + i];
+  return out;
+}
+
 export function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
   if (a.length !== b.length) throw new Error(`length ${a.length} vs ${b.length}`);
   let m = 0;

@@ -19,7 +19,7 @@ import type { AssistantDescription, TargetDescription } from '../../src/format/m
 import { openCheckpointDir } from '../../src/node/file-source.ts';
 import { loadReferenceWeights, referenceDraft, referenceForward, referenceGreedy, type AssistantWeights, type ForwardResult, type TargetWeights } from '../../src/reference/index.ts';
 import { TINY_A, loadGolden, maxAbs, maxAbsOf } from './fixtures.ts';
-import { TINY_A_F64, loadGolden as loadGoldenLazy, type Golden } from '../support/fixtures.ts';
+import { TINY_A_F64, kvHeadMajor, loadGolden as loadGoldenLazy, type Golden } from '../support/fixtures.ts';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 
@@ -119,11 +119,7 @@ describe('reference vs transformers goldens (tiny-a)', () => {
     const sl = fwd.sharedKv.sliding;
     expect(sl.layerIndex).toBe(10);
     const T = 40, d = 64, kvh = 2;
-    const reorder = (g: Float64Array) => {
-      const out = new Float64Array(g.length);
-      for (let h = 0; h < kvh; h++) for (let t = 0; t < T; t++) for (let i = 0; i < d; i++) out[(h * T + t) * d + i] = g[(t * kvh + h) * d + i];
-      return out;
-    };
+    const reorder = (g: Float64Array) => kvHeadMajor(g, kvh, T, d);
     const ek = maxAbs(sl.keys, reorder(golden('shared_kv.sliding_attention.keys')));
     const ev = maxAbs(sl.values, reorder(golden('shared_kv.sliding_attention.values')));
     note(`shared_kv: full keys ${maxAbs(full.keys, golden('shared_kv.full_attention.keys')).toExponential(2)}, values ${maxAbs(full.values, golden('shared_kv.full_attention.values')).toExponential(2)}; sliding keys ${ek.toExponential(2)}, values ${ev.toExponential(2)} (after reordering)`);
@@ -168,12 +164,7 @@ describe('reference vs transformers goldens (tiny-a)', () => {
     const T = 40;
     const kv = (type: 'sliding' | 'full', kvh: number, d: number, layerIndex: number) => {
       const name = `${type}_attention`;
-      const reorder = (g: Float64Array) => {
-        if (kvh === 1) return g;
-        const out = new Float64Array(g.length); // see the layout quirk above
-        for (let h = 0; h < kvh; h++) for (let t = 0; t < T; t++) for (let i = 0; i < d; i++) out[(h * T + t) * d + i] = g[(t * kvh + h) * d + i];
-        return out;
-      };
+      const reorder = (g: Float64Array) => kvHeadMajor(g, kvh, T, d); // see the layout quirk above (a no-op for one head)
       return { layerIndex, numKvHeads: kvh, headDim: d, length: T, keys: reorder(golden(`shared_kv.${name}.keys`)), values: reorder(golden(`shared_kv.${name}.values`)) };
     };
     const d = referenceDraft(tw, aw, {
