@@ -317,7 +317,9 @@ def compute(target, asst, prompt, log, watch, dtype=F64):
     return out_np, meta
 
 
-def main():
+def start_run():
+    """The tools' common start: OUTDIR and --ckpt arguments, a logger that also keeps its lines (they go into
+    the JSON written beside the tensors), a fixed seed and the versions line."""
     ap = argparse.ArgumentParser()
     ap.add_argument("outdir")
     ap.add_argument("--ckpt", default="public/demo")
@@ -331,7 +333,13 @@ def main():
 
     torch.manual_seed(0)
     log(f"torch {torch.__version__}, transformers {transformers.__version__}, threads {torch.get_num_threads()}")
-    tdir, adir = os.path.join(args.ckpt, "target"), os.path.join(args.ckpt, "assistant")
+    return args, log, lines
+
+
+def load_fixture(ckpt, log):
+    """The tiny-a target and assistant as float64 transformers models holding exactly the dequantized MLX weights
+    (each module's bits checked against config.json), and make_fixtures.py's prompt."""
+    tdir, adir = os.path.join(ckpt, "target"), os.path.join(ckpt, "assistant")
     tconf, aconf = json.load(open(os.path.join(tdir, "config.json"))), json.load(open(os.path.join(adir, "config.json")))
     tc = {k: v for k, v in tconf["text_config"].items() if k != "model_type"}
     target = Gemma4ForCausalLM(Gemma4TextConfig(**tc)).to(F64).eval()
@@ -345,12 +353,19 @@ def main():
     asst = Gemma4AssistantForCausalLM(acfg).to(F64).eval()
     aw, abits = mlx_weights(os.path.join(adir, "model.safetensors"), "", aconf["quantization"]["group_size"])
     log(f"assistant: {load_into(asst, aw, 'assistant')} tensors loaded ({len(abits)} quantized, bits {sorted(set(abits.values()))})")
+    V = tc["vocab_size"]
+    prompt = [(7 * i + 1 + 978) % V for i in range(40)]  # make_fixtures.py's prompt
+    checkpoint = {"target/model.safetensors": sha(os.path.join(tdir, "model.safetensors")),
+                  "assistant/model.safetensors": sha(os.path.join(adir, "model.safetensors"))}
+    return target, asst, tc, prompt, checkpoint
+
+
+def main():
+    args, log, lines = start_run()
+    target, asst, tc, prompt, checkpoint = load_fixture(args.ckpt, log)
     es = target.model.embed_tokens.embed_scale
     log(f"target embed_scale {es.item()!r} ({es.dtype}); sqrt(H) = {math.sqrt(tc['hidden_size'])!r}")
     log(f"attention implementation (stock): target {target.config._attn_implementation}, assistant {asst.config.get_text_config()._attn_implementation}")
-
-    V = tc["vocab_size"]
-    prompt = [(7 * i + 1 + 978) % V for i in range(40)]  # make_fixtures.py's prompt
 
     # 1. stock transformers (its f32 casts included): must reproduce the shared F32 goldens
     from contextlib import nullcontext
@@ -417,8 +432,7 @@ def main():
         "transformers": transformers.__version__, "torch": torch.__version__,
         "compute_dtype": "float64 throughout: transformers' Gemma4RMSNorm, rotary tables and eager-attention softmax patched to stay in float64 (no float32 anywhere; checked with a TorchDispatchMode over every golden forward)",
         "storage_dtype": "F64 (I32 for token ids)",
-        "checkpoint": {"target/model.safetensors": sha(os.path.join(tdir, "model.safetensors")),
-                       "assistant/model.safetensors": sha(os.path.join(adir, "model.safetensors"))},
+        "checkpoint": checkpoint,
         "prompt": meta["prompt"], "bonus_token": meta["bonus_token"], "greedy": meta["greedy"],
         "mtp_tokens": meta["mtp_tokens"], "mtp_error": meta["mtp_error"], "mtp_equals_greedy": meta["mtp_equals_greedy"],
         "mtp_rounds": meta["mtp_rounds"],
