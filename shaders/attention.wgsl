@@ -1,8 +1,13 @@
 //#include "common.wgsl"
-// Attention of M query rows (positions p .. p+M-1) over one layer's cache, in three passes:
-//   scores:  s[j, h, i] = q[j, h] . k[key(j, i)]            (scale 1.0, one invocation per score)
-//   softmax: s[j, h, i] = exp(s - max), sum kept per (j, h)  (one invocation per (j, h), sequential)
-//   pv:      out[j, h, c] = sum_i s[j, h, i] * v[key(j, i), c] / sum   (one invocation per 4 channels)
+// Attention of M query rows (positions p .. p+M-1) over one layer's cache, flash-decoding style, in
+// four passes. Row j reduces over its n = key_count(j) keys i = 0 .. n-1 (read through key_of), cut
+// into nseg contiguous segments of L = ceil(n / nseg) keys (segment g: keys g L .. min(n, (g+1) L) - 1):
+//   scores:      s[j, h, i] = q[j, h] . k[key(j, i)] and its compensation   (one invocation per score)
+//   seg_softmax: m_g = max of segment g's scores; e_i = exp(s_i - m_g + c_i) written over s_i;
+//                l_g = sum of its e_i                                        (one per (j, h, g))
+//   seg_pv:      o_g = sum of its e_i v_i                                    (one per (j, h, g, 4 channels))
+//   combine:     w_g = exp(m_g - max_g m_g); out = (sum_g w_g o_g) / (sum_g w_g l_g), g = 0 .. nseg-1
+//                                                                            (one per (j, h, 4 channels))
 // Which key the i-th term reads (`key_of`) is the whole difference between the cache layouts:
 //   MODE_PHYSICAL: a sliding ring read in physical slot order 0..n-1, with no mask, exactly as classic
 //     one-token decode reads it. Row j of a block sees the ring as it would be after writing block
@@ -14,10 +19,20 @@
 //     last write evicted, kept in the staging binding's row 0) when span = W + 1.
 //   MODE_MASKED (inexact policy mask-widened): every row reads the whole buffered width, the union
 //     of all rows' windows in chronological order, and keys outside its own window get an additive
-//     -inf mask (they contribute exact zeros, but widen the reduction).
-// Every reduction runs in a fixed order over i, so a row's result depends only on its keys and
-// the order they are read in. Dot products over head_dim are compensated (accuracy); sums over the
-// key axis are plain f32, as in MLX, so that a different key order gives different bits.
+//     -inf mask (score -1e30: they contribute exact zeros, but widen the reduction; a segment whose keys
+//     are all masked gets weight exp(-1e30 - max) = 0).
+// Exact by construction: a row's partition is a function of its key count n alone: nseg =
+// min(P.seg_max, ceil(n / SEG_KEYS)) (exact plan), or nseg = P.split (inexact policies attention-m-split
+// and mask-widened: the same code, another partition). n and the key order are all that a verify row
+// shares with the chain step it stands for; M, the block's longest row and the row's index differ, so
+// none of them may pick the partition. P.seg_max is a uniform, 64 for chain steps and verify blocks
+// alike (prefill, which need not equal decode, passes 1 to keep its scratch small). Each segment is
+// reduced sequentially in key order and the segments are combined sequentially in segment order, so a
+// row's bits depend only on its keys and the order key_of visits them. P.key_stride and P.seg_stride
+// (the dispatch's largest counts) only place values in memory. With nseg = 1, w_0 = exp(0) = 1 exactly
+// and the result is bit for bit the single sequential softmax and P.V of earlier versions.
+// Dot products over head_dim are compensated (accuracy); sums over the key axis are plain f32, as in
+// MLX, so that a different key order gives different bits.
 override WG: u32 = 64u;
 
 const MODE_PHYSICAL: u32 = 0u;
@@ -27,13 +42,18 @@ const MODE_MASKED: u32 = 3u;
 const MODE_DRAFT: u32 = 4u;
 const MASKED: f32 = -1.0e30;
 
-// softmax_split / pv_split only (inexact policies): number of contiguous key ranges reduced apart.
-override SPLIT: u32 = 2u;
+// Keys per segment the exact plan aims at (before its cap P.seg_max).
+const SEG_KEYS: u32 = 64u;
 
 struct Params {
   M: u32, heads: u32, kv_heads: u32, d: u32,
   mode: u32, window: u32, base: u32, p: u32,
-  max_keys: u32, round: u32, span: u32, _p1: u32,
+  key_stride: u32,  // score slots per (row, head) in s: at least every row's key count
+  round: u32, span: u32,
+  seg_max: u32,     // exact plan's cap on segments (64 for steps and verify blocks, 1 for prefill)
+  split: u32,       // 0: exact plan; S > 0: exactly S segments (inexact policies)
+  seg_stride: u32,  // segment slots per (row, head) in stats / partial: at least every row's nseg
+  _p0: u32, _p1: u32,
 }
 
 @group(0) @binding(0) var<uniform> P: Params;
@@ -45,9 +65,10 @@ struct Params {
 @group(0) @binding(3) var<storage, read> v_cache: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read> k_stage: array<vec4<f32>>; // [M, kv_heads, d] this block's rows
 @group(0) @binding(5) var<storage, read> v_stage: array<vec4<f32>>;
-@group(0) @binding(6) var<storage, read_write> s: array<f32>; // [M, heads, max_keys] x 2 (score, compensation)
+@group(0) @binding(6) var<storage, read_write> s: array<f32>; // [M, heads, key_stride] x 2 (score, compensation)
 @group(0) @binding(7) var<storage, read_write> out: array<vec4<f32>>; // [M, heads, d]
-@group(0) @binding(8) var<storage, read_write> sums: array<f32>; // [M, heads]
+@group(0) @binding(8) var<storage, read_write> stats: array<f32>; // [M, heads, seg_stride] x 2 (m_g, l_g)
+@group(0) @binding(9) var<storage, read_write> partial: array<vec4<f32>>; // [M, heads, seg_stride, d] (o_g)
 
 fn key_count(j: u32) -> u32 {
   let pos = P.p + j;
@@ -119,13 +140,13 @@ fn round4(v: vec4<f32>) -> vec4<f32> {
 fn scores(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
           @builtin(local_invocation_index) lid: u32) {
   let idx = linear_workgroup(wid, nwg) * WG + lid;
-  let i = idx % P.max_keys;
-  let jh = idx / P.max_keys;
+  let i = idx % P.key_stride;
+  let jh = idx / P.key_stride;
   if (jh >= P.M * P.heads) { return; }
   let j = jh / P.heads;
   let h = jh % P.heads;
   if (i >= key_count(j)) { return; }
-  let at = 2u * (jh * P.max_keys + i);
+  let at = 2u * (jh * P.key_stride + i);
   if (is_masked(j, i)) { s[at] = MASKED; s[at + 1u] = 0.0; return; }
   let kvh = h / (P.heads / P.kv_heads);
   let loc = key_of(j, i);
@@ -145,94 +166,93 @@ fn scores(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
   s[at + 1u] = (acc.x - t) + acc.y;
 }
 
+
+// Segments of a row with n keys: a function of n and uniforms only (see the header). At least one, so
+// that a row without keys still writes its (NaN) output as the sequential kernel did.
+fn seg_count(n: u32) -> u32 {
+  if (P.split > 0u) { return P.split; }
+  return max(1u, min(P.seg_max, (n + SEG_KEYS - 1u) / SEG_KEYS));
+}
+
+// Keys lo .. hi-1 of segment g of n keys (empty when g L >= n, possible only with an inexact split).
+fn seg_range(n: u32, g: u32) -> vec2<u32> {
+  let len = (n + seg_count(n) - 1u) / seg_count(n);
+  let lo = min(n, g * len);
+  return vec2<u32>(lo, min(n, lo + len));
+}
+
 @compute @workgroup_size(WG)
-fn softmax(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-           @builtin(local_invocation_index) lid: u32) {
-  let jh = linear_workgroup(wid, nwg) * WG + lid;
+fn seg_softmax(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+               @builtin(local_invocation_index) lid: u32) {
+  let idx = linear_workgroup(wid, nwg) * WG + lid;
+  let g = idx % P.seg_stride;
+  let jh = idx / P.seg_stride;
   if (jh >= P.M * P.heads) { return; }
   let n = key_count(jh / P.heads);
-  let b = jh * P.max_keys;
-  var mx = s[2u * b];
-  for (var i = 1u; i < n; i++) { mx = max(mx, s[2u * (b + i)]); }
-  // Sums over the key axis are plain sequential f32 sums, as in MLX's kernels: the order in which
-  // the keys are visited matters, which is why verify must visit them in classic's order.
+  if (g >= seg_count(n)) { return; }
+  let r = seg_range(n, g);
+  let b = jh * P.key_stride;
+  // The maximum starts from the segment's first score (an empty segment keeps MASKED: weight 0).
+  var mx = MASKED;
+  if (r.x < r.y) { mx = s[2u * (b + r.x)]; }
+  for (var i = r.x + 1u; i < r.y; i++) { mx = max(mx, s[2u * (b + i)]); }
+  // A plain sequential f32 sum, as in MLX's kernels: the order in which the keys are visited matters,
+  // which is why verify must visit them in classic's order.
   var sum = 0.0;
-  for (var i = 0u; i < n; i++) {
+  for (var i = r.x; i < r.y; i++) {
     let at = 2u * (b + i);
     let e = exp_ref((s[at] - mx) + s[at + 1u]);
     s[at] = e;
     sum += e;
   }
-  sums[jh] = sum;
+  let sg = 2u * (jh * P.seg_stride + g);
+  stats[sg] = mx;
+  stats[sg + 1u] = sum;
 }
 
 @compute @workgroup_size(WG)
-fn pv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-      @builtin(local_invocation_index) lid: u32) {
-  // One invocation per four consecutive channels c4*4 .. c4*4+3 (four independent sums).
+fn seg_pv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+          @builtin(local_invocation_index) lid: u32) {
+  // One invocation per four consecutive channels c4*4 .. c4*4+3 of one segment (four independent
+  // sums); a workgroup spans consecutive channels, so its V reads are contiguous.
   let idx = linear_workgroup(wid, nwg) * WG + lid;
   let d4 = P.d / 4u;
   let c4 = idx % d4;
-  let jh = idx / d4;
+  let g = (idx / d4) % P.seg_stride;
+  let jh = idx / d4 / P.seg_stride;
   if (jh >= P.M * P.heads) { return; }
   let j = jh / P.heads;
-  let h = jh % P.heads;
-  let kvh = h / (P.heads / P.kv_heads);
   let n = key_count(j);
-  let b = jh * P.max_keys;
+  if (g >= seg_count(n)) { return; }
+  let kvh = (jh % P.heads) / (P.heads / P.kv_heads);
+  let r = seg_range(n, g);
+  let b = jh * P.key_stride;
   var acc = vec4<f32>(0.0);
-  for (var i = 0u; i < n; i++) { acc += s[2u * (b + i)] * v_at(key_of(j, i), kvh, c4); }
-  out[jh * d4 + c4] = round4(acc / sums[jh]);
-}
-
-// Inexact variants (policies attention-m-split, mask-widened): the key range is cut into SPLIT
-// contiguous blocks reduced separately in plain f32 and combined in order, the way two-pass vector
-// attention kernels do when they pick their block count from M or from the key count.
-@compute @workgroup_size(WG)
-fn softmax_split(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-                 @builtin(local_invocation_index) lid: u32) {
-  let jh = linear_workgroup(wid, nwg) * WG + lid;
-  if (jh >= P.M * P.heads) { return; }
-  let n = key_count(jh / P.heads);
-  let b = jh * P.max_keys;
-  var mx = s[2u * b];
-  for (var i = 1u; i < n; i++) { mx = max(mx, s[2u * (b + i)]); }
-  let per = (n + SPLIT - 1u) / SPLIT;
-  var total = 0.0;
-  for (var sp = 0u; sp < SPLIT; sp++) {
-    var part = 0.0;
-    for (var i = sp * per; i < min(n, (sp + 1u) * per); i++) {
-      let at = 2u * (b + i);
-      let e = exp_ref(s[at] - mx);
-      s[at] = e;
-      part += e;
-    }
-    total += part;
-  }
-  sums[jh] = total;
+  for (var i = r.x; i < r.y; i++) { acc += s[2u * (b + i)] * v_at(key_of(j, i), kvh, c4); }
+  partial[(jh * P.seg_stride + g) * d4 + c4] = acc;
 }
 
 @compute @workgroup_size(WG)
-fn pv_split(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-            @builtin(local_invocation_index) lid: u32) {
+fn combine(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+           @builtin(local_invocation_index) lid: u32) {
   let idx = linear_workgroup(wid, nwg) * WG + lid;
   let d4 = P.d / 4u;
   let c4 = idx % d4;
   let jh = idx / d4;
   if (jh >= P.M * P.heads) { return; }
-  let j = jh / P.heads;
-  let h = jh % P.heads;
-  let kvh = h / (P.heads / P.kv_heads);
-  let n = key_count(j);
-  let b = jh * P.max_keys;
-  let per = (n + SPLIT - 1u) / SPLIT;
-  var total = vec4<f32>(0.0);
-  for (var sp = 0u; sp < SPLIT; sp++) {
-    var part = vec4<f32>(0.0);
-    for (var i = sp * per; i < min(n, (sp + 1u) * per); i++) {
-      part += s[2u * (b + i)] * v_at(key_of(j, i), kvh, c4);
-    }
-    total += part;
+  let ns = seg_count(key_count(jh / P.heads));
+  let sb = jh * P.seg_stride;
+  var mx = stats[2u * sb];
+  for (var g = 1u; g < ns; g++) { mx = max(mx, stats[2u * (sb + g)]); }
+  // Segment 0 starts the sums (w * x, not 0 + w * x): with one segment, w = 1 and l, o are that
+  // segment's own sums, bit for bit (a -0.0 channel included).
+  var w = exp_ref(stats[2u * sb] - mx);
+  var l = w * stats[2u * sb + 1u];
+  var o = w * partial[sb * d4 + c4];
+  for (var g = 1u; g < ns; g++) {
+    w = exp_ref(stats[2u * (sb + g)] - mx);
+    l += w * stats[2u * (sb + g) + 1u];
+    o += w * partial[(sb + g) * d4 + c4];
   }
-  out[jh * d4 + c4] = round4(total / sums[jh]);
+  out[jh * d4 + c4] = round4(o / l);
 }

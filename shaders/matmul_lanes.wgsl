@@ -22,21 +22,12 @@
 // weight from memory once per row (not once per block of rows) is what this costs on compute-bound
 // adapters; on GPUs the rows of a verify block re-read the same weights from cache.
 //#include "matmul_affine_io.wgsl"
+//#include "matmul_affine_dot.wgsl"
 // (group_size is a multiple of 32 and x_stride of 4 here.)
 @group(0) @binding(6) var<storage, read> xs: array<f32>;     // [M, groups] from matmul.wgsl affine_xsum
 @group(0) @binding(7) var<storage, read> x4: array<vec4<f32>>;
 @group(0) @binding(8) var<storage, read> w4: array<vec4<u32>>;
 
-// 32 consecutive values as eight vec4: a chunk of one row of x (x_chunk, defined by the including
-// entry-point file) or one chunk of one feature's weights (unpack_chunk), in the same order.
-struct V8 { a0: vec4<f32>, a1: vec4<f32>, a2: vec4<f32>, a3: vec4<f32>, a4: vec4<f32>, a5: vec4<f32>, a6: vec4<f32>, a7: vec4<f32> }
-
-// Codes are used CENTRED, q - 2^(BITS-1) (exact small integers), with the group's bias adjusted to
-// bias + 2^(BITS-1) * scale, the same real weights. Why: MLX's bias is about -2^(BITS-1) * scale,
-// so scale * sum(q x) and bias * sum(x) are two large terms that cancel, and every rounding inside
-// sum(q x) is amplified by that cancellation; with centred codes the partial sums stay small. (The
-// adjusted bias is usually exact: Sterbenz, |bias| within a factor 2 of 2^(BITS-1) * scale.)
-fn half_code() -> f32 { return f32(1u << (BITS - 1u)); }
 // Centred codes without a subtraction: flipping the top bit of every code (w ^ 0x88888888 for 4-bit,
 // ^ 0x80808080 for 8-bit; load_words) turns code q into the two's-complement pattern of q - 2^(BITS-1),
 // which an arithmetic shift of the word, moved so the code sits in the top bits, sign-extends.
@@ -73,20 +64,6 @@ fn unpack_chunk(row: u32, c: u32) -> V8 {
   let p3 = unpack_pair(w, 3u);
   return V8(p0[0], p0[1], p1[0], p1[1], p2[0], p2[1], p3[0], p3[1]);
 }
-// q * x over one chunk, as a vec4 (component i: the weights with k % 4 == i), summed as a fixed
-// binary tree: three levels of rounding instead of a chain of eight.
-fn chunk_dot(W: V8, X: V8) -> vec4<f32> {
-  return ((W.a0 * X.a0 + W.a1 * X.a1) + (W.a2 * X.a2 + W.a3 * X.a3)) + ((W.a4 * X.a4 + W.a5 * X.a5) + (W.a6 * X.a6 + W.a7 * X.a7));
-}
-fn hsum(a: vec4<f32>) -> f32 { return (a.x + a.y) + (a.z + a.w); }
-
-// Neumaier step on four independent sums (one per feature).
-fn ksum4_add(s: ptr<function, vec4<f32>>, c: ptr<function, vec4<f32>>, v: vec4<f32>) {
-  let t = *s + v;
-  *c = *c + select((v - t) + *s, (*s - t) + v, abs(*s) >= abs(v));
-  *s = t;
-}
-
 // The body of the entry points. lane: this invocation's index in its subgroup (0 when x is loaded
 // per invocation). Control flow is uniform (no early return), as subgroup broadcasts require.
 fn lanes_body(wid: vec3<u32>, nwg: vec3<u32>, lid: u32, lane: u32) {

@@ -15,6 +15,7 @@ import { TargetModel } from '../model/target.ts';
 import { runProbe } from '../parity/probe.ts';
 import { checkpointInfo } from '../parity/summary.ts';
 import type { ProbeReport } from '../parity/report.ts';
+import { KernelProfiler, type KernelTime } from '../gpu/profiler.ts';
 
 export interface E2EOptions {
   preset: SynthPreset;
@@ -42,6 +43,7 @@ export interface E2EResult {
     tokens: number; msPerToken: number; minMs: number; dispatchesPerToken: number; submitsPerToken: number; context: number;
     /** decodeBytesPerToken at this context, and that over the fastest token's time (GB/s). */
     bytesPerToken: number; effectiveGBps: number;
+    breakdown: StepBreakdown;
   };
   verify: { block: number; blocks: number; msPerBlock: number; minMs: number; msPerToken: number; dispatchesPerBlock: number; submitsPerBlock: number };
   /** ms per verify block / ms per chain token (1 = a block of K costs one chain step; K = no gain). */
@@ -51,6 +53,24 @@ export interface E2EResult {
    * exact policy (passes: no localization) and once with `mlx-metal` (fails: localization runs).
    */
   probe: ProbePhases[];
+}
+
+/**
+ * Where a chain token's wall time goes: CPU time recording commands, in queue.submit (with the
+ * parameter writes), and waiting for the results (readback and error scopes); bind groups created per
+ * token (0 once the step's bind groups are cached); and, where the adapter has timestamp queries,
+ * GPU time per kernel from separately profiled tokens (each dispatch in its own timestamped pass).
+ */
+export interface StepBreakdown {
+  encodeMs: number;
+  submitMs: number;
+  waitMs: number;
+  bindGroupsPerToken: number;
+  /** Sum of the kernels' GPU times per profiled token. */
+  gpuMs?: number;
+  kernels?: KernelTime[];
+  /** Why there is no GPU profile (no timestamp-query, or timestamps that read as zero). */
+  gpuNote?: string;
 }
 
 export interface ProbePhases {
@@ -127,9 +147,14 @@ export async function benchEndToEnd(ctx: GpuContext, o: E2EOptions): Promise<E2E
     const prefill = { tokens: o.promptTokens, seconds: prefillSeconds, tokensPerSecond: o.promptTokens / prefillSeconds, dispatches: s.dispatches - d0, submits: s.submits - u0 };
     log(`e2e: prefill ${o.promptTokens} tokens in ${prefillSeconds.toFixed(2)} s`);
     const snap = model.snapshot();
+    // One untimed chain token first: it compiles the step's pipelines and creates its bind groups.
+    await model.decode(tokens(1, 21, V)[0]);
+    model.restore(snap);
 
     const chainMs: number[] = [];
     d0 = s.dispatches; u0 = s.submits;
+    const s0 = { ...s };
+    const bg0 = model.kernels.bindGroups.created;
     for (const tok of tokens(o.chainTokens, 22, V)) {
       t = performance.now();
       await model.decode(tok);
@@ -139,10 +164,16 @@ export async function benchEndToEnd(ctx: GpuContext, o: E2EOptions): Promise<E2E
     }
     const bytesPerToken = decodeBytesPerToken(desc, o.promptTokens);
     const minMs = Math.min(...chainMs);
+    const per = (k: 'encodeMs' | 'submitMs' | 'waitMs') => (s[k] - s0[k]) / o.chainTokens;
+    const breakdown: StepBreakdown = {
+      encodeMs: per('encodeMs'), submitMs: per('submitMs'), waitMs: per('waitMs'),
+      bindGroupsPerToken: (model.kernels.bindGroups.created - bg0) / o.chainTokens,
+    };
     const chain = {
       tokens: o.chainTokens, msPerToken: mean(chainMs), minMs, dispatchesPerToken: (s.dispatches - d0) / o.chainTokens, submitsPerToken: (s.submits - u0) / o.chainTokens,
-      context: o.promptTokens, bytesPerToken, effectiveGBps: bytesPerToken / (minMs / 1000) / 1e9,
+      context: o.promptTokens, bytesPerToken, effectiveGBps: bytesPerToken / (minMs / 1000) / 1e9, breakdown,
     };
+    Object.assign(breakdown, await profileChain(ctx, model, tokens(2, 44, V)));
 
     model.restore(snap);
     const blockMs: number[] = [];
@@ -175,5 +206,23 @@ export async function benchEndToEnd(ctx: GpuContext, o: E2EOptions): Promise<E2E
   } finally {
     model.destroy();
     weights.destroy();
+  }
+}
+
+/** GPU time per kernel over a few chain tokens, each dispatch timestamped (see StepBreakdown). */
+async function profileChain(ctx: GpuContext, model: TargetModel, toks: number[]): Promise<Pick<StepBreakdown, 'gpuMs' | 'kernels' | 'gpuNote'>> {
+  if (!ctx.device.features.has('timestamp-query')) return { gpuNote: 'no timestamp-query on this adapter' };
+  const profiler = new KernelProfiler(ctx.device);
+  model.profiler = profiler;
+  try {
+    for (const t of toks) await model.decode(t);
+    await ctx.device.queue.onSubmittedWorkDone();
+    await profiler.collect();
+    if (profiler.problem) return { gpuNote: `timestamps unusable: ${profiler.problem}` };
+    const kernels = profiler.times(toks.length);
+    return { kernels, gpuMs: kernels.reduce((a, k) => a + k.ms, 0) };
+  } finally {
+    model.profiler = undefined;
+    profiler.destroy();
   }
 }

@@ -4,11 +4,12 @@
  * matmul, attention decode (sliding ring and full cache) and the LM head. Browser-safe.
  */
 import * as op from '../model/ops.ts';
+import { createAttentionScratch } from '../model/attention-op.ts';
 import { SYNTH_PRESETS, type SynthGeometry } from '../format/synthetic.ts';
 import type { AffineBits } from '../format/quantization.ts';
 import { storageBuffer } from '../gpu/buffers.ts';
 import type { GpuTimer, Timing } from './timer.ts';
-import { randomF32, syntheticAffine, type SyntheticLinear } from './synthetic-gpu.ts';
+import { copyLinear, randomF32, syntheticAffine, type SyntheticLinear } from './synthetic-gpu.ts';
 
 import type { AffineKernel } from '../model/ops.ts';
 export type { AffineKernel };
@@ -78,6 +79,12 @@ export interface MatmulCase {
   note?: string;
   /** Run (and discard) one measurement first; default true (false when the linear is already warm). */
   warm?: boolean;
+  /**
+   * Cycle through copies of the linear totalling at least this many bytes (0: one copy), so that
+   * replays read weights from memory rather than from a cache that holds the whole linear (H200: 50 MB
+   * of L2 against a 30 MB 12B MLP linear).
+   */
+  coldBytes?: number;
 }
 
 /** One linear at several M and kernels: weights + x + y bytes, 2 M N K flops. */
@@ -88,16 +95,21 @@ export async function benchMatmul(timer: GpuTimer, model: string, c: MatmulCase,
   const x = randomF32(device, maxM * K, 'bench-x');
   const out = storageBuffer(device, maxM * N * 4, 'bench-y');
   const results: KernelResult[] = [];
+  const copies = [c.lin];
+  const wanted = Math.min(MAX_COPIES, Math.ceil((c.coldBytes ?? 0) / c.lin.weightBytes));
+  while (copies.length < wanted) copies.push(copyLinear(device, c.lin));
+  const each = (f: (lin: SyntheticLinear) => void) => copies.forEach(f);
   try {
     // A discarded measurement first: fresh buffers (and clocks after the CPU filled them) run slowly
     // for a while on real GPUs, which would otherwise land on whichever case comes first.
-    if (c.warm !== false) await timer.measure((rec) => op.matmul(rec, c.lin, x, out, { M: maxM, round: false }, K, N, c.kernels[0]));
+    if (c.warm !== false) await timer.measure((rec) => each((lin) => op.matmul(rec, lin, x, out, { M: maxM, round: false }, K, N, c.kernels[0])));
     for (const kernel of c.kernels) {
       for (const M of c.Ms) {
-        const timing = await timer.measure((rec) => op.matmul(rec, c.lin, x, out, { M, round: false }, K, N, kernel));
+        const all = await timer.measure((rec) => each((lin) => op.matmul(rec, lin, x, out, { M, round: false }, K, N, kernel)));
+        const timing = { ...all, seconds: all.seconds / copies.length, wallSeconds: all.wallSeconds / copies.length, dispatches: all.dispatches / copies.length };
         const r = result({
           class: c.cls, name: c.label, model, M, kernel, engine: kernel === c.engineKernel,
-          bytes: c.lin.weightBytes + M * (K + N) * 4, flops: 2 * M * N * K, timing, note: c.note,
+          bytes: c.lin.weightBytes + M * (K + N) * 4, flops: 2 * M * N * K, timing, note: copies.length > 1 ? [c.note, `cycles through ${copies.length} copies of the weights (cold cache)`].filter(Boolean).join('; ') : c.note,
         }, y);
         results.push(r);
         onResult(r);
@@ -106,9 +118,12 @@ export async function benchMatmul(timer: GpuTimer, model: string, c: MatmulCase,
   } finally {
     x.destroy();
     out.destroy();
+    copies.slice(1).forEach((l) => l.destroy());
   }
   return results;
 }
+
+const MAX_COPIES = 16;
 
 export function makeLinear(device: GPUDevice, name: string, N: number, K: number, bits: AffineBits, gs: number): SyntheticLinear {
   return syntheticAffine(device, name, N, K, bits, gs, N ^ (K << 3) ^ bits);
@@ -136,7 +151,7 @@ export async function benchAttention(timer: GpuTimer, model: string, c: Attentio
   const maxM = Math.max(...c.Ms);
   const row = c.kvHeads * c.d;
   const slots = c.mode === 'physical' ? c.window : c.keys;
-  const maxKeys = c.mode === 'physical' ? c.window : c.keys;
+  const scratch = createAttentionScratch(device, { heads: c.heads, qWidth: c.heads * c.d, maxKeys: c.mode === 'physical' ? c.window : c.keys, prefillRows: 0, stepRows: maxM }, 'bench-attn');
   const bufs = {
     q: randomF32(device, maxM * c.heads * c.d, 'bench-q', 3),
     k: randomF32(device, slots * row, 'bench-k', 4),
@@ -144,8 +159,6 @@ export async function benchAttention(timer: GpuTimer, model: string, c: Attentio
     kStage: randomF32(device, maxM * row, 'bench-k-stage', 6),
     vStage: randomF32(device, maxM * row, 'bench-v-stage', 7),
     out: storageBuffer(device, maxM * c.heads * c.d * 4, 'bench-attn-out'),
-    scores: storageBuffer(device, 2 * maxM * c.heads * maxKeys * 4, 'bench-scores'),
-    sums: storageBuffer(device, maxM * c.heads * 4, 'bench-sums'),
   };
   const results: KernelResult[] = [];
   try {
@@ -155,7 +168,7 @@ export async function benchAttention(timer: GpuTimer, model: string, c: Attentio
         M, heads: c.heads, kvHeads: c.kvHeads, d: c.d, mode: c.mode, window: c.window, base: 0, p, round: false, split: 0,
         q: bufs.q, kCache: bufs.k, vCache: bufs.v,
         kStage: c.mode === 'linear' ? bufs.k : bufs.kStage, vStage: c.mode === 'linear' ? bufs.v : bufs.vStage,
-        out: bufs.out, scratch: { scores: bufs.scores, sums: bufs.sums, maxKeys },
+        out: bufs.out, scratch: scratch.step,
       }));
       const keysRead = c.mode === 'physical' ? c.window : c.keys;
       const bytes = 2 * keysRead * row * 4 + 2 * M * c.heads * c.d * 4;
@@ -165,7 +178,7 @@ export async function benchAttention(timer: GpuTimer, model: string, c: Attentio
       onResult(r);
     }
   } finally {
-    Object.values(bufs).forEach((b) => b.destroy());
+    [...Object.values(bufs), ...scratch.buffers].forEach((b) => b.destroy());
   }
   return results;
 }

@@ -10,6 +10,7 @@ import * as op from '../model/ops.ts';
 import { CaptureRecorder, GpuTimer, type TimingMethod } from './timer.ts';
 import { copyBandwidth, fmaThroughput, type ProbeResult } from './probes.ts';
 import { BENCH_SHAPES, benchAttention, benchMatmul, makeLinear, type AffineKernel, type BenchShapes, type KernelResult, type Yardsticks } from './kernels.ts';
+import { isSoftwareAdapter } from '../gpu/kernel-class.ts';
 import { benchEndToEnd, presetDecodeBytes, type E2EOptions, type E2EResult } from './e2e.ts';
 
 export const BENCH_VERSION = 1;
@@ -40,6 +41,12 @@ export interface BenchOptions {
   attentionRows: number[];
   headRows: number[];
   copyMiB: number;
+  /**
+   * Matmul benchmarks cycle through copies of the weights totalling at least this many bytes (see
+   * MatmulCase.coldBytes). Default: 256 MiB on GPUs (several times any GPU's last-level cache), 0 on
+   * software adapters (the figures there have always been taken warm; kept comparable).
+   */
+  coldBytes?: number;
   fmaInvocations: number;
   fmaRounds: number;
   /** null: skip the end-to-end part. */
@@ -56,7 +63,7 @@ export function defaultBenchOptions(quick = false, full = false): BenchOptions {
     timestamps: true,
     matmulRows: quick ? [1, 4] : [1, 2, 3, 4, 5, 6, 7, 8],
     bits: quick ? [4] : [4, 8],
-    compareKernels: quick ? [] : ['lanes', 'tile', 'affine'],
+    compareKernels: quick ? [] : ['lanes', 'coop', 'tile', 'affine'],
     compareRows: [1, 4, 8],
     compareHead: false,
     prefillRows: 1056,
@@ -105,7 +112,7 @@ export interface BenchSummary {
    * The whole preset model's decode on a device with REFERENCE_BANDWIDTH_GBPS, at this adapter's
    * measured decode efficiency: tokens/s = bandwidth x decodeBwRatio / bytes per token.
    */
-  projection?: { device: string; bandwidthGBps: number; model: string; context: number; bytesPerToken: number; tokensPerSecond: number };
+  projection?: { device: string; bandwidthGBps: number; /** The adapter whose measured efficiency is projected. */ from: string; model: string; context: number; bytesPerToken: number; tokensPerSecond: number };
 }
 
 /** The projection's reference device (issue 8: an M5 Max, 614 GB/s). */
@@ -140,6 +147,7 @@ export function engineAffineKernel(device: GPUDevice, timer: GpuTimer, prefill =
   try {
     op.matmul(rec, lin, x, y, { M: 1, round: false, prefill });
     const keys = rec.captured.map((c) => c.key ?? '');
+    if (keys.some((k) => k.startsWith('matmul_coop'))) return 'coop';
     if (keys.some((k) => k.startsWith('matmul_lanes') && k.includes('#main#'))) return 'lanes';
     if (keys.some((k) => k.startsWith('matmul_lanes') && k.includes('#tile#'))) return 'tile';
     if (keys.some((k) => k.includes('#affine#'))) return 'affine';
@@ -172,6 +180,7 @@ export async function runBench(ctx: GpuContext, opts: BenchOptions): Promise<Ben
     else notes.push('no shader-f16 on this device: f16 FMA throughput not measured');
     for (const p of yardsticks) log(`${p.name}: ${p.value.toFixed(2)} ${p.unit} (${p.detail})`);
     const y: Yardsticks = { copyGBps: yardsticks[0].value, fmaGflops: yardsticks[1].value };
+    const coldBytes = opts.coldBytes ?? (isSoftwareAdapter(ctx.report) ? 0 : 256 * 2 ** 20);
     const engineKernel = engineAffineKernel(device, timer);
     const prefillKernel = engineAffineKernel(device, timer, true);
     log(`engine's exact affine kernels: ${engineKernel} (decode, verify), ${prefillKernel} (prefill)`);
@@ -185,10 +194,10 @@ export async function runBench(ctx: GpuContext, opts: BenchOptions): Promise<Ben
           const lin = makeLinear(device, `${m}.${proj}`, N, K, bits, S.groupSize);
           try {
             const label = `${proj} ${bits}-bit [${N} x ${K}]`;
-            await benchMatmul(timer, S.name, { cls: 'matmul', label, lin, Ms: opts.matmulRows, kernels: [engineKernel], engineKernel }, y, onResult);
+            await benchMatmul(timer, S.name, { cls: 'matmul', label, lin, Ms: opts.matmulRows, kernels: [engineKernel], engineKernel, coldBytes }, y, onResult);
             const others = opts.compareKernels.filter((k) => k !== engineKernel);
             if (others.length && bits === 4) {
-              await benchMatmul(timer, S.name, { cls: 'matmul', label, lin, Ms: opts.compareRows, kernels: others, engineKernel, warm: false }, y, onResult);
+              await benchMatmul(timer, S.name, { cls: 'matmul', label, lin, Ms: opts.compareRows, kernels: others, engineKernel, warm: false, coldBytes }, y, onResult);
             }
             if (bits === 4 && proj === 'mlp.gate/up' && opts.prefillRows > 0) {
               // Project the prefill matmul's time from one run at M = 8 of the prefill kernel.
@@ -222,7 +231,7 @@ export async function runBench(ctx: GpuContext, opts: BenchOptions): Promise<Ben
       const head = makeLinear(device, `${m}.lm_head`, S.vocab, S.hidden, 4, S.groupSize);
       try {
         const label = `4-bit [${S.vocab} x ${S.hidden}]`;
-        await benchMatmul(timer, S.name, { cls: 'lm-head', label, lin: head, Ms: opts.headRows, kernels: [engineKernel], engineKernel }, y, onResult);
+        await benchMatmul(timer, S.name, { cls: 'lm-head', label, lin: head, Ms: opts.headRows, kernels: [engineKernel], engineKernel, coldBytes }, y, onResult);
         const others = opts.compareKernels.filter((k) => k !== engineKernel);
         if (opts.compareHead && others.length) await benchMatmul(timer, S.name, { cls: 'lm-head', label, lin: head, Ms: opts.headRows, kernels: others, engineKernel, warm: false }, y, onResult);
       } finally {
@@ -270,11 +279,13 @@ export async function runBench(ctx: GpuContext, opts: BenchOptions): Promise<Ben
       decodeEffectiveGBps: e2e?.chain.effectiveGBps,
       decodeBwRatio: e2e ? e2e.chain.effectiveGBps / y.copyGBps : undefined,
     };
-    if (e2e && opts.e2e) {
+    if (e2e && opts.e2e && isSoftwareAdapter(ctx.report)) {
+      notes.push('no decode projection: this is a software adapter (a CPU), whose efficiency says nothing about a GPU');
+    } else if (e2e && opts.e2e) {
       const bytesPerToken = await presetDecodeBytes(opts.e2e.preset, e2e.chain.context);
       const bw = REFERENCE_DEVICE.bandwidthGBps;
       summary.projection = {
-        device: REFERENCE_DEVICE.name, bandwidthGBps: bw, model: `${opts.e2e.preset} (all layers)`, context: e2e.chain.context, bytesPerToken,
+        device: REFERENCE_DEVICE.name, bandwidthGBps: bw, from: ctx.report.description || ctx.report.vendor, model: `${opts.e2e.preset} (all layers)`, context: e2e.chain.context, bytesPerToken,
         tokensPerSecond: (bw * 1e9 * summary.decodeBwRatio!) / bytesPerToken,
       };
     }
@@ -338,6 +349,16 @@ export function formatBench(b: BenchReport): string {
       [`verify block (K = ${e.verify.block})`, `${fx(e.verify.msPerBlock, 1)} ms (min ${fx(e.verify.minMs, 1)})`, fx(e.verify.dispatchesPerBlock, 1), fx(e.verify.submitsPerBlock, 1)],
       ['verify block / chain token', `${fx(e.blockVsChain, 2)} x`, '', ''],
     ], ['l', 'r', 'r', 'r']));
+    const bd = e.chain.breakdown;
+    out.push('');
+    out.push(`chain token breakdown (wall ms per token): recording ${fx(bd.encodeMs, 2)}, submit ${fx(bd.submitMs, 2)}, waiting for results ${fx(bd.waitMs, 2)}; ${fx(bd.bindGroupsPerToken, 1)} bind groups created per token`);
+    if (bd.kernels) {
+      out.push(`GPU time per chain token (profiled, each dispatch timestamped): ${fx(bd.gpuMs, 3)} ms`);
+      out.push(...table([
+        ['kernel', 'ms / token', 'dispatches', 'share'],
+        ...bd.kernels.map((k) => [k.kernel, fx(k.ms, 3), fx(k.dispatches, 1), `${fx((100 * k.ms) / (bd.gpuMs || 1), 1)}%`]),
+      ], ['l', 'r', 'r', 'r']));
+    } else if (bd.gpuNote) out.push(`GPU time per kernel: not measured (${bd.gpuNote})`);
     out.push('');
     out.push(...table([
       ['probe (wall ms, summed over draws)', 'prefill', 'chain arm', 'block arm', 'localize', 'total', 'verdict'],
@@ -356,7 +377,7 @@ export function formatBench(b: BenchReport): string {
     out.push(`  chain decode reads ${fx(b.e2e.chain.bytesPerToken / 1e6, 1)} MB per token: ${fx(s.decodeEffectiveGBps)} GB/s effective (fastest token) = ${fx(s.decodeBwRatio, 3)} x copy bandwidth`);
   }
   const pr = s.projection;
-  if (pr) out.push(`  projection: ${pr.model} on a ${pr.bandwidthGBps} GB/s ${pr.device} at this decode efficiency: ${pr.bandwidthGBps} GB/s x ${fx(s.decodeBwRatio, 3)} / ${fx(pr.bytesPerToken / 1e9, 3)} GB per token (context ${pr.context}) = ${fx(pr.tokensPerSecond, 1)} tokens/s`);
+  if (pr) out.push(`  projection: ${pr.model} on a ${pr.bandwidthGBps} GB/s ${pr.device} at the decode efficiency measured on ${pr.from}: ${pr.bandwidthGBps} GB/s x ${fx(s.decodeBwRatio, 3)} / ${fx(pr.bytesPerToken / 1e9, 3)} GB per token (context ${pr.context}) = ${fx(pr.tokensPerSecond, 1)} tokens/s`);
   for (const n of b.notes) out.push(`note: ${n}`);
   out.push(`bench took ${b.seconds.toFixed(1)} s`);
   return out.join('\n');

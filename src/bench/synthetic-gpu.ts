@@ -106,3 +106,25 @@ export function randomF32(device: GPUDevice, floats: number, label: string, seed
   });
   return buffer;
 }
+
+/**
+ * A copy of a synthetic linear made on the GPU (same values, other memory). The matmul benchmark
+ * cycles through copies whose total exceeds the GPU's last-level cache, so that back-to-back replays
+ * read the weights from memory, as a decode step does, instead of from a warm cache.
+ */
+export function copyLinear(device: GPUDevice, lin: SyntheticLinear): SyntheticLinear {
+  const buffers: GPUBuffer[] = [];
+  const enc = device.createCommandEncoder({ label: 'bench-copy-linear' });
+  const copy = (t: GpuTensor): GpuTensor => ({
+    ...t,
+    parts: t.parts.map((p) => {
+      const buffer = storageBuffer(device, p.buffer.size, `${p.buffer.label} (copy)`);
+      buffers.push(buffer);
+      enc.copyBufferToBuffer(p.buffer, 0, buffer, 0, p.buffer.size);
+      return { ...p, buffer };
+    }),
+  });
+  const out: SyntheticLinear = { ...lin, weight: copy(lin.weight), scales: copy(lin.scales!), biases: copy(lin.biases!), destroy: () => buffers.forEach((b) => b.destroy()) };
+  device.queue.submit([enc.finish()]);
+  return out;
+}

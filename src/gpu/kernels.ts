@@ -1,5 +1,6 @@
 import { shaderSource } from './shaders.ts';
 import { GpuError } from './errors.ts';
+import { detectKernelClass, type KernelClass } from './kernel-class.ts';
 
 /**
  * Compute pipelines, compiled once per (shader, entry point, override constants) and cached per
@@ -9,6 +10,10 @@ import { GpuError } from './errors.ts';
 export class KernelCache {
   private readonly modules = new Map<string, GPUShaderModule>();
   private readonly pipelines = new Map<string, GPUComputePipeline>();
+  readonly bindGroups = new BindGroupCache();
+  /** Uniform parameter arenas not checked out by a Recorder (see Recorder.params). */
+  readonly freeArenas: GPUBuffer[] = [];
+  private readonly scratchBuffers = new Map<string, GPUBuffer>();
 
   /**
    * Kernels may share values across a subgroup (matmul_lanes_subgroupx.wgsl) when the device has
@@ -16,10 +21,13 @@ export class KernelCache {
    * so every forward of one engine runs the same pipelines.
    */
   readonly subgroupsOf8: boolean;
+  /** Software adapter or hardware GPU (src/gpu/kernel-class.ts): picks the matvec family. */
+  readonly kernelClass: KernelClass;
 
   constructor(readonly device: GPUDevice) {
-    const info = (device as GPUDevice & { adapterInfo?: { subgroupMinSize?: number } }).adapterInfo;
+    const info = (device as GPUDevice & { adapterInfo?: GPUAdapterInfo & { subgroupMinSize?: number; isFallbackAdapter?: boolean } }).adapterInfo;
     this.subgroupsOf8 = device.features.has('subgroups') && (info?.subgroupMinSize ?? 0) >= 8;
+    this.kernelClass = detectKernelClass(info);
   }
 
   module(shader: string): GPUShaderModule {
@@ -32,7 +40,9 @@ export class KernelCache {
   }
 
   pipeline(shader: string, constants: Record<string, number> = {}, entryPoint = 'main'): GPUComputePipeline {
-    const key = `${shader}#${entryPoint}#${JSON.stringify(constants)}`;
+    // Called for every dispatch of every step: the key is built by hand (JSON.stringify cost more).
+    let key = `${shader}#${entryPoint}#`;
+    for (const k in constants) key += `${k}=${constants[k]},`;
     let p = this.pipelines.get(key);
     if (!p) {
       p = this.device.createComputePipeline({
@@ -47,6 +57,23 @@ export class KernelCache {
 
   get size(): number {
     return this.pipelines.size;
+  }
+
+  /**
+   * A storage buffer of at least `bytes` kept for the device's lifetime, for intermediate values that
+   * live within one dispatch sequence (the matmuls' x group sums): one buffer instead of one per call
+   * keeps bind groups reusable. Consecutive users in one pass are ordered by WebGPU's per-dispatch
+   * synchronisation. 
+   */
+  scratch(name: string, bytes: number): GPUBuffer {
+    const have = this.scratchBuffers.get(name);
+    if (have && have.size >= bytes) return have;
+    // The old buffer is dropped, not destroyed: dispatches recorded but not yet submitted may bind it,
+    // and WebGPU keeps a buffer alive while submitted work uses it.
+    const size = Math.max(256, 2 ** Math.ceil(Math.log2(Math.max(bytes, 1))));
+    const buf = this.device.createBuffer({ label: `scratch.${name}`, size, usage: GPUBufferUsage.STORAGE });
+    this.scratchBuffers.set(name, buf);
+    return buf;
   }
 }
 
@@ -66,8 +93,53 @@ export function foldWorkgroups(n: number, maxPerDim: number): [number, number] {
 export type Binding = GPUBuffer | { buffer: GPUBuffer; offset?: number; size?: number };
 
 /**
+ * Bind groups created once and reused: a decode step binds the same weights, workspace and parameter
+ * slots in the same order every time, and creating ~25 bind groups per layer per token costs more CPU
+ * time than a GPU takes to run them. Keyed by pipeline and the identity, offset and size of every
+ * bound buffer. Entries that bind short-lived buffers (captures) are never hit again; the cache is
+ * emptied when it grows past MAX_ENTRIES so they cannot accumulate.
+ */
+export class BindGroupCache {
+  private static readonly MAX_ENTRIES = 16384;
+  private readonly groups = new Map<string, GPUBindGroup>();
+  private readonly ids = new WeakMap<object, number>();
+  private nextId = 1;
+  /** Bind groups created so far (the bench reports them per token). */
+  created = 0;
+
+  private id(o: object): number {
+    let i = this.ids.get(o);
+    if (i === undefined) {
+      i = this.nextId++;
+      this.ids.set(o, i);
+    }
+    return i;
+  }
+
+  get(device: GPUDevice, pipeline: GPUComputePipeline, bindings: (Binding | undefined)[]): GPUBindGroup {
+    let key = String(this.id(pipeline));
+    const entries: GPUBindGroupEntry[] = [];
+    bindings.forEach((b, binding) => {
+      if (!b) return;
+      const r = 'buffer' in b ? { buffer: b.buffer, offset: b.offset ?? 0, size: b.size } : { buffer: b, offset: 0, size: undefined };
+      key += `|${binding}:${this.id(r.buffer)}:${r.offset}:${r.size ?? ''}`;
+      entries.push({ binding, resource: r.size === undefined ? { buffer: r.buffer, offset: r.offset } : r });
+    });
+    let g = this.groups.get(key);
+    if (!g) {
+      if (this.groups.size >= BindGroupCache.MAX_ENTRIES) this.groups.clear();
+      g = device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries });
+      this.groups.set(key, g);
+      this.created++;
+    }
+    return g;
+  }
+}
+
+/**
  * Records one compute dispatch into `pass`. `bindings[i]` goes to @binding(i) of group 0; holes
- * (undefined) are bindings the entry point does not use (layout 'auto' leaves them out).
+ * (undefined) are bindings the entry point does not use (layout 'auto' leaves them out). With a
+ * cache, the bind group is reused when the same pipeline binds the same buffer ranges again.
  */
 export function dispatch(
   device: GPUDevice,
@@ -75,16 +147,22 @@ export function dispatch(
   pipeline: GPUComputePipeline,
   bindings: (Binding | undefined)[],
   workgroups: number,
+  cache?: BindGroupCache,
 ): void {
-  const entries: GPUBindGroupEntry[] = [];
-  bindings.forEach((b, binding) => {
-    if (!b) return;
-    entries.push({
-      binding,
-      resource: 'buffer' in b ? { buffer: b.buffer, offset: b.offset ?? 0, size: b.size } : { buffer: b },
+  let bindGroup: GPUBindGroup;
+  if (cache) {
+    bindGroup = cache.get(device, pipeline, bindings);
+  } else {
+    const entries: GPUBindGroupEntry[] = [];
+    bindings.forEach((b, binding) => {
+      if (!b) return;
+      entries.push({
+        binding,
+        resource: 'buffer' in b ? { buffer: b.buffer, offset: b.offset ?? 0, size: b.size } : { buffer: b },
+      });
     });
-  });
-  const bindGroup = device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries });
+    bindGroup = device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries });
+  }
   pass.setPipeline(pipeline);
   pass.setBindGroup(0, bindGroup);
   const [x, y] = foldWorkgroups(workgroups, device.limits.maxComputeWorkgroupsPerDimension);

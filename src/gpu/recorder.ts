@@ -1,9 +1,16 @@
 import { KernelCache, dispatch, type Binding } from './kernels.ts';
+import type { KernelProfiler } from './profiler.ts';
 
 /**
  * Records a sequence of kernel dispatches and buffer copies into one command buffer (one submit
  * per forward). Uniform parameters of all dispatches are packed into shared uniform buffers at
  * 256-byte offsets and written once, just before the submit.
+ *
+ * Why the parameter arenas and bind groups persist: a decode step dispatches the same kernels on the
+ * same buffers every time, so the KernelCache keeps the arenas (handed out in the same order to every
+ * recorder) and the bind groups that bind them; a step then creates no GPU objects at all. Reusing an
+ * arena right after a submit is safe because queue.writeBuffer is ordered with submits on the queue:
+ * the next step's parameters land after the previous step's dispatches have read theirs.
  */
 export class F32 {
   constructor(readonly value: number) {}
@@ -27,6 +34,8 @@ export class Recorder {
   private readonly arenas: Arena[] = [];
   readonly temporaries: GPUBuffer[] = [];
   dispatches = 0;
+  /** When set, every dispatch runs in its own pass with timestamps (src/gpu/profiler.ts). */
+  profiler?: KernelProfiler;
 
   constructor(
     readonly device: GPUDevice,
@@ -41,11 +50,8 @@ export class Recorder {
     if (fields.length * 4 > SLOT) throw new Error('parameter block larger than 256 bytes');
     let arena = this.arenas[this.arenas.length - 1];
     if (!arena || arena.used === SLOTS_PER_ARENA) {
-      arena = {
-        buffer: this.device.createBuffer({ label: 'params', size: SLOT * SLOTS_PER_ARENA, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST }),
-        data: new ArrayBuffer(SLOT * SLOTS_PER_ARENA),
-        used: 0,
-      };
+      const buffer = this.kernels.freeArenas.shift() ?? this.device.createBuffer({ label: 'params', size: SLOT * SLOTS_PER_ARENA, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
+      arena = { buffer, data: new ArrayBuffer(SLOT * SLOTS_PER_ARENA), used: 0 };
       this.arenas.push(arena);
     }
     const offset = arena.used * SLOT;
@@ -66,8 +72,16 @@ export class Recorder {
     bindings: (Binding | undefined)[],
     workgroups: number,
   ): void {
-    if (!this.pass) this.pass = this.encoder.beginComputePass();
-    dispatch(this.device, this.pass, this.kernels.pipeline(shader, constants, entry), bindings, workgroups);
+    const pipeline = this.kernels.pipeline(shader, constants, entry);
+    if (this.profiler) {
+      this.endPass();
+      const pass = this.encoder.beginComputePass({ timestampWrites: this.profiler.slot(`${shader.replace(/\.wgsl$/, '')}.${entry}`) });
+      dispatch(this.device, pass, pipeline, bindings, workgroups, this.kernels.bindGroups);
+      pass.end();
+    } else {
+      if (!this.pass) this.pass = this.encoder.beginComputePass();
+      dispatch(this.device, this.pass, pipeline, bindings, workgroups, this.kernels.bindGroups);
+    }
     this.dispatches++;
   }
 
@@ -85,12 +99,14 @@ export class Recorder {
   /** Writes the parameter arenas, submits, and starts a fresh encoder for further recording. */
   submit(): void {
     this.endPass();
+    this.profiler?.resolve(this.encoder);
     for (const a of this.arenas) this.device.queue.writeBuffer(a.buffer, 0, a.data, 0, a.used * SLOT);
     this.device.queue.submit([this.encoder.finish()]);
-    const done = [...this.arenas.map((a) => a.buffer), ...this.temporaries];
+    // Back to the pool in the order they were taken, so the next recorder binds the same slots.
+    this.kernels.freeArenas.unshift(...this.arenas.map((a) => a.buffer));
     this.arenas.length = 0;
-    this.temporaries.length = 0;
-    void this.device.queue.onSubmittedWorkDone().then(() => done.forEach((b) => b.destroy()));
+    const done = this.temporaries.splice(0);
+    if (done.length) void this.device.queue.onSubmittedWorkDone().then(() => done.forEach((b) => b.destroy()));
     this.encoder = this.device.createCommandEncoder({ label: 'forward' });
   }
 }

@@ -12,6 +12,8 @@ import matmulAffineIo from '../../shaders/matmul_affine_io.wgsl?raw';
 import matmulLanes from '../../shaders/matmul_lanes.wgsl?raw';
 import matmulLanesLoadX from '../../shaders/matmul_lanes_loadx.wgsl?raw';
 import matmulLanesSubgroupX from '../../shaders/matmul_lanes_subgroupx.wgsl?raw';
+import matmulAffineDot from '../../shaders/matmul_affine_dot.wgsl?raw';
+import matmulCoop from '../../shaders/matmul_coop.wgsl?raw';
 import matmulDense from '../../shaders/matmul_dense.wgsl?raw';
 import embed from '../../shaders/embed.wgsl?raw';
 import rmsnorm from '../../shaders/rmsnorm.wgsl?raw';
@@ -30,6 +32,8 @@ const FILES: Record<string, string> = {
   'matmul_lanes.wgsl': matmulLanes,
   'matmul_lanes_loadx.wgsl': matmulLanesLoadX,
   'matmul_lanes_subgroupx.wgsl': matmulLanesSubgroupX,
+  'matmul_affine_dot.wgsl': matmulAffineDot,
+  'matmul_coop.wgsl': matmulCoop,
   'matmul_dense.wgsl': matmulDense,
   'embed.wgsl': embed,
   'rmsnorm.wgsl': rmsnorm,

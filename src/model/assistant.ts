@@ -7,6 +7,7 @@ import type { GpuWeights } from './gpu-weights.ts';
 import type { TargetModel, Precision } from './target.ts';
 import { RopeTables } from './rope-tables.ts';
 import * as op from './ops.ts';
+import { createAttentionScratch, SEG_MAX_EXACT } from './attention-op.ts';
 
 /**
  * The MTP assistant (drafter) on the GPU, GEMMA4.md section 5. One step:
@@ -74,8 +75,9 @@ export class AssistantModel {
     f('y', a.hidden);
     f('hprev', BB);
     f('logits', a.vocab);
-    f('scores', 2 * heads * Math.max(target.opts.maxContext, t.window + 1));
-    f('sums', heads);
+    // One query row per draft step (a chain step: up to SEG_MAX_EXACT segments); in ws, so destroy() frees it.
+    const attn = createAttentionScratch(this.device, { heads, qWidth: qw, maxKeys: Math.max(target.opts.maxContext, t.window + 1), prefillRows: 0, stepRows: 1 }, 'asst.attn');
+    [this.ws.scores, this.ws.attnStats, this.ws.attnPartial] = attn.buffers;
     f('outLogits', maxSteps * a.vocab);
     f('outHidden', maxSteps * BB);
     this.ws.tok = storageBuffer(this.device, 16, 'asst.tok');
@@ -128,7 +130,7 @@ export class AssistantModel {
           span: this.convention === 'hf' ? t.window + 1 : t.window,
           round: this.round, q: ws.q, kCache: src.k, vCache: src.v,
           kStage: sliding ? src.kEvicted : src.k, vStage: sliding ? src.vEvicted : src.v,
-          out: ws.attn, scratch: { scores: ws.scores, sums: ws.sums, maxKeys: Math.max(this.target.opts.maxContext, t.window + 1) },
+          out: ws.attn, scratch: { scores: ws.scores, stats: ws.attnStats, partial: ws.attnPartial, segments: SEG_MAX_EXACT },
         });
         op.matmul(rec, w.oProj, ws.attn, ws.a, rows);
         norm(ws.a, w.postAttnNorm, ws.x, 1, a.hidden, { residual: { postScale: 1 } });

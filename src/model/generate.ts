@@ -81,6 +81,9 @@ function finish(tokens: number[], maxNew: number, eos: readonly number[]): { tok
   return { tokens: tokens.slice(0, maxNew), stoppedOnEos: false };
 }
 
+/** Chained greedy steps between two readbacks in classic generation (see generateClassic). */
+const GREEDY_WINDOW = 16;
+
 export async function generateClassic(target: TargetModel, prompt: number[], o: GenerateOptions): Promise<GenerateResult> {
   const eos = o.eosIds ?? [];
   target.reset();
@@ -89,11 +92,14 @@ export async function generateClassic(target: TargetModel, prompt: number[], o: 
   const prefillMs = performance.now() - t;
   t = performance.now();
   const tokens = [pre.argmax![0]];
+  // Windows of chained steps (TargetModel.decodeGreedy: the argmax stays on the GPU, no wait per
+  // token); between windows, the tokens are read back for EOS, progress and cancellation. Steps a
+  // window runs past an EOS are cut by finish().
   while (tokens.length < o.maxNew && !eos.includes(tokens[tokens.length - 1])) {
     o.cancel?.throwIfCancelled();
-    const r = await target.decode(tokens[tokens.length - 1], { policy: o.policy });
-    tokens.push(r.argmax![0]);
-    o.onProgress?.({ phase: 'classic', done: tokens.length, total: o.maxNew });
+    const n = Math.min(GREEDY_WINDOW, o.maxNew - tokens.length);
+    tokens.push(...(await target.decodeGreedy(tokens[tokens.length - 1], n, { policy: o.policy })));
+    o.onProgress?.({ phase: 'classic', done: Math.min(tokens.length, o.maxNew), total: o.maxNew });
   }
   const decodeMs = performance.now() - t;
   const out = finish(tokens, o.maxNew, eos);
@@ -123,7 +129,7 @@ export async function generateMtp(target: TargetModel, source: DraftSource, prom
     o.cancel?.throwIfCancelled();
     const bonus = tokens[tokens.length - 1];
     const drafts = await source.draft(bonus, seed, tokens, K - 1);
-    const verify = await target.step([bonus, ...drafts], { finalHidden: true, policy: o.policy });
+    const verify = await target.step([bonus, ...drafts], { logits: 'argmax', finalHidden: true, policy: o.policy });
     const am = verify.argmax!;
     let n = 0;
     while (n < K - 1 && drafts[n] === am[n]) n++;

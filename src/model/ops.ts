@@ -21,8 +21,8 @@ export interface Rows {
   prefill?: boolean;
 }
 
-/** The exact affine kernels ops.matmul can run (benchmarks compare them; the engine picks per phase). */
-export type AffineKernel = 'lanes' | 'tile' | 'affine';
+/** The exact affine kernels ops.matmul can run (benchmarks compare them; the engine picks per phase and adapter class). */
+export type AffineKernel = 'lanes' | 'tile' | 'affine' | 'coop';
 
 /** Whether matmul_lanes.wgsl can run this linear: 4/8-bit, whole 32-weight chunks, vec4 rows of x. */
 function lanesFit(lin: GpuLinear, xStride: number): boolean {
@@ -30,16 +30,43 @@ function lanesFit(lin: GpuLinear, xStride: number): boolean {
   return d.kind === 'affine' && (d.bits === 4 || d.bits === 8) && d.groupSize % 32 === 0 && d.inFeatures % 32 === 0 && xStride % 4 === 0;
 }
 
+/** Whether matmul_coop.wgsl can run it: as lanes, with groups of 32 or 64 weights (held in registers). */
+function coopFit(lin: GpuLinear, xStride: number): boolean {
+  const d = lin.desc;
+  return d.kind === 'affine' && lanesFit(lin, xStride) && (d.groupSize === 32 || d.groupSize === 64);
+}
+
+/** matmul_coop.wgsl's workgroup: WG invocations, T of them per output feature. */
+export const COOP_WG = 256;
+/**
+ * Invocations per output feature of matmul_coop.wgsl: about one quantization group each, at least 8
+ * (the kernel's final totals need ROWS = 8 of them), at most 64. A function of the linear's shape only,
+ * never of M, so every row count runs the same pipeline.
+ */
+export function coopThreads(groups: number): number {
+  let t = 8;
+  while (t < 64 && t * 2 <= groups) t *= 2;
+  return t;
+}
+
+/** The exact kernel a decode step or verify block runs for this linear on this device (never a function of M). */
+export function stepKernel(rec: Recorder, lin: GpuLinear, xStride = lin.desc.inFeatures): AffineKernel {
+  if (rec.kernels.kernelClass === 'gpu' && coopFit(lin, xStride)) return 'coop';
+  return lanesFit(lin, xStride) ? 'lanes' : 'affine';
+}
+
 /**
  * y[m, :] = W x[m, :] for a whole linear (every row part).
  *
  * Exact path (split 0) of an affine linear. Every kernel gives a row the same arithmetic whatever M
- * is and wherever the row sits; `kernel` is chosen by phase and by properties of the linear, never
- * by M:
- * - 'lanes' (matmul_lanes_*.wgsl; decode steps and verify blocks): four features per invocation,
- *   weights as vec4<u32>, x shared through subgroups where the device has them. On lavapipe about 3x
- *   faster than `affine` at M = 1 (bench --compare); a block of K rows costs about K chain steps of
- *   compute there, which on GPUs (bandwidth-bound) hides behind the weight reads.
+ * is and wherever the row sits; `kernel` is chosen by phase, by the adapter's class
+ * (src/gpu/kernel-class.ts) and by properties of the linear, never by M:
+ * - 'coop' (matmul_coop.wgsl; decode steps and verify blocks on GPUs): a workgroup covers a few output
+ *   features, T invocations per feature split its groups and add their partials in a fixed order; each
+ *   weight is read once for all rows of a verify block. Bandwidth-bound on GPUs.
+ * - 'lanes' (matmul_lanes_*.wgsl; decode steps and verify blocks on software adapters): four features
+ *   per invocation, weights as vec4<u32>, x shared through subgroups where the device has them. On
+ *   lavapipe about 3x faster than `affine` at M = 1 (bench --compare).
  * - 'tile' (matmul_lanes_*.wgsl `tile`; prefill): four features for a block of 8 rows, each chunk of
  *   weights loaded and unpacked once for the 8 rows. Prefill need not equal decode bit for bit:
  *   both arms of every comparison prefill alike.
@@ -47,25 +74,28 @@ function lanesFit(lin: GpuLinear, xStride: number): boolean {
  * The parity lab's split > 0 runs the inexact `affine_split` (dense: `main_split`).
  * `npm run bench` measures them on the current adapter (--compare).
  */
-export function matmul(rec: Recorder, lin: GpuLinear, x: GPUBuffer, y: GPUBuffer, r: Rows, xStride = lin.desc.inFeatures, yStride = lin.desc.outFeatures, kernel?: AffineKernel): void {
+export function matmul(rec: Recorder, lin: GpuLinear, x: GPUBuffer, y: GPUBuffer, r: Rows, xStride = lin.desc.inFeatures, yStride = lin.desc.outFeatures, kernel?: AffineKernel, sums?: GroupSums): void {
   const { desc } = lin;
   const split = r.split ?? 0;
-  const k: AffineKernel = kernel ?? (r.prefill ? 'tile' : 'lanes');
-  if (desc.kind === 'affine' && split === 0 && k !== 'affine' && lanesFit(lin, xStride)) {
-    const groupCount = desc.inFeatures / desc.groupSize;
-    // Group sums of x, [M, groups], once per call (not per output feature); freed after the submit.
-    const xs = rec.device.createBuffer({ label: 'matmul-xsums', size: Math.max(16, r.M * groupCount * 4), usage: GPUBufferUsage.STORAGE });
-    rec.temporaries.push(xs);
-    const xsParams = rec.params([r.M, 0, desc.inFeatures, desc.groupSize, 0, xStride, 0, 0]);
-    rec.run('matmul.wgsl', 'affine_xsum', { BITS: desc.bits }, [xsParams, x, undefined, xs], groups(r.M * groupCount));
+  const k: AffineKernel = kernel ?? (r.prefill ? 'tile' : stepKernel(rec, lin, xStride));
+  const fits = k === 'coop' ? coopFit(lin, xStride) : lanesFit(lin, xStride);
+  if (desc.kind === 'affine' && split === 0 && k !== 'affine' && fits) {
+    const reuse = sums && sums.x === x && sums.M === r.M && sums.xStride === xStride && sums.groupSize === desc.groupSize && sums.K === desc.inFeatures;
+    const xs = reuse ? sums.buffer : groupSums(rec, lin, x, r, xStride, 'matmul').buffer;
     lin.weight.parts.forEach((part, i) => {
       const params = rec.params([r.M, part.rows, desc.inFeatures, desc.groupSize, part.rowStart, xStride, yStride, r.round ? 1 : 0]);
       const sb = [lin.scales!.parts[i].buffer, lin.biases!.parts[i].buffer];
+      const bindings = [params, undefined, undefined, y, ...sb, xs, x, part.buffer];
+      if (k === 'coop') {
+        const T = coopThreads(desc.inFeatures / desc.groupSize);
+        rec.run('matmul_coop.wgsl', 'main', { BITS: desc.bits, WG: COOP_WG, T }, bindings, Math.ceil(part.rows / (COOP_WG / T)));
+        return;
+      }
       const shader = rec.kernels.subgroupsOf8 ? 'matmul_lanes_subgroupx.wgsl' : 'matmul_lanes_loadx.wgsl';
       if (k === 'lanes') {
-        rec.run(shader, 'main', { BITS: desc.bits }, [params, undefined, undefined, y, ...sb, xs, x, part.buffer], Math.ceil(part.rows / (4 * WG)));
+        rec.run(shader, 'main', { BITS: desc.bits }, bindings, Math.ceil(part.rows / (4 * WG)));
       } else {
-        rec.run(shader, 'tile', { BITS: desc.bits }, [params, undefined, undefined, y, ...sb, xs, x, part.buffer], Math.ceil(r.M / 8) * Math.ceil(part.rows / (4 * WG)));
+        rec.run(shader, 'tile', { BITS: desc.bits }, bindings, Math.ceil(r.M / 8) * Math.ceil(part.rows / (4 * WG)));
       }
     });
     return;
@@ -82,6 +112,42 @@ export function matmul(rec: Recorder, lin: GpuLinear, x: GPUBuffer, y: GPUBuffer
       rec.run('matmul_dense.wgsl', entry, constants, [params, x, part.buffer, y], groups(r.M * part.rows));
     }
   });
+}
+
+/** Group sums of x (what the exact affine kernels call sx) for linears of one group size over the same x. */
+export interface GroupSums {
+  buffer: GPUBuffer;
+  x: GPUBuffer;
+  M: number;
+  K: number;
+  xStride: number;
+  groupSize: number;
+}
+
+/**
+ * xs[m, g] = the compensated sum of x[m, :] over quantization group g (matmul.wgsl affine_xsum), in a
+ * scratch buffer the device keeps under `slot` (a fresh buffer per call would make every bind group
+ * new). Linears that read the same x with the same group size (q, k, v; gate, up) share one result:
+ * pass it to matmul as `sums`, in the same recording, before anything rewrites x or the slot.
+ */
+export function groupSums(rec: Recorder, lin: GpuLinear, x: GPUBuffer, r: Rows, xStride = lin.desc.inFeatures, slot = 'shared'): GroupSums {
+  const d = lin.desc;
+  if (d.kind !== 'affine') throw new Error(`groupSums: ${d.name} is not an affine linear`);
+  const groupCount = d.inFeatures / d.groupSize;
+  const buffer = rec.kernels.scratch(`xsums.${slot}`, r.M * groupCount * 4);
+  const params = rec.params([r.M, 0, d.inFeatures, d.groupSize, 0, xStride, 0, 0]);
+  rec.run('matmul.wgsl', 'affine_xsum', { BITS: d.bits }, [params, x, undefined, buffer], groups(r.M * groupCount));
+  return { buffer, x, M: r.M, K: d.inFeatures, xStride, groupSize: d.groupSize };
+}
+
+/**
+ * Group sums that the exact kernels of `lin` will read, or undefined where they would not be used
+ * (dense or unsupported linears, the parity lab's split-K variants): computed once for several
+ * linears over the same x (see groupSums).
+ */
+export function sharedSums(rec: Recorder, lin: GpuLinear, x: GPUBuffer, r: Rows, slot: string): GroupSums | undefined {
+  if ((r.split ?? 0) !== 0 || !lanesFit(lin, lin.desc.inFeatures)) return undefined;
+  return groupSums(rec, lin, x, r, lin.desc.inFeatures, slot);
 }
 
 /** h[m, :] = table[ids[m], :] * scale (a tied embedding, quantized or dense). */
@@ -110,6 +176,9 @@ export interface NormArgs {
   residual?: { postScale: number };
 }
 
+/** Invocations per row of rmsnorm.wgsl `rows_wg` (a power of two). */
+const NORM_WG = 256;
+
 /** RMSNorm of `rows` rows of length D; `weight` null = weightless (v_norm). */
 export function rmsnorm(rec: Recorder, x: GPUBuffer, weight: GPUBuffer | null, out: GPUBuffer, dummy: GPUBuffer, a: NormArgs): void {
   const params = rec.params([
@@ -117,7 +186,9 @@ export function rmsnorm(rec: Recorder, x: GPUBuffer, weight: GPUBuffer | null, o
     f32(a.eps), weight ? 1 : 0, a.residual ? 1 : 0, a.round ? 1 : 0,
     f32(a.residual?.postScale ?? 1), 0, 0, 0,
   ]);
-  rec.run('rmsnorm.wgsl', 'main', {}, [params, x, weight ?? dummy, out], groups(a.rows));
+  // One invocation per row on software adapters; one workgroup per row (a fixed tree) on GPUs.
+  if (rec.kernels.kernelClass === 'gpu') rec.run('rmsnorm.wgsl', 'rows_wg', { WG: NORM_WG }, [params, x, weight ?? dummy, out], a.rows);
+  else rec.run('rmsnorm.wgsl', 'main', {}, [params, x, weight ?? dummy, out], groups(a.rows));
 }
 
 export interface RopeTable {
@@ -150,45 +221,4 @@ export function argmax(rec: Recorder, logits: GPUBuffer, ids: GPUBuffer, M: numb
   rec.run('argmax.wgsl', 'main', {}, [rec.params([M, V, 0, 0]), logits, ids], M);
 }
 
-export const ATTENTION_MODE = { physical: 0, chrono: 1, linear: 2, masked: 3, draft: 4 } as const;
-export type AttentionMode = keyof typeof ATTENTION_MODE;
-
-export interface AttentionArgs {
-  M: number;
-  heads: number;
-  kvHeads: number;
-  d: number;
-  mode: AttentionMode;
-  window: number;
-  base: number;
-  /** Position of row 0. */
-  p: number;
-  round: boolean;
-  /** 0: exact reductions. n > 0: the inexact variant reducing keys in n blocks. */
-  split: number;
-  /** MODE_DRAFT: how many of the most recent ring entries the query reads (W or W + 1). */
-  span?: number;
-  q: GPUBuffer;
-  kCache: GPUBuffer;
-  vCache: GPUBuffer;
-  kStage: GPUBuffer;
-  vStage: GPUBuffer;
-  out: GPUBuffer;
-  scratch: { scores: GPUBuffer; sums: GPUBuffer; maxKeys: number };
-}
-
-/** Keys each row reduces over in MODE_MASKED: the union of the M rows' windows. */
-export function maskedKeyCount(p: number, M: number, window: number): number {
-  return p + M - Math.max(0, p + 1 - window);
-}
-
-export function attention(rec: Recorder, a: AttentionArgs): void {
-  const { maxKeys } = a.scratch;
-  const params = rec.params([a.M, a.heads, a.kvHeads, a.d, ATTENTION_MODE[a.mode], a.window, a.base, a.p, maxKeys, a.round ? 1 : 0, a.span ?? 0, 0]);
-  const rows = a.M * a.heads;
-  const { scores, sums } = a.scratch;
-  rec.run('attention.wgsl', 'scores', {}, [params, a.q, a.kCache, undefined, a.kStage, undefined, scores], groups(rows * maxKeys));
-  const [sm, pv, constants] = a.split > 0 ? ['softmax_split', 'pv_split', { SPLIT: a.split }] : ['softmax', 'pv', {}];
-  rec.run('attention.wgsl', sm, constants, [params, undefined, undefined, undefined, undefined, undefined, scores, undefined, sums], groups(rows));
-  rec.run('attention.wgsl', pv, constants, [params, undefined, undefined, a.vCache, undefined, a.vStage, scores, a.out, sums], groups((rows * a.d) / 4));
-}
+export { ATTENTION_MODE, attention, maskedKeyCount, type AttentionArgs, type AttentionMode } from './attention-op.ts';

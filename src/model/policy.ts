@@ -1,4 +1,5 @@
 import { maskedKeyCount, type AttentionMode } from './ops.ts';
+import { SEG_MAX } from './attention-op.ts';
 
 /**
  * A numerics policy decides, per op, which kernel variant a forward uses. `exact` keeps every row's
@@ -8,7 +9,11 @@ import { maskedKeyCount, type AttentionMode } from './ops.ts';
  */
 export interface AttentionPlan {
   mode: AttentionMode;
-  /** 0 = exact reductions; n > 0 = keys reduced in n blocks in plain f32. */
+  /**
+   * How each row's keys are cut into segments (attention.wgsl): 0 = the exact partition, a function
+   * of the row's key count only; S > 0 = exactly S segments (1..SEG_MAX), the inexact policies' count
+   * picked from M or from the widened key count. Same kernels either way: only the partition changes.
+   */
   split: number;
 }
 
@@ -36,8 +41,10 @@ export const EXACT: Policy = {
   matmulSplit: () => 0,
 };
 
-/** MLX's two-pass vector attention picks its block count from the key count. */
+/** MLX's two-pass vector attention picks its block count from the key count (at most 32 <= SEG_MAX). */
 const blocksForKeys = (keys: number) => Math.min(32, Math.max(2, Math.ceil(keys / 16)));
+/** Attention key segments picked from the row count (capped at the kernel's SEG_MAX). */
+const blocksForM = (M: number) => Math.min(M, SEG_MAX);
 /** Split-K of a "wide" quantized matmul kernel for 2 <= M (MLX qmv vs qmm). */
 const matmulSplitForM = (M: number) => (M > 1 ? 2 : 0);
 /** Prefill GEMM with split-K chosen by the row count (MLX steel GEMM). */
@@ -70,9 +77,9 @@ const matmulMSplit: Policy = {
 const attentionMSplit: Policy = {
   ...EXACT,
   name: 'attention-m-split',
-  description: 'Attention with M > 1 reduces its keys in M blocks (two-pass kernels that pick the block count from M); M = 1 uses one pass.',
-  slidingStep: (M) => (M > 1 ? { mode: 'physical', split: M } : exactSliding()),
-  fullStep: (M) => (M > 1 ? { mode: 'linear', split: M } : exactFull()),
+  description: 'Attention with M > 1 cuts its keys into M segments (two-pass kernels that pick the block count from M); M = 1 uses the exact partition, which depends on the key count only.',
+  slidingStep: (M) => (M > 1 ? { mode: 'physical', split: blocksForM(M) } : exactSliding()),
+  fullStep: (M) => (M > 1 ? { mode: 'linear', split: blocksForM(M) } : exactFull()),
 };
 
 const prefillChunkMismatch: Policy = {

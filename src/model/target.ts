@@ -4,10 +4,12 @@ import { readMany, storageBuffer, uploadBuffer } from '../gpu/buffers.ts';
 import { KernelCache } from '../gpu/kernels.ts';
 import { Recorder } from '../gpu/recorder.ts';
 import { GpuError } from '../gpu/errors.ts';
+import type { KernelProfiler } from '../gpu/profiler.ts';
 import type { GpuWeights } from './gpu-weights.ts';
 import { KvCache, type CacheSnapshot } from './kv-cache.ts';
 import { RopeTables } from './rope-tables.ts';
 import * as op from './ops.ts';
+import { createAttentionScratch } from './attention-op.ts';
 import { EXACT, type AttentionPlan, type Policy } from './policy.ts';
 
 /**
@@ -41,7 +43,8 @@ export interface ForwardResult {
 }
 
 export interface StepOptions {
-  logits?: 'all' | 'last' | 'none';
+  /** Which rows' logits to return; 'argmax': the LM head runs for every row, only its argmax ids come back. */
+  logits?: 'all' | 'last' | 'none' | 'argmax';
   captures?: Captures;
   policy?: Policy;
   finalHidden?: boolean;
@@ -51,6 +54,12 @@ export interface StepOptions {
    * shows its own error instead of the error it inherits; no op's arithmetic changes.
    */
   layerInputs?: (layer: number, p: number, M: number) => Float32Array | undefined;
+  /**
+   * A chained greedy step (decodeGreedy): the token to embed is already in the ids buffer (written by
+   * the previous step's argmax on the GPU), and this step's argmax goes to the ids buffer and to
+   * argmaxOut at byte `offset`. Nothing is read back and the call does not wait for the GPU.
+   */
+  chained?: { argmaxOut: GPUBuffer; offset: number };
 }
 
 export class TargetModel {
@@ -63,7 +72,14 @@ export class TargetModel {
   private readonly R: number; // rows of the workspace
   private readonly ws: Record<string, GPUBuffer> = {};
   private readonly dummy: GPUBuffer;
-  readonly stats = { forwards: 0, dispatches: 0, submits: 0 };
+  /**
+   * Counters for the bench's breakdown of a step: forwards, dispatches, submits, and wall time spent
+   * recording commands (encodeMs), in queue.submit and parameter writes (submitMs), and waiting for
+   * results (waitMs: readbacks and error scopes), plus bind groups created (ideally none per step).
+   */
+  readonly stats = { forwards: 0, dispatches: 0, submits: 0, encodeMs: 0, submitMs: 0, waitMs: 0 };
+  /** When set, every dispatch is timed on the GPU (src/gpu/profiler.ts); slows the step down. */
+  profiler?: KernelProfiler;
 
   constructor(
     ctx: GpuContext,
@@ -81,12 +97,9 @@ export class TargetModel {
     const qw = Math.max(...d.layers.map((l) => l.numHeads * l.headDim));
     const kvw = Math.max(...d.layers.map((l) => l.numKvHeads * l.headDim));
     const heads = Math.max(...d.layers.map((l) => l.numHeads));
-    const maxKeys = Math.max(d.window, opts.maxContext);
-    const scoreBytes = 2 * this.R * heads * maxKeys * 4;
-    const limit = this.device.limits.maxStorageBufferBindingSize;
-    if (scoreBytes > limit) {
-      throw new GpuError('limits', `Attention scores for ${this.R} rows x ${heads} heads x ${maxKeys} keys need ${scoreBytes} bytes, over this adapter's binding limit of ${limit}; use a smaller prefill chunk or context.`);
-    }
+    // Prefill rows (any chunk up to R) reduce in one segment each, step rows in up to SEG_MAX.
+    this.attnScratch = createAttentionScratch(this.device, { heads, qWidth: qw, maxKeys: Math.max(d.window, opts.maxContext), prefillRows: this.R, stepRows: opts.maxBlock }, 'attn');
+    [this.ws.scores, this.ws.attnStats, this.ws.attnPartial] = this.attnScratch.buffers; // freed by destroy()
     const f = (name: string, floats: number) => (this.ws[name] = storageBuffer(this.device, floats * 4, name));
     const R = this.R;
     f('h', R * d.hidden);
@@ -101,16 +114,13 @@ export class TargetModel {
     f('g', R * d.intermediate);
     f('u', R * d.intermediate);
     f('y', R * d.hidden);
-    f('scores', 2 * R * heads * maxKeys); // score + compensation per key
-    f('sums', R * heads);
     f('headIn', opts.maxBlock * d.hidden);
     f('logits', opts.maxBlock * d.vocab);
     this.ws.ids = storageBuffer(this.device, R * 4, 'ids');
     this.ws.argmax = storageBuffer(this.device, opts.maxBlock * 4, 'argmax');
-    this.maxKeys = maxKeys;
     this.dummy = storageBuffer(this.device, 16, 'dummy');
   }
-  private readonly maxKeys: number;
+  private readonly attnScratch: ReturnType<typeof createAttentionScratch>;
 
   /** Prefill `tokens` from position 0 in chunks of opts.prefillChunk (or `chunk`), then lay out the rings. */
   async prefill(tokens: number[], o: StepOptions & { chunk?: number } = {}): Promise<ForwardResult> {
@@ -162,6 +172,33 @@ export class TargetModel {
     const r = await this.step([token], o);
     this.commit(1);
     return r;
+  }
+
+  /**
+   * Greedy classic decode of `count` tokens after `first`, each step's argmax fed to the next step's
+   * embedding on the GPU (a copy inside the step's command buffer). The CPU records step i + 1 while
+   * the GPU runs step i, and reads the tokens back once at the end (no wait inside the loop). Each
+   * step is the same forward (same pipelines, same arithmetic) as decode(); only where the token comes
+   * from differs. Returns the `count` argmax tokens (the cache holds first and all but the last).
+   */
+  async decodeGreedy(first: number, count: number, o: StepOptions = {}): Promise<number[]> {
+    if (count < 1) return [];
+    this.checkContext(this.cache.state.nextPos + count);
+    const out = storageBuffer(this.device, count * 4, 'greedy-tokens');
+    try {
+      this.device.queue.writeBuffer(this.ws.ids, 0, Uint32Array.of(first));
+      for (let i = 0; i < count; i++) {
+        await this.forward([first], this.cache.state.nextPos, 'step', { ...o, logits: 'none', captures: undefined, finalHidden: false, chained: { argmaxOut: out, offset: 4 * i } });
+        this.commit(1);
+      }
+      const tWait = performance.now();
+      const [ids] = await readMany(this.device, [{ buffer: out, bytes: count * 4 }]);
+      await this.checkErrors(`running ${count} chained decode steps`);
+      this.stats.waitMs += performance.now() - tWait;
+      return [...new Uint32Array(ids.buffer, ids.byteOffset, count)];
+    } finally {
+      out.destroy();
+    }
   }
 
   snapshot(): CacheSnapshot {
@@ -249,14 +286,18 @@ export class TargetModel {
   private recorder(label: string): Recorder {
     this.device.pushErrorScope('out-of-memory');
     this.device.pushErrorScope('validation');
-    return new Recorder(this.device, this.kernels, label);
+    const rec = new Recorder(this.device, this.kernels, label);
+    rec.profiler = this.profiler;
+    return rec;
   }
 
   private submit(rec: Recorder): void {
     this.stats.dispatches += rec.dispatches;
     this.stats.submits++;
+    const t = performance.now();
     rec.submit();
     this.scopes.push(this.device.popErrorScope(), this.device.popErrorScope());
+    this.stats.submitMs += performance.now() - t;
   }
 
   /** Throws the first GPU error recorded since the last check. */
@@ -269,6 +310,7 @@ export class TargetModel {
   }
 
   private async forward(tokens: number[], p: number, kind: 'prefill' | 'step', o: StepOptions): Promise<ForwardResult> {
+    const tEncode = performance.now();
     const M = tokens.length;
     const d = this.desc;
     const policy = o.policy ?? EXACT;
@@ -289,7 +331,7 @@ export class TargetModel {
       captures.set(name, { buf, floats });
     };
 
-    this.device.queue.writeBuffer(ws.ids, 0, Uint32Array.from(tokens));
+    if (!o.chained) this.device.queue.writeBuffer(ws.ids, 0, Uint32Array.from(tokens));
     op.embed(rec, this.weights.embed, ws.ids, ws.h, d.embedScale, rows);
     const state = this.cache.state;
 
@@ -312,15 +354,16 @@ export class TargetModel {
 
       // Attention block.
       norm(ws.h, w.inputNorm, ws.xn, M, H);
-      op.matmul(rec, w.qProj, ws.xn, ws.attn, rows); // raw q; ws.attn is free until attention
+      const xsAttn = op.sharedSums(rec, w.qProj, ws.xn, rows, 'attn'); // q, k and v read the same x
+      op.matmul(rec, w.qProj, ws.xn, ws.attn, rows, undefined, undefined, undefined, xsAttn); // raw q; ws.attn is free until attention
       norm(ws.attn, w.qNorm, ws.q, M * l.numHeads, l.headDim);
       op.rope(rec, ws.q, rope, l.numHeads, l.headDim, p, rows);
-      op.matmul(rec, w.kProj!, ws.xn, ws.kraw, rows);
+      op.matmul(rec, w.kProj!, ws.xn, ws.kraw, rows, undefined, undefined, undefined, xsAttn);
       norm(ws.kraw, w.kNorm, ws.k, M * l.numKvHeads, l.headDim);
       op.rope(rec, ws.k, rope, l.numKvHeads, l.headDim, p, rows);
       let vSrc = ws.kraw; // k_eq_v: V = v_norm(raw K projection)
       if (w.vProj) {
-        op.matmul(rec, w.vProj, ws.xn, ws.vraw, rows);
+        op.matmul(rec, w.vProj, ws.xn, ws.vraw, rows, undefined, undefined, undefined, xsAttn);
         vSrc = ws.vraw;
       }
       norm(vSrc, null, ws.v, M * l.numKvHeads, l.headDim);
@@ -348,7 +391,7 @@ export class TargetModel {
       op.attention(rec, {
         M, heads: l.numHeads, kvHeads: l.numKvHeads, d: l.headDim, mode: plan.mode, split: plan.split, window: d.window, base, p, round: this.round,
         q: ws.q, kCache: kv.k, vCache: kv.v, kStage, vStage, out: ws.attn,
-        scratch: { scores: ws.scores, sums: ws.sums, maxKeys: this.maxKeys },
+        scratch: kind === 'prefill' ? this.attnScratch.prefill : this.attnScratch.step,
       });
       if (l.type === 'sliding' && kind === 'prefill') this.cache.commitPrefillRows(rec, i, ws.k, ws.v, p, M);
       op.matmul(rec, w.oProj, ws.attn, ws.a, rows);
@@ -357,8 +400,9 @@ export class TargetModel {
 
       // MLP block.
       norm(ws.h, w.preFfNorm, ws.xn, M, H);
-      op.matmul(rec, w.gate, ws.xn, ws.g, rows);
-      op.matmul(rec, w.up, ws.xn, ws.u, rows);
+      const xsMlp = op.sharedSums(rec, w.gate, ws.xn, rows, 'mlp'); // gate and up read the same x
+      op.matmul(rec, w.gate, ws.xn, ws.g, rows, undefined, undefined, undefined, xsMlp);
+      op.matmul(rec, w.up, ws.xn, ws.u, rows, undefined, undefined, undefined, xsMlp);
       op.geglu(rec, ws.g, ws.u, M * d.intermediate, this.round);
       op.matmul(rec, w.down, ws.g, ws.a, rows);
       capture(`mlp.${i}`, ws.a, M * H);
@@ -367,7 +411,7 @@ export class TargetModel {
     });
 
     const result: ForwardResult = { captures: new Map() };
-    const needHead = o.logits === 'all' || o.logits === 'last' || want('logits');
+    const needHead = o.logits === 'all' || o.logits === 'last' || o.logits === 'argmax' || o.chained !== undefined || want('logits');
     if (needHead || o.finalHidden || want('final_norm')) {
       op.rmsnorm(rec, ws.h, this.weights.finalNorm, ws.y, this.dummy, { rows: M, D: d.hidden, eps: d.eps, round: this.round });
       capture('final_norm', ws.y, M * d.hidden);
@@ -377,18 +421,33 @@ export class TargetModel {
     // A chain step or verify block (at most maxBlock head rows) is one command buffer, LM head included.
     const headInline = needHead && M - first <= this.opts.maxBlock;
     if (headInline) this.recordHead(rec, first, M - first, split);
+    if (o.chained) {
+      // The next chained step embeds this step's argmax; the caller reads the ids back later.
+      rec.copy(ws.argmax, 0, ws.ids, 0, 4);
+      rec.copy(ws.argmax, 0, o.chained.argmaxOut, o.chained.offset, 4);
+    }
+    this.stats.encodeMs += performance.now() - tEncode;
     this.submit(rec);
+    if (o.chained) {
+      this.stats.forwards++;
+      return result;
+    }
+    const tWait = performance.now();
 
     const reads: { buffer: GPUBuffer; bytes: number }[] = [];
     const logitsBytes = (M - first) * d.vocab * 4;
-    if (headInline) reads.push({ buffer: ws.logits, bytes: logitsBytes }, { buffer: ws.argmax, bytes: (M - first) * 4 });
+    const readLogits = o.logits !== 'argmax';
+    if (headInline) {
+      if (readLogits) reads.push({ buffer: ws.logits, bytes: logitsBytes });
+      reads.push({ buffer: ws.argmax, bytes: (M - first) * 4 });
+    }
     if (o.finalHidden) reads.push({ buffer: ws.y, bytes: M * d.hidden * 4 });
     for (const c of captures.values()) reads.push({ buffer: c.buf, bytes: c.floats * 4 });
     const got = await readMany(this.device, reads);
     let at = 0;
     const f32 = (b: Uint8Array) => new Float32Array(b.buffer, b.byteOffset, b.byteLength / 4);
     if (headInline) {
-      result.logits = f32(got[at++]);
+      if (readLogits) result.logits = f32(got[at++]);
       result.argmax = new Uint32Array(got[at].buffer, got[at++].byteOffset, M - first);
     } else if (needHead) {
       const head = await this.head(first, M, split);
@@ -402,6 +461,7 @@ export class TargetModel {
     }
     if (want('logits') && result.logits) result.captures.set('logits', result.logits);
     await this.checkErrors(`running a ${kind} forward of ${M} rows at position ${p}`);
+    this.stats.waitMs += performance.now() - tWait;
     this.stats.forwards++;
     return result;
   }

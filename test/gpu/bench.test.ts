@@ -7,6 +7,7 @@ import { testGpu } from './gpu-context.ts';
 import type { GpuContext } from '../../src/gpu/device.ts';
 import { defaultBenchOptions, formatBench, runBench, type BenchOptions } from '../../src/bench/run.ts';
 import type { BenchShapes } from '../../src/bench/kernels.ts';
+import { detectKernelClass, isSoftwareAdapter } from '../../src/gpu/kernel-class.ts';
 
 const TINY: BenchShapes = {
   name: 'tiny', hidden: 256, intermediate: 512, vocab: 1024, heads: 4, kvHeads: 2, headDim: 64,
@@ -30,7 +31,7 @@ describe('bench module (tiny shapes)', () => {
       maxIters: 2,
       matmulRows: [1, 4],
       bits: [4, 8],
-      compareKernels: ['lanes', 'tile', 'affine'],
+      compareKernels: ['lanes', 'tile', 'affine', 'coop'],
       compareRows: [1, 4],
       compareHead: true,
       prefillRows: 16,
@@ -45,7 +46,8 @@ describe('bench module (tiny shapes)', () => {
     const report = await runBench(ctx, { ...opts, log: (l) => lines.push(l) });
 
     expect(['timestamp-query', 'wall-clock']).toContain(report.timing);
-    expect(report.engineKernel).toBe('lanes');
+    // the adapter's class picks the matvec family (RINGSIDE_KERNELS=gpu forces the GPU kernels here)
+    expect(report.engineKernel).toBe(detectKernelClass(ctx.report) === 'gpu' ? 'coop' : 'lanes');
     expect(report.prefillKernel).toBe('tile');
     expect(report.yardsticks.length).toBeGreaterThanOrEqual(2);
     for (const y of report.yardsticks) expect(finitePositive(y.value), `${y.name} = ${y.value}`).toBe(true);
@@ -57,7 +59,7 @@ describe('bench module (tiny shapes)', () => {
     }
     // every compared kernel ran, and exactly one of them is marked as the engine's
     const gate = report.kernels.filter((k) => k.class === 'matmul' && k.name.startsWith('mlp.gate/up 4-bit') && k.M === 1);
-    expect(new Set(gate.map((k) => k.kernel))).toEqual(new Set(['lanes', 'tile', 'affine']));
+    expect(new Set(gate.map((k) => k.kernel))).toEqual(new Set(['lanes', 'tile', 'affine', 'coop']));
     expect(gate.filter((k) => k.engine).map((k) => k.kernel)).toEqual([report.engineKernel]);
     expect(report.kernels.find((k) => k.class === 'prefill')?.M).toBe(16);
 
@@ -73,9 +75,21 @@ describe('bench module (tiny shapes)', () => {
     // decode traffic, effective bandwidth and the projection are consistent with each other
     expect(e.chain.effectiveGBps).toBeCloseTo(e.chain.bytesPerToken / (e.chain.minMs / 1000) / 1e9, 6);
     expect(s.decodeBwRatio).toBeCloseTo(e.chain.effectiveGBps / s.copyGBps, 6);
-    const pr = s.projection!;
-    expect(pr.bandwidthGBps).toBe(614);
-    expect(pr.tokensPerSecond).toBeCloseTo((614e9 * s.decodeBwRatio!) / pr.bytesPerToken, 6);
+    // a CPU adapter's efficiency says nothing about a GPU: no projection, and a note that says why
+    expect(isSoftwareAdapter(ctx.report)).toBe(true);
+    expect(s.projection).toBeUndefined();
+    expect(report.notes.some((n) => n.startsWith('no decode projection'))).toBe(true);
+    // the chain token's breakdown: CPU phases measured, bind groups cached after the first token
+    const bd = e.chain.breakdown;
+    for (const v of [bd.encodeMs, bd.submitMs, bd.waitMs]) expect(v >= 0 && Number.isFinite(v)).toBe(true);
+    expect(bd.bindGroupsPerToken).toBe(0);
+    if (ctx.device.features.has('timestamp-query') && !bd.gpuNote) {
+      expect(bd.kernels!.length).toBeGreaterThan(3);
+      expect(bd.kernels!.map((k) => k.kernel)).toContain('attention.scores');
+      expect(bd.gpuMs).toBeCloseTo(bd.kernels!.reduce((a, k) => a + k.ms, 0), 9);
+      // every dispatch of a profiled token is attributed to a kernel
+      expect(bd.kernels!.reduce((a, k) => a + k.dispatches, 0)).toBeCloseTo(e.chain.dispatchesPerToken, 9);
+    }
     // yardsticks are the best of the two measurements, and every ratio is against them
     for (const k of report.kernels) expect(k.bwRatio).toBeCloseTo(k.gbPerS / s.copyGBps, 9);
 

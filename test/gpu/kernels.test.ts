@@ -29,6 +29,7 @@ import { Recorder } from '../../src/gpu/recorder.ts';
 import { readBytes, storageBuffer, uploadBuffer } from '../../src/gpu/buffers.ts';
 import { TensorUploader } from '../../src/gpu/upload.ts';
 import * as op from '../../src/model/ops.ts';
+import { createAttentionScratch, segmentCount, SEG_MAX_EXACT } from '../../src/model/attention-op.ts';
 import type { GpuLinear } from '../../src/model/gpu-weights.ts';
 import { ropeTable } from '../../src/model/rope-tables.ts';
 import type { AffineLinear, DenseLinear } from '../../src/format/model-description.ts';
@@ -471,18 +472,159 @@ function attnReference(c: AttnCase, x: AttnData): { out: Float64Array; mag: Floa
   return { out, mag };
 }
 
-/** Runs op.attention as target.ts does (linear: kStage = kCache, the block's rows are in the cache). */
-function recordAttention(lab: Lab, rec: Recorder, c: AttnCase, bufs: { q: GPUBuffer; kCache: GPUBuffer; vCache: GPUBuffer; kStage: GPUBuffer; vStage: GPUBuffer; out: GPUBuffer }, round: boolean, maxKeys: number, split = 0): void {
-  const scores = lab.own(storageBuffer(lab.device, 2 * c.M * c.heads * maxKeys * 4, 'scores'));
-  const sums = lab.own(storageBuffer(lab.device, c.M * c.heads * 4, 'sums'));
+/**
+ * Runs op.attention as target.ts does (linear: kStage = kCache, the block's rows are in the cache), on
+ * scratch from createAttentionScratch filled with SENTINEL, so that a pass reading what no earlier pass
+ * wrote shows. `prefill`: the prefill scratch (exact plan capped at one segment per row).
+ */
+function recordAttention(lab: Lab, rec: Recorder, c: AttnCase, bufs: { q: GPUBuffer; kCache: GPUBuffer; vCache: GPUBuffer; kStage: GPUBuffer; vStage: GPUBuffer; out: GPUBuffer }, round: boolean, maxKeys: number, split = 0, prefill = false): void {
+  const scratch = createAttentionScratch(lab.device, { heads: c.heads, qWidth: c.heads * c.d, maxKeys, prefillRows: c.M, stepRows: c.M }, 'test-attn');
+  for (const b of scratch.buffers) lab.device.queue.writeBuffer(lab.own(b), 0, new Uint32Array(b.size / 4).fill(SENTINEL));
   op.attention(rec, {
     M: c.M, heads: c.heads, kvHeads: c.kvHeads, d: c.d, mode: c.mode, window: c.window, base: c.base, p: c.p, round, split, span: c.span,
     q: bufs.q, kCache: bufs.kCache, vCache: bufs.vCache,
     kStage: c.mode === 'linear' ? bufs.kCache : bufs.kStage,
     vStage: c.mode === 'linear' ? bufs.vCache : bufs.vStage,
     out: bufs.out,
-    scratch: { scores, sums, maxKeys },
+    scratch: prefill ? scratch.prefill : scratch.step,
   });
+}
+
+/** Uploads a case's data and runs op.attention on it; returns the output's bytes. */
+async function runAttention(lab: Lab, c: AttnCase, x: AttnData, o: { round?: boolean; split?: number; prefill?: boolean } = {}): Promise<Uint8Array> {
+  const n = c.M * c.heads * c.d;
+  const out = lab.sentinel(n);
+  const maxKeys = c.mode === 'masked' ? op.maskedKeyCount(c.p, c.M, c.window) : c.mode === 'linear' ? x.slots : c.window + 1;
+  await lab.run((rec) => recordAttention(lab, rec, c, { q: lab.f32(x.q), kCache: lab.f32(x.kCache), vCache: lab.f32(x.vCache), kStage: lab.f32(x.kStage), vStage: lab.f32(x.vStage), out }, o.round ?? false, maxKeys, o.split ?? 0, o.prefill ?? false));
+  return lab.bytes(out, n);
+}
+
+/**
+ * A block's row j computed the way the chain computes it: the inputs of a dispatch whose row 0 is
+ * that row. Linear: position p + j alone (the block's rows are already in the cache). Physical and
+ * chrono: position p + j alone, after block rows 0..j-1 were committed to their ring slots. Draft:
+ * the same query read alone. Masked (whose widened key range depends on M by design): the tail block
+ * p + j .. p + M - 1, which has the same widened range while the ring is not full (p + M <= W).
+ */
+function chainStep(c: AttnCase, x: AttnData, j: number): { step: AttnCase; x: AttnData } {
+  const row = c.kvHeads * c.d;
+  const qRow = c.heads * c.d;
+  const q = x.q.subarray(j * qRow, (j + 1) * qRow);
+  if (c.mode === 'linear') return { step: { ...c, M: 1, p: c.p + j }, x: { ...x, q } };
+  if (c.mode === 'draft') return { step: { ...c, M: 1 }, x: { ...x, q } };
+  const kCache = Float64Array.from(x.kCache), vCache = Float64Array.from(x.vCache);
+  for (let t = 0; t < j; t++) {
+    const slot = mod(c.p + t - c.base, c.window);
+    kCache.set(x.kStage.subarray(t * row, (t + 1) * row), slot * row);
+    vCache.set(x.vStage.subarray(t * row, (t + 1) * row), slot * row);
+  }
+  const M = c.mode === 'masked' ? c.M - j : 1;
+  return {
+    step: { ...c, M, p: c.p + j },
+    x: { ...x, kCache, vCache, q: x.q.subarray(j * qRow, (j + M) * qRow), kStage: x.kStage.subarray(j * row, (j + M) * row), vStage: x.vStage.subarray(j * row, (j + M) * row) },
+  };
+}
+
+/** Keys of row j as (stage?, row) and, in masked mode, which of them are masked out (widened range). */
+function keysWithMask(c: AttnCase, j: number): { keys: KeyLoc[]; masked: boolean[] } {
+  if (c.mode !== 'masked') {
+    const keys = expectedKeys(c.mode, c.window, c.base, c.p, j, c.span);
+    return { keys, masked: keys.map(() => false) };
+  }
+  const lo = Math.max(0, c.p + 1 - c.window);
+  const pos = c.p + j;
+  const keys: KeyLoc[] = [], masked: boolean[] = [];
+  for (let kp = lo; kp < c.p + c.M; kp++) {
+    keys.push(kp >= c.p ? { stage: true, row: kp - c.p } : { stage: false, row: mod(kp - c.base, c.window) });
+    masked.push(kp > pos || kp + c.window <= pos);
+  }
+  return { keys, masked };
+}
+
+/**
+ * shaders/attention.wgsl replayed in f32 on the CPU, one Math.fround per WGSL operation, so that it
+ * gives the GPU's bits wherever the compiler does not fuse a multiply-add (lavapipe and SwiftShader do
+ * not). `nsegOf(n)` is the partition: the kernel's plans are exactPlan(...) and () => S.
+ * With one segment this is the sequential softmax and P.V of the kernel before it was segmented
+ * (`softmax` + `pv`, commit b36cf3a): that kernel equalled this function byte for byte on both adapters.
+ */
+function attentionF32(c: AttnCase, x: AttnData, nsegOf: (n: number) => number): Float32Array {
+  const f = Math.fround;
+  const row = c.kvHeads * c.d;
+  const out = new Float32Array(c.M * c.heads * c.d);
+  const ksumAdd = (s: [number, number], v: number): void => {
+    const t = f(s[0] + v);
+    const comp = Math.abs(s[0]) >= Math.abs(v) ? f(f(s[0] - t) + v) : f(f(v - t) + s[0]);
+    s[0] = t;
+    s[1] = f(s[1] + comp);
+  };
+  for (let j = 0; j < c.M; j++) {
+    const { keys, masked } = keysWithMask(c, j);
+    const n = keys.length;
+    const nseg = nsegOf(n);
+    const len = Math.ceil(n / nseg);
+    for (let h = 0; h < c.heads; h++) {
+      const kvh = Math.floor(h / (c.heads / c.kvHeads));
+      const qOff = (j * c.heads + h) * c.d;
+      const at = (k: KeyLoc) => k.row * row + kvh * c.d;
+      // scores: compensated dot over head_dim, stored as value + compensation
+      const score: number[] = [], comp: number[] = [];
+      keys.forEach((k, i) => {
+        if (masked[i]) return void (score.push(f(-1e30)), comp.push(0));
+        const kv = k.stage ? x.kStage : x.kCache;
+        const acc: [number, number] = [0, 0];
+        for (let e = 0; e < c.d; e++) ksumAdd(acc, f(x.q[qOff + e] * kv[at(k) + e]));
+        const t = f(acc[0] + acc[1]);
+        score.push(t);
+        comp.push(f(f(acc[0] - t) + acc[1]));
+      });
+      // per segment: max, weights and their sum, P.V (plain f32, key order)
+      const m: number[] = [], l: number[] = [], o: Float32Array[] = [];
+      for (let g = 0; g < nseg; g++) {
+        const lo = Math.min(n, g * len), hi = Math.min(n, lo + len);
+        let mx = lo < hi ? score[lo] : f(-1e30);
+        for (let i = lo + 1; i < hi; i++) mx = Math.max(mx, score[i]);
+        let sum = 0;
+        const og = new Float32Array(c.d);
+        for (let i = lo; i < hi; i++) {
+          const e = expRefF32(f(f(score[i] - mx) + comp[i]));
+          sum = f(sum + e);
+          const v = keys[i].stage ? x.vStage : x.vCache;
+          for (let ch = 0; ch < c.d; ch++) og[ch] = f(og[ch] + f(e * v[at(keys[i]) + ch]));
+        }
+        m.push(mx), l.push(sum), o.push(og);
+      }
+      // combine, segment 0 first
+      const M = Math.max(...m);
+      for (let ch = 0; ch < c.d; ch++) {
+        let w = expRefF32(f(m[0] - M));
+        let lt = f(w * l[0]), ot = f(w * o[0][ch]);
+        for (let g = 1; g < nseg; g++) {
+          w = expRefF32(f(m[g] - M));
+          lt = f(lt + f(w * l[g]));
+          ot = f(ot + f(w * o[g][ch]));
+        }
+        out[qOff + ch] = f(ot / lt);
+      }
+    }
+  }
+  return out;
+}
+
+/** The exact plan's partition: min(cap, ceil(n / 64)) segments, at least one (src/model/attention-op.ts). */
+const exactPlan = (cap = SEG_MAX_EXACT) => (n: number) => segmentCount(n, 0, cap);
+
+/** shaders/common.wgsl exp_ref, one f32 operation at a time (WGSL round() is round-half-to-even). */
+function expRefF32(x: number): number {
+  const f = Math.fround;
+  if (x < -103) return 0;
+  const y = f(x * f(1.4426950408889634));
+  let n = Math.round(y);
+  if (n - y === 0.5 && n % 2 !== 0) n -= 1;
+  const r = f(f(x - f(n * f(0.693145751953125))) - f(n * f(1.428606765330187e-6)));
+  let p = f(1 / 5040);
+  for (const k of [1 / 720, 1 / 120, 1 / 24, 1 / 6, 0.5, 1, 1]) p = f(f(p * r) + f(k));
+  return f(p * 2 ** n);
 }
 
 // ---- the tests ---------------------------------------------------------------------------------
@@ -579,8 +721,8 @@ describe(`GPU kernels vs the CPU float64 reference (${ADAPTER})`, () => {
   // rows must not depend on M or on the slot a row takes (byte equality with the row alone, M = 1..8
   // and past one block), and their values must agree with the CPU reference and with the
   // one-output-per-invocation `affine` kernel. Linears a kernel cannot run fall back to `affine`.
-  describe('matmul, exact kernels lanes / tile', () => {
-    const ROW_KERNELS = ['lanes', 'tile'] as const;
+  describe('matmul, exact kernels lanes / tile / coop', () => {
+    const ROW_KERNELS = ['lanes', 'tile', 'coop'] as const;
     const invCases: (AffineCase & { name: string })[] = [
       { name: '4-bit gs 64, 3 parts', bits: 4, gs: 64, K: 128, N: 30, rowsPerPart: 11 },
       { name: '8-bit gs 32, 2 parts', bits: 8, gs: 32, K: 96, N: 70, rowsPerPart: 40 },
@@ -1072,25 +1214,34 @@ describe(`GPU kernels vs the CPU float64 reference (${ADAPTER})`, () => {
   });
 
   // -- attention ---------------------------------------------------------------------------------------
-  describe('attention (scores, softmax, pv)', () => {
+  // Cases past 64 keys cut rows into segments: 301 keys = 5 x 61, 4100 = 64 x 65 (capped at 64, so
+  // segments grow past 64 keys), key counts that are not multiples of 64, and blocks whose rows cross a
+  // segment-count boundary (63 -> 64 keys: 1 -> 2 segments; 4032 -> 4033: 63 -> 64; 4096 -> 4097: L 64 -> 65).
+  describe('attention (scores, segmented softmax and P.V, combine)', () => {
     const cases: AttnCase[] = [
       { name: 'linear, GQA 4:2', mode: 'linear', heads: 4, kvHeads: 2, d: 16, M: 3, p: 5, window: 0, base: 0 },
       { name: 'linear from position 0', mode: 'linear', heads: 2, kvHeads: 2, d: 32, M: 4, p: 0, window: 0, base: 0 },
       { name: 'linear, MQA 4:1, one row', mode: 'linear', heads: 4, kvHeads: 1, d: 8, M: 1, p: 20, window: 0, base: 0 },
+      { name: 'linear, 299..301 keys (5 segments of 60 or 61)', mode: 'linear', heads: 2, kvHeads: 1, d: 8, M: 3, p: 298, window: 0, base: 0 },
+      { name: 'linear, 4161..4162 keys (64 segments of 66)', mode: 'linear', heads: 2, kvHeads: 1, d: 8, M: 2, p: 4160, window: 0, base: 0 },
       { name: 'physical, ring not full', mode: 'physical', heads: 4, kvHeads: 2, d: 16, M: 4, p: 3, window: 16, base: 0 },
       { name: 'physical, ring fills and wraps inside the block (base 0)', mode: 'physical', heads: 2, kvHeads: 1, d: 16, M: 4, p: 6, window: 8, base: 0 },
       { name: 'physical, wrapped ring, base 13', mode: 'physical', heads: 4, kvHeads: 2, d: 16, M: 4, p: 15, window: 8, base: 13 },
       { name: 'physical, wrapped ring, base 9, W 6', mode: 'physical', heads: 2, kvHeads: 1, d: 8, M: 3, p: 10, window: 6, base: 9 },
       { name: 'physical, one row (chain step), base 21', mode: 'physical', heads: 4, kvHeads: 4, d: 8, M: 1, p: 30, window: 8, base: 21 },
+      { name: 'physical, ring of 200 filling past 64 keys', mode: 'physical', heads: 2, kvHeads: 1, d: 8, M: 4, p: 130, window: 200, base: 0 },
+      { name: 'physical, wrapped ring of 4100 (64 segments of 65)', mode: 'physical', heads: 2, kvHeads: 1, d: 8, M: 3, p: 8300, window: 4100, base: 77 },
       { name: 'chrono, prefill chunk 0', mode: 'chrono', heads: 4, kvHeads: 2, d: 16, M: 6, p: 0, window: 8, base: 0 },
       { name: 'chrono, prefill chunk 2 over a filled ring', mode: 'chrono', heads: 2, kvHeads: 2, d: 16, M: 5, p: 6, window: 8, base: 0 },
       { name: 'chrono, wrapped ring, base 13', mode: 'chrono', heads: 4, kvHeads: 2, d: 16, M: 4, p: 15, window: 8, base: 13 },
       { name: 'chrono, wrapped ring, base 9, W 6', mode: 'chrono', heads: 2, kvHeads: 1, d: 8, M: 3, p: 10, window: 6, base: 9 },
+      { name: 'chrono, wrapped ring of 4100', mode: 'chrono', heads: 2, kvHeads: 1, d: 8, M: 2, p: 8300, window: 4100, base: 77 },
       { name: 'draft, span W + 1 (evicted entry from staging), base 13', mode: 'draft', heads: 4, kvHeads: 2, d: 16, M: 1, p: 17, window: 8, base: 13, span: 9 },
       { name: 'draft, span W, ring not full, two rows', mode: 'draft', heads: 2, kvHeads: 1, d: 16, M: 2, p: 5, window: 8, base: 0, span: 8 },
       { name: 'draft, span W + 1, base 0, wrapped', mode: 'draft', heads: 4, kvHeads: 4, d: 8, M: 1, p: 30, window: 16, base: 0, span: 17 },
       { name: 'draft, span W, just after a long prefill (base = p)', mode: 'draft', heads: 4, kvHeads: 2, d: 8, M: 1, p: 21, window: 16, base: 21, span: 16 },
       { name: 'draft, span W + 1, base 9, W 6', mode: 'draft', heads: 2, kvHeads: 1, d: 8, M: 1, p: 10, window: 6, base: 9, span: 7 },
+      { name: 'draft, span W + 1 = 4101', mode: 'draft', heads: 2, kvHeads: 1, d: 8, M: 1, p: 5000, window: 4100, base: 903, span: 4101 },
     ];
     for (const c of cases) {
       it(`${c.name}: ${c.heads}/${c.kvHeads} heads, d ${c.d}, rows at ${c.p}..${c.p + c.M - 1}${c.mode === 'linear' ? '' : `, W ${c.window}, base ${c.base}`}; f32 and bf16`, async () => {
@@ -1116,51 +1267,105 @@ describe(`GPU kernels vs the CPU float64 reference (${ADAPTER})`, () => {
     }
 
     // Row invariance: row j of a block must equal the chain step that computes position p + j alone,
-    // after rows 0..j-1 were committed to the cache (ring slot (pos - base) mod W, or linear row pos).
+    // after rows 0..j-1 were committed to the cache (chainStep). The block's scratch strides (its
+    // largest key and segment counts) differ from each step's: they must not matter.
     const inv: Omit<AttnCase, 'M' | 'name'>[] = [
       { mode: 'linear', heads: 4, kvHeads: 2, d: 16, p: 9, window: 0, base: 0 },
+      { mode: 'linear', heads: 2, kvHeads: 1, d: 8, p: 60, window: 0, base: 0 },
+      { mode: 'linear', heads: 2, kvHeads: 1, d: 8, p: 4029, window: 0, base: 0 },
+      { mode: 'linear', heads: 2, kvHeads: 1, d: 8, p: 4093, window: 0, base: 0 },
       { mode: 'physical', heads: 4, kvHeads: 2, d: 16, p: 23, window: 16, base: 21 },
       { mode: 'physical', heads: 2, kvHeads: 1, d: 16, p: 5, window: 16, base: 0 },
+      { mode: 'physical', heads: 2, kvHeads: 1, d: 8, p: 60, window: 130, base: 0 },
+      { mode: 'physical', heads: 2, kvHeads: 1, d: 8, p: 8205, window: 4100, base: 21 },
       { mode: 'chrono', heads: 4, kvHeads: 2, d: 16, p: 23, window: 16, base: 21 },
+      { mode: 'chrono', heads: 2, kvHeads: 1, d: 8, p: 8205, window: 4100, base: 21 },
+      { mode: 'draft', heads: 4, kvHeads: 2, d: 8, p: 30, window: 16, base: 0, span: 17 },
+      { mode: 'draft', heads: 2, kvHeads: 1, d: 8, p: 5000, window: 4100, base: 903, span: 4101 },
+      { mode: 'masked', heads: 2, kvHeads: 1, d: 8, p: 58, window: 200, base: 0 },
+      { mode: 'masked', heads: 2, kvHeads: 1, d: 8, p: 4090, window: 4200, base: 0 },
     ];
     for (const c0 of inv) {
       it(`row-invariant ${c0.mode}${c0.mode === 'linear' ? '' : `, W ${c0.window}, base ${c0.base}`}: block of M in ${ROW_COUNTS.join(',')} at ${c0.p} == M chain steps, byte for byte (f32 and bf16)`, async () => {
         const r = new Rand(9000 + c0.p + c0.base);
         for (const [M, round] of ROW_COUNTS.flatMap((m) => [[m, false], [m, true]] as const)) {
           const c: AttnCase = { ...c0, M, name: '' };
+          if (c.mode === 'masked') expect(c.p + M, 'masked chain steps need a ring that is not full').toBeLessThanOrEqual(c.window);
           const x = attnData(r, c);
-          const row = c.kvHeads * c.d;
           const qRow = c.heads * c.d;
-          const maxKeys = Math.max(x.slots, c.window) + 1;
-          const blockOut = lab.sentinel(M * qRow);
-          const blockBufs = { q: lab.f32(x.q), kCache: lab.f32(x.kCache), vCache: lab.f32(x.vCache), kStage: lab.f32(x.kStage), vStage: lab.f32(x.vStage), out: blockOut };
-          const steps: GPUBuffer[] = [];
-          await lab.run((rec) => {
-            recordAttention(lab, rec, c, blockBufs, round, maxKeys);
-            for (let j = 0; j < M; j++) {
-              // the cache as the chain has it before step j: block rows 0..j-1 committed
-              const k = Float64Array.from(x.kCache), v = Float64Array.from(x.vCache);
-              const kSt = x.kStage.subarray(j * row, (j + 1) * row), vSt = x.vStage.subarray(j * row, (j + 1) * row);
-              if (c.mode !== 'linear') {
-                for (let t = 0; t < j; t++) {
-                  const slot = mod(c.p + t - c.base, c.window);
-                  k.set(x.kStage.subarray(t * row, (t + 1) * row), slot * row);
-                  v.set(x.vStage.subarray(t * row, (t + 1) * row), slot * row);
-                }
-              }
-              const out = lab.sentinel(qRow);
-              steps.push(out);
-              const step: AttnCase = { ...c, M: 1, p: c.p + j };
-              recordAttention(lab, rec, step, { q: lab.f32(x.q.subarray(j * qRow, (j + 1) * qRow)), kCache: lab.f32(k), vCache: lab.f32(v), kStage: lab.f32(kSt), vStage: lab.f32(vSt), out }, round, maxKeys);
-            }
-          });
-          const all = await lab.bytes(blockOut, M * qRow);
-          for (let j = 0; j < M; j++) expectSameBytes(`attention.${c.mode} M=${M} row ${j}${round ? ' bf16' : ''}`, all.subarray(j * qRow * 4, (j + 1) * qRow * 4), await lab.bytes(steps[j], qRow));
+          const all = await runAttention(lab, c, x, { round });
+          for (let j = 0; j < M; j++) {
+            const s = chainStep(c, x, j);
+            expectSameBytes(`attention.${c.mode} M=${M} row ${j}${round ? ' bf16' : ''}`, all.subarray(j * qRow * 4, (j + 1) * qRow * 4), (await runAttention(lab, s.step, s.x, { round })).subarray(0, qRow * 4));
+          }
           // and the block is right, not just consistent
           const want = attnReference(c, x);
           if (!round) expectClose(`attention.${c.mode}`, new Float32Array(all.buffer, all.byteOffset, M * qRow), want.out, want.mag, REL_TOL);
           lab.release();
         }
+      });
+    }
+
+    // The arithmetic itself, byte for byte: the kernel == attentionF32 (the WGSL replayed in f32). With
+    // one segment (n <= 64, split 1, or the prefill plan) that is the sequential softmax and P.V the
+    // kernel had before segmentation; past 64 keys, the exact plan's and an inexact split's partitions.
+    const seq: AttnCase[] = [
+      { name: 'linear', mode: 'linear', heads: 4, kvHeads: 2, d: 16, M: 3, p: 5, window: 0, base: 0 },
+      { name: 'physical', mode: 'physical', heads: 4, kvHeads: 2, d: 16, M: 4, p: 15, window: 8, base: 13 },
+      { name: 'chrono', mode: 'chrono', heads: 2, kvHeads: 1, d: 8, M: 3, p: 10, window: 6, base: 9 },
+      { name: 'draft', mode: 'draft', heads: 4, kvHeads: 2, d: 16, M: 1, p: 17, window: 8, base: 13, span: 9 },
+      { name: 'linear, 61..64 keys', mode: 'linear', heads: 2, kvHeads: 1, d: 8, M: 4, p: 60, window: 0, base: 0 },
+    ];
+    for (const c of seq) {
+      it(`one segment == the sequential kernel, byte for byte: ${c.name}, rows at ${c.p}..${c.p + c.M - 1}`, async () => {
+        const x = attnData(new Rand(777 + c.p), c);
+        expectSameBytes(`attention.${c.mode} sequential`, await runAttention(lab, c, x), bytesOf(attentionF32(c, x, () => 1)));
+      });
+    }
+    const long: AttnCase = { name: '', mode: 'linear', heads: 2, kvHeads: 1, d: 64, M: 2, p: 300, window: 0, base: 0 };
+    const longRing: AttnCase = { name: '', mode: 'chrono', heads: 2, kvHeads: 1, d: 8, M: 3, p: 400, window: 200, base: 7 };
+    for (const c of [long, longRing]) {
+      it(`one segment == the sequential kernel past 64 keys (${c.mode}, ${c.mode === 'linear' ? c.p + 1 : c.window} keys): split 1 and the prefill plan`, async () => {
+        const x = attnData(new Rand(778 + c.p), c);
+        const want = bytesOf(attentionF32(c, x, () => 1));
+        expectSameBytes(`attention.${c.mode} split 1`, await runAttention(lab, c, x, { split: 1 }), want);
+        expectSameBytes(`attention.${c.mode} prefill`, await runAttention(lab, c, x, { prefill: true }), want);
+      });
+    }
+    const segmented: (AttnCase & { split: number })[] = [
+      { name: 'linear, 299..301 keys, exact plan (5 segments)', mode: 'linear', heads: 2, kvHeads: 1, d: 8, M: 3, p: 298, window: 0, base: 0, split: 0 },
+      { name: 'physical, 4100 keys, exact plan (64 of 65)', mode: 'physical', heads: 2, kvHeads: 1, d: 8, M: 2, p: 8300, window: 4100, base: 77, split: 0 },
+      { name: 'draft, 4101 keys, exact plan (64 of 65)', mode: 'draft', heads: 2, kvHeads: 1, d: 8, M: 1, p: 5000, window: 4100, base: 903, span: 4101, split: 0 },
+      { name: 'linear, split 7 (inexact)', mode: 'linear', heads: 2, kvHeads: 1, d: 8, M: 3, p: 298, window: 0, base: 0, split: 7 },
+      { name: 'linear, split 8 > keys of the first rows (empty segments)', mode: 'linear', heads: 2, kvHeads: 1, d: 8, M: 8, p: 0, window: 0, base: 0, split: 8 },
+      { name: 'masked, split 3 (inexact)', mode: 'masked', heads: 2, kvHeads: 1, d: 8, M: 4, p: 40, window: 16, base: 37, split: 3 },
+      { name: 'masked, exact plan, 150 widened keys', mode: 'masked', heads: 2, kvHeads: 1, d: 8, M: 6, p: 300, window: 145, base: 0, split: 0 },
+    ];
+    for (const c of segmented) {
+      it(`segments == the WGSL replayed in f32, byte for byte: ${c.name}`, async () => {
+        const x = attnData(new Rand(779 + c.p + c.split), c);
+        const plan = c.split > 0 ? () => c.split : exactPlan();
+        expectSameBytes(`attention.${c.mode} split ${c.split}`, await runAttention(lab, c, x, { split: c.split }), bytesOf(attentionF32(c, x, plan)));
+      });
+    }
+
+    // The inexact variants are the exact kernel with only the partition changed: a split equal to the
+    // exact plan's segment count (the same for every row here) gives the exact bytes, another does not.
+    const off: AttnCase[] = [
+      { name: 'linear, 201..204 keys (4 segments)', mode: 'linear', heads: 2, kvHeads: 1, d: 8, M: 4, p: 200, window: 0, base: 0 },
+      { name: 'physical, 4100 keys (64 segments)', mode: 'physical', heads: 2, kvHeads: 1, d: 8, M: 3, p: 8300, window: 4100, base: 77 },
+      { name: 'masked, 154 widened keys (3 segments)', mode: 'masked', heads: 2, kvHeads: 1, d: 8, M: 4, p: 150, window: 200, base: 0 },
+    ];
+    for (const c of off) {
+      it(`mechanism off == exact: ${c.name}, split = the exact segment count`, async () => {
+        const x = attnData(new Rand(780 + c.p), c);
+        const counts = new Set(range(c.M).map((j) => exactPlan()(keysWithMask(c, j).keys.length)));
+        expect(counts.size, 'every row has the same exact segment count').toBe(1);
+        const [S] = counts;
+        const exact = await runAttention(lab, c, x);
+        expectSameBytes(`attention.${c.mode} split ${S}`, await runAttention(lab, c, x, { split: S }), exact);
+        const other = await runAttention(lab, c, x, { split: S - 1 });
+        expect(other.some((b, i) => b !== exact[i]), `split ${S - 1} changes some bits`).toBe(true);
       });
     }
   });

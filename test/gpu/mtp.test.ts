@@ -38,6 +38,28 @@ describe('MTP speculative decoding == classic greedy (exact policy)', () => {
     target.destroy();
   });
 
+  it('chained greedy steps (decodeGreedy: argmax fed back on the GPU, no wait per token) == one decode() per token, and leave the same cache', async () => {
+    const prompt = tokens(12, 7);
+    const run = async (chained: boolean) => {
+      const target = newTarget();
+      const pre = await target.prefill(prompt, { logits: 'last' });
+      const out = [pre.argmax![0]];
+      if (chained) {
+        // two windows, 40 tokens: the 16-slot ring wraps more than twice
+        out.push(...(await target.decodeGreedy(out[0], 25)));
+        out.push(...(await target.decodeGreedy(out[out.length - 1], 15)));
+      } else {
+        for (let i = 0; i < 40; i++) out.push((await target.decode(out[out.length - 1])).argmax![0]);
+      }
+      const next = await target.decode(out[out.length - 1]); // reads the cache both runs left behind
+      target.destroy();
+      return { out, logits: new Uint8Array(next.logits!.buffer, next.logits!.byteOffset, next.logits!.byteLength) };
+    };
+    const [loop, chained] = [await run(false), await run(true)];
+    expect(chained.out).toEqual(loop.out);
+    expect(Buffer.from(chained.logits).equals(Buffer.from(loop.logits))).toBe(true);
+  });
+
   for (const K of [2, 3, 4, 8]) it(`300+ token generations that wrap the ring many times, K = ${K}: both draft sources, both positions`, { timeout: 600_000 }, async () => {
     const prompt = tokens(20, 99);
     const target = newTarget();

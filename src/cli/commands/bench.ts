@@ -5,7 +5,7 @@ import { defaultBenchOptions, formatBench, runBench } from '../../bench/run.ts';
 import type { AffineKernel } from '../../bench/kernels.ts';
 import type { Command } from '../command.ts';
 
-const KERNELS: readonly AffineKernel[] = ['lanes', 'tile', 'affine'];
+const KERNELS: readonly AffineKernel[] = ['lanes', 'tile', 'affine', 'coop'];
 
 export const bench: Command = {
   name: 'bench',

@@ -1,0 +1,121 @@
+//#include "common.wgsl"
+// affine_coop: the exact quantized matvec for GPUs (ops.matmul picks it on hardware adapters for
+// decode steps and verify blocks; software adapters keep matmul_lanes.wgsl, see src/gpu/kernel-class.ts).
+// y[m, n] = sum_k x[m, k] * W[n, k] for affine 4-bit and 8-bit weights with group_size 32 or 64.
+//
+// Why this shape: on a GPU a matvec is bound by memory bandwidth, so every weight must be read once,
+// by many lanes at a time, in wide coalesced loads. A workgroup of WG invocations covers F = WG / T
+// output features; the T invocations of one feature split its quantization groups between them
+// (slice t takes groups t, t + T, t + 2T, ...). A group's weights are loaded and unpacked ONCE into
+// registers and then meet the x rows of every row of the block (up to ROWS per pass): a verify block
+// of K rows costs about one weight read, not K.
+//
+// Exactness by construction: the arithmetic of output (m, n) is a fixed sequence that depends only on
+// x[m, :], W[n, :], K, group_size and T (a property of the linear, never of M):
+//   1. per group g: q = the fixed product tree of matmul_affine_dot.wgsl over its chunks (added in
+//      order), then the Neumaier steps scale * hsum(q) and bias' * sx (sx = the group's compensated x
+//      sum from matmul.wgsl affine_xsum) into invocation t's partial (s, c), groups in increasing order;
+//   2. the T partials of (m, n) are added by ONE invocation in the fixed order t = 0 .. T-1 (a
+//      Neumaier sum of the s parts, the c parts summed in the same order and added last).
+// The loop over rows is a run-time loop (the same instructions for every row), its per-row partials
+// live in workgroup memory indexed by (row, invocation), and no reduction order is left to the
+// driver (no subgroup or atomic reductions). Rows past ROWS take another pass over the weights with
+// the same code. Weights are unpacked without an integer-to-float conversion (a quarter- or
+// eighth-rate instruction on GPUs): the code's bits are placed in the mantissa of 2^23 and
+// 2^23 + 2^(BITS-1) is subtracted, which gives q - 2^(BITS-1) exactly, the same centred values the
+// lanes kernel unpacks.
+//#include "matmul_affine_io.wgsl"
+//#include "matmul_affine_dot.wgsl"
+@group(0) @binding(6) var<storage, read> xs: array<f32>;     // [M, groups] from matmul.wgsl affine_xsum
+@group(0) @binding(7) var<storage, read> x4: array<vec4<f32>>;
+@group(0) @binding(8) var<storage, read> w4: array<vec4<u32>>;
+
+// Invocations per output feature (ops.matmul: a function of K / group_size, never of M).
+override T: u32 = 32u;
+// Rows of x one pass over the weights serves.
+const ROWS: u32 = 8u;
+
+// Partial (s, c) of row m (of the current pass) for invocation lid: part[m * WG + lid].
+var<workgroup> part: array<vec2<f32>, ROWS * WG>;
+
+const MAGIC: u32 = 0x4B000000u; // the bits of 2^23
+fn centred(bits: vec4<u32>) -> vec4<f32> {
+  return bitcast<vec4<f32>>(bits | vec4<u32>(MAGIC)) - vec4<f32>(8388608.0 + half_code());
+}
+// Weights 8i .. 8i+7 of a chunk from its packed words (4-bit: word i of v; 8-bit: words 2i, 2i+1 of v|u).
+fn unpack4(w: u32) -> mat2x4<f32> {
+  let lo = (vec4<u32>(w) >> vec4<u32>(0u, 4u, 8u, 12u)) & vec4<u32>(0xFu);
+  let hi = (vec4<u32>(w) >> vec4<u32>(16u, 20u, 24u, 28u)) & vec4<u32>(0xFu);
+  return mat2x4<f32>(centred(lo), centred(hi));
+}
+fn unpack8(w: u32) -> vec4<f32> {
+  return centred((vec4<u32>(w) >> vec4<u32>(0u, 8u, 16u, 24u)) & vec4<u32>(0xFFu));
+}
+// The 32 weights of chunk c of the weight row starting at vec4<u32> index `row`, in x's order.
+fn coop_chunk(row: u32, c: u32) -> V8 {
+  if (BITS == 4u) {
+    let v = w4[row + c];
+    let p0 = unpack4(v.x); let p1 = unpack4(v.y); let p2 = unpack4(v.z); let p3 = unpack4(v.w);
+    return V8(p0[0], p0[1], p1[0], p1[1], p2[0], p2[1], p3[0], p3[1]);
+  }
+  let v = w4[row + 2u * c];
+  let u = w4[row + 2u * c + 1u];
+  return V8(unpack8(v.x), unpack8(v.y), unpack8(v.z), unpack8(v.w), unpack8(u.x), unpack8(u.y), unpack8(u.z), unpack8(u.w));
+}
+fn x_chunk(b: u32) -> V8 {
+  return V8(x4[b], x4[b + 1u], x4[b + 2u], x4[b + 3u], x4[b + 4u], x4[b + 5u], x4[b + 6u], x4[b + 7u]);
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  // Invocation lid = t * F + f: neighbouring invocations take neighbouring FEATURES at the same slice t,
+  // so the x values a subgroup loads are the same few addresses (broadcast), while each feature's
+  // weights stay contiguous across the slices of the subgroup. (With t fastest, each lane of a subgroup
+  // read x 256 bytes apart, and the L1 transactions for x bounded the kernel on an H200.)
+  let F = WG / T;
+  let f = lid % F;
+  let t = lid / F;
+  let n = linear_workgroup(wid, nwg) * F + f;
+  let nc = min(n, P.N - 1u); // features past N compute a valid row and are not stored
+  let groups = P.K / P.group_size;
+  let chunks = P.group_size / 32u; // 1 or 2
+  let row = nc * ((P.K / 32u) * (BITS / 4u));
+  let xrow = P.x_stride / 4u;
+  for (var r0 = 0u; r0 < P.M; r0 += ROWS) {
+    let rows = min(ROWS, P.M - r0);
+    for (var m = 0u; m < rows; m++) { part[m * WG + lid] = vec2<f32>(0.0); }
+    for (var g = t; g < groups; g += T) {
+      let c0 = g * chunks;
+      let w0 = coop_chunk(row, c0);
+      var w1 = w0;
+      if (chunks == 2u) { w1 = coop_chunk(row, c0 + 1u); }
+      let gi = nc * groups + g;
+      let scale = scale_at(gi);
+      let bias = bias_at(gi) + scale * half_code();
+      for (var m = 0u; m < rows; m++) {
+        let xb = (r0 + m) * xrow + 8u * c0;
+        var q = chunk_dot(w0, x_chunk(xb));
+        if (chunks == 2u) { q += chunk_dot(w1, x_chunk(xb + 8u)); }
+        var acc = part[m * WG + lid];
+        acc = ksum_add(acc, scale * hsum(q));
+        acc = ksum_add(acc, bias * xs[(r0 + m) * groups + g]);
+        part[m * WG + lid] = acc;
+      }
+    }
+    workgroupBarrier();
+    // Invocation t of feature f totals row t of the pass over the T partials, in order.
+    if (t < rows) {
+      var s = vec2<f32>(0.0);
+      var c = 0.0;
+      for (var i = 0u; i < T; i++) {
+        let p = part[t * WG + i * F + f];
+        s = ksum_add(s, p.x);
+        c += p.y;
+      }
+      let v = s.x + (s.y + c);
+      if (n < P.N) { y[(r0 + t) * P.y_stride + P.n_offset + n] = select(v, round_bf16(v), P.round == 1u); }
+    }
+    workgroupBarrier();
+  }
+}
