@@ -46,6 +46,19 @@ if [ ${#rerun[@]} -gt 0 ]; then
   reports+=("$results/vitest-swiftshader.json")
 fi
 
+# Pass 3: the GPU kernel family (src/gpu/kernel-class.ts: coop matvec, workgroup norms, fused steps),
+# forced on lavapipe, over the kernel, exactness, golden and MTP tests that pass 1 ran: CI checks the
+# path real GPUs take, not only the one software adapters take.
+gpu_class_tests=(test/gpu/kernels.test.ts test/gpu/fused-ops.test.ts test/gpu/exactness.test.ts test/gpu/probe.test.ts
+  test/gpu/target-golden.test.ts test/gpu/assistant.test.ts test/gpu/mtp.test.ts test/gpu/trace.test.ts test/gpu/bench.test.ts)
+rerun=()
+for f in "${gpu_class_tests[@]}"; do report_has "$results/vitest.json" "$f" && rerun+=("$f"); done
+if [ ${#rerun[@]} -gt 0 ]; then
+  echo "--- again with the GPU kernel family forced (RINGSIDE_KERNELS=gpu): ${rerun[*]}"
+  RINGSIDE_KERNELS=gpu RINGSIDE_ADAPTER=lavapipe run_vitest "$results/vitest-gpu-kernels.json" "${rerun[@]}" || rc=1
+  reports+=("$results/vitest-gpu-kernels.json")
+fi
+
 node scripts/test-summary.mjs "$typecheck_failed" "${reports[@]}"
 mv -f "${reports[@]}" test-results/ 2>/dev/null
 [ "$typecheck_failed" = 0 ] || rc=1

@@ -58,6 +58,12 @@ fn tanh_ref(x: f32) -> f32 {
   return select(t, -t, x < 0.0);
 }
 
+// GELU, tanh form (Gemma's gelu_pytorch_tanh): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+// Shared by elementwise.wgsl geglu and matmul_coop.wgsl gate_up.
+fn gelu_tanh(x: f32) -> f32 {
+  return 0.5 * x * (1.0 + tanh_ref(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+}
+
 // 1 / sqrt(x) from the correctly rounded sqrt (inverseSqrt may be a 2-ULP approximation).
 fn rsqrt_ref(x: f32) -> f32 {
   return 1.0 / sqrt(x);

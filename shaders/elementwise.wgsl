@@ -10,11 +10,6 @@ struct Params { n: u32, round: u32, cap: f32, _pad: u32 }
 
 fn r(v: f32) -> f32 { return select(v, round_bf16(v), P.round == 1u); }
 
-fn gelu_tanh(x: f32) -> f32 {
-  // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-  return 0.5 * x * (1.0 + tanh_ref(0.7978845608028654 * (x + 0.044715 * x * x * x)));
-}
-
 // GeGLU: a = gelu_tanh(a) * b   (a holds gate(x), b holds up(x)).
 @compute @workgroup_size(WG)
 fn geglu(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,

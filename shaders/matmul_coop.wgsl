@@ -29,6 +29,10 @@
 @group(0) @binding(6) var<storage, read> xs: array<f32>;     // [M, groups] from matmul.wgsl affine_xsum
 @group(0) @binding(7) var<storage, read> x4: array<vec4<f32>>;
 @group(0) @binding(8) var<storage, read> w4: array<vec4<u32>>;
+// gate_up only: the up projection's weights, scales and biases (w4, scales, biases hold the gate's).
+@group(0) @binding(9) var<storage, read> w4u: array<vec4<u32>>;
+@group(0) @binding(10) var<storage, read> scales_u: array<u32>;
+@group(0) @binding(11) var<storage, read> biases_u: array<u32>;
 
 // Invocations per output feature (ops.matmul: a function of K / group_size, never of M).
 override T: u32 = 32u;
@@ -51,20 +55,79 @@ fn unpack4(w: u32) -> mat2x4<f32> {
 fn unpack8(w: u32) -> vec4<f32> {
   return centred((vec4<u32>(w) >> vec4<u32>(0u, 8u, 16u, 24u)) & vec4<u32>(0xFFu));
 }
+// One packed 16-byte word of matrix `which` (0: w4, 1: w4u; a uniform branch).
+fn word(which: u32, i: u32) -> vec4<u32> {
+  if (which == 1u) { return w4u[i]; }
+  return w4[i];
+}
 // The 32 weights of chunk c of the weight row starting at vec4<u32> index `row`, in x's order.
-fn coop_chunk(row: u32, c: u32) -> V8 {
+fn coop_chunk(which: u32, row: u32, c: u32) -> V8 {
   if (BITS == 4u) {
-    let v = w4[row + c];
+    let v = word(which, row + c);
     let p0 = unpack4(v.x); let p1 = unpack4(v.y); let p2 = unpack4(v.z); let p3 = unpack4(v.w);
     return V8(p0[0], p0[1], p1[0], p1[1], p2[0], p2[1], p3[0], p3[1]);
   }
-  let v = w4[row + 2u * c];
-  let u = w4[row + 2u * c + 1u];
+  let v = word(which, row + 2u * c);
+  let u = word(which, row + 2u * c + 1u);
   return V8(unpack8(v.x), unpack8(v.y), unpack8(v.z), unpack8(v.w), unpack8(u.x), unpack8(u.y), unpack8(u.z), unpack8(u.w));
+}
+fn scale_of(which: u32, i: u32) -> f32 {
+  if (which == 1u) { return bf16_to_f32(u16_at(scales_u[i >> 1u], i)); }
+  return scale_at(i);
+}
+fn bias_of(which: u32, i: u32) -> f32 {
+  if (which == 1u) { return bf16_to_f32(u16_at(biases_u[i >> 1u], i)); }
+  return bias_at(i);
 }
 fn x_chunk(b: u32) -> V8 {
   return V8(x4[b], x4[b + 1u], x4[b + 2u], x4[b + 3u], x4[b + 4u], x4[b + 5u], x4[b + 6u], x4[b + 7u]);
 }
+
+// One pass of feature n's matrix `which` over rows r0 .. r0+rows-1: each invocation's partials into
+// `part`, then invocation t < rows returns row t's total (the other invocations return 0).
+fn pass_rows(which: u32, f: u32, t: u32, lid: u32, nc: u32, r0: u32, rows: u32) -> f32 {
+  let F = WG / T;
+  let groups = P.K / P.group_size;
+  let chunks = P.group_size / 32u; // 1 or 2
+  let row = nc * ((P.K / 32u) * (BITS / 4u));
+  let xrow = P.x_stride / 4u;
+  for (var m = 0u; m < rows; m++) { part[m * WG + lid] = vec2<f32>(0.0); }
+  for (var g = t; g < groups; g += T) {
+    let c0 = g * chunks;
+    let w0 = coop_chunk(which, row, c0);
+    var w1 = w0;
+    if (chunks == 2u) { w1 = coop_chunk(which, row, c0 + 1u); }
+    let gi = nc * groups + g;
+    let scale = scale_of(which, gi);
+    let bias = bias_of(which, gi) + scale * half_code();
+    for (var m = 0u; m < rows; m++) {
+      let xb = (r0 + m) * xrow + 8u * c0;
+      var q = chunk_dot(w0, x_chunk(xb));
+      if (chunks == 2u) { q += chunk_dot(w1, x_chunk(xb + 8u)); }
+      var acc = part[m * WG + lid];
+      acc = ksum_add(acc, scale * hsum(q));
+      acc = ksum_add(acc, bias * xs[(r0 + m) * groups + g]);
+      part[m * WG + lid] = acc;
+    }
+  }
+  workgroupBarrier();
+  // Invocation t of feature f totals row t of the pass over the T partials, in order.
+  var v = 0.0;
+  if (t < rows) {
+    var s = vec2<f32>(0.0);
+    var c = 0.0;
+    for (var i = 0u; i < T; i++) {
+      let p = part[t * WG + i * F + f];
+      s = ksum_add(s, p.x);
+      c += p.y;
+    }
+    v = s.x + (s.y + c);
+  }
+  workgroupBarrier(); // part is reused by the next pass
+  return v;
+}
+
+fn rnd(v: f32) -> f32 { return select(v, round_bf16(v), P.round == 1u); }
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -78,44 +141,28 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let t = lid / F;
   let n = linear_workgroup(wid, nwg) * F + f;
   let nc = min(n, P.N - 1u); // features past N compute a valid row and are not stored
-  let groups = P.K / P.group_size;
-  let chunks = P.group_size / 32u; // 1 or 2
-  let row = nc * ((P.K / 32u) * (BITS / 4u));
-  let xrow = P.x_stride / 4u;
   for (var r0 = 0u; r0 < P.M; r0 += ROWS) {
     let rows = min(ROWS, P.M - r0);
-    for (var m = 0u; m < rows; m++) { part[m * WG + lid] = vec2<f32>(0.0); }
-    for (var g = t; g < groups; g += T) {
-      let c0 = g * chunks;
-      let w0 = coop_chunk(row, c0);
-      var w1 = w0;
-      if (chunks == 2u) { w1 = coop_chunk(row, c0 + 1u); }
-      let gi = nc * groups + g;
-      let scale = scale_at(gi);
-      let bias = bias_at(gi) + scale * half_code();
-      for (var m = 0u; m < rows; m++) {
-        let xb = (r0 + m) * xrow + 8u * c0;
-        var q = chunk_dot(w0, x_chunk(xb));
-        if (chunks == 2u) { q += chunk_dot(w1, x_chunk(xb + 8u)); }
-        var acc = part[m * WG + lid];
-        acc = ksum_add(acc, scale * hsum(q));
-        acc = ksum_add(acc, bias * xs[(r0 + m) * groups + g]);
-        part[m * WG + lid] = acc;
-      }
-    }
-    workgroupBarrier();
-    // Invocation t of feature f totals row t of the pass over the T partials, in order.
-    if (t < rows) {
-      var s = vec2<f32>(0.0);
-      var c = 0.0;
-      for (var i = 0u; i < T; i++) {
-        let p = part[t * WG + i * F + f];
-        s = ksum_add(s, p.x);
-        c += p.y;
-      }
-      let v = s.x + (s.y + c);
-      if (n < P.N) { y[(r0 + t) * P.y_stride + P.n_offset + n] = select(v, round_bf16(v), P.round == 1u); }
-    }
-    workgroupBarrier();
+    let v = pass_rows(0u, f, t, lid, nc, r0, rows);
+    if (t < rows && n < P.N) { y[(r0 + t) * P.y_stride + P.n_offset + n] = rnd(v); }
+  }
+}
+
+// gate_up: the MLP's gate and up projections of the same x and GeGLU in one dispatch (GPUs, where a
+// dispatch costs more than this arithmetic): y[m, n] = r(r(gelu_tanh(g)) * u) with g, u the two
+// matmul outputs exactly as `main` computes them (and rounds them) and the GeGLU of elementwise.wgsl.
+@compute @workgroup_size(WG)
+fn gate_up(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+           @builtin(local_invocation_index) lid: u32) {
+  let F = WG / T;
+  let f = lid % F;
+  let t = lid / F;
+  let n = linear_workgroup(wid, nwg) * F + f;
+  let nc = min(n, P.N - 1u);
+  for (var r0 = 0u; r0 < P.M; r0 += ROWS) {
+    let rows = min(ROWS, P.M - r0);
+    let g = rnd(pass_rows(0u, f, t, lid, nc, r0, rows));
+    let u = rnd(pass_rows(1u, f, t, lid, nc, r0, rows));
+    if (t < rows && n < P.N) { y[(r0 + t) * P.y_stride + P.n_offset + n] = rnd(rnd(gelu_tanh(g)) * u); }
   }
 }

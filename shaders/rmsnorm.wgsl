@@ -7,13 +7,20 @@ override WG: u32 = 64u;
 struct Params {
   rows: u32, D: u32, in_stride: u32, out_stride: u32,
   eps: f32, has_weight: u32, mode: u32, round: u32,
-  post_scale: f32, _p0: u32, _p1: u32, _p2: u32,
+  post_scale: f32,
+  then_norm: u32,  // rows_wg only: 1 = then normalise the row just written into out2 (weight w2)
+  has_weight2: u32,
+  sums_group: u32, // rows_wg only: > 0 = then write the final row's group sums (this group size) to xs
 }
 
 @group(0) @binding(0) var<uniform> P: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read> w: array<u32>; // bf16 pairs (ignored when has_weight == 0)
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
+// rows_wg only (see there).
+@group(0) @binding(4) var<storage, read> w2: array<u32>;
+@group(0) @binding(5) var<storage, read_write> out2: array<f32>;
+@group(0) @binding(6) var<storage, read_write> xs: array<f32>;
 
 fn r(v: f32) -> f32 { return select(v, round_bf16(v), P.round == 1u); }
 
@@ -45,12 +52,32 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 // partial sums are merged by a fixed binary tree in workgroup memory (two-sum of the running sums,
 // compensations added), and every invocation scales its own elements. The order of every addition
 // is a function of D and WG only: row-invariant. Why: the one-invocation-per-row `main` walks 3840
-// elements through dependent loads one at a time, 0.6 ms per call on an H200 (15 calls per 2 layers).
+// elements through dependent loads one at a time, 0.6 ms per call on an H200.
+// Fused follow-ups, each computing exactly what a separate dispatch would (same values, same order),
+// because on a GPU every dispatch of a decode step costs more than its arithmetic:
+//   then_norm: the row just written (the residual stream, mode 1) is normalised again with w2 into
+//     out2 (the next norm of the layer); each invocation re-reads its own elements, so their squares
+//     are summed in the same order as a separate rows_wg call would;
+//   sums_group: the group sums of the final row (out2, else out) that the exact affine matmuls read
+//     (matmul.wgsl affine_xsum: one compensated sequential sum per group), written to xs.
 var<workgroup> part: array<vec2<f32>, WG>;
 
 fn merge(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
   let s = ksum_add(vec2<f32>(a.x, 0.0), b.x); // two-sum of the running sums
   return vec2<f32>(s.x, s.y + (a.y + b.y));
+}
+
+// 1 / rms of the row from each invocation's partial sum of squares (all invocations get the value).
+fn row_inv(ss: vec2<f32>, lid: u32) -> f32 {
+  part[lid] = ss;
+  for (var half = WG / 2u; half > 0u; half /= 2u) {
+    workgroupBarrier();
+    if (lid < half) { part[lid] = merge(part[lid], part[lid + half]); }
+  }
+  workgroupBarrier();
+  let inv = rsqrt_ref(ksum_value(part[0]) / f32(P.D) + P.eps);
+  workgroupBarrier(); // part is reused by a following row_inv
+  return inv;
 }
 
 @compute @workgroup_size(WG)
@@ -62,22 +89,39 @@ fn rows_wg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
   let ob = row * P.out_stride;
   var ss = vec2<f32>(0.0);
   for (var i = lid; i < P.D; i += WG) { let v = x[xb + i]; ss = ksum_add(ss, v * v); }
-  part[lid] = ss;
-  for (var half = WG / 2u; half > 0u; half /= 2u) {
-    workgroupBarrier();
-    if (lid < half) { part[lid] = merge(part[lid], part[lid + half]); }
-  }
-  workgroupBarrier();
-  let inv = rsqrt_ref(ksum_value(part[0]) / f32(P.D) + P.eps);
+  let inv = row_inv(ss, lid);
+  var ss2 = vec2<f32>(0.0);
   for (var i = lid; i < P.D; i += WG) {
     var v = x[xb + i] * inv;
     if (P.has_weight == 1u) { v = v * bf16_to_f32(u16_at(w[i >> 1u], i)); }
-    v = r(v);
+    v = r(v); // one rounding, as MLX's fused rms_norm
     if (P.mode == 1u) {
       let s = r(out[ob + i] + v);
-      out[ob + i] = r(s * P.post_scale);
-    } else {
-      out[ob + i] = v;
+      v = r(s * P.post_scale);
+    }
+    out[ob + i] = v;
+    ss2 = ksum_add(ss2, v * v);
+  }
+  if (P.then_norm == 1u) {
+    let inv2 = row_inv(ss2, lid);
+    for (var i = lid; i < P.D; i += WG) {
+      var v = out[ob + i] * inv2;
+      if (P.has_weight2 == 1u) { v = v * bf16_to_f32(u16_at(w2[i >> 1u], i)); }
+      out2[ob + i] = r(v);
+    }
+  }
+  if (P.sums_group > 0u) {
+    storageBarrier(); // the row's final values, written by every invocation, are read across invocations
+    let groups = P.D / P.sums_group;
+    for (var g = lid; g < groups; g += WG) {
+      let b = ob + g * P.sums_group;
+      var sx = vec2<f32>(0.0);
+      if (P.then_norm == 1u) {
+        for (var e = 0u; e < P.sums_group; e++) { sx = ksum_add(sx, out2[b + e]); }
+      } else {
+        for (var e = 0u; e < P.sums_group; e++) { sx = ksum_add(sx, out[b + e]); }
+      }
+      xs[row * groups + g] = ksum_value(sx);
     }
   }
 }

@@ -27,6 +27,8 @@ export interface E2EOptions {
   blocks: number;
   block: number;
   seed?: number;
+  /** Also run the block-versus-chain probe (exact and mlx-metal) on the model; default true. */
+  probe?: boolean;
   log?: (line: string) => void;
 }
 
@@ -189,7 +191,7 @@ export async function benchEndToEnd(ctx: GpuContext, o: E2EOptions): Promise<E2E
     }
     snap.destroy();
     const probe: ProbePhases[] = [];
-    for (const policy of ['exact', 'mlx-metal']) {
+    for (const policy of o.probe === false ? [] : ['exact', 'mlx-metal']) {
       const r = await runProbe(
         { ctx, weights, target: checkpointInfo(ck), platform: 'bench' },
         { block: o.block, lengths: [o.promptTokens, o.promptTokens], policy, precision: 'f32', localize: true },

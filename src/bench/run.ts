@@ -81,10 +81,14 @@ export function defaultBenchOptions(quick = false, full = false): BenchOptions {
 
 /**
  * The short form the page runs ("Measure this GPU") and attaches to its reports: yardsticks, the 12B
- * 4-bit MLP matmul at M = 1 and 4, one prefill matmul and attention decode; no LM head, no end to end.
+ * 4-bit MLP matmul at M = 1 and 4, one prefill matmul, attention decode, and a chain token end to end
+ * on one 12B layer (its breakdown included); no LM head benchmark, no probe.
  */
 export function pageBenchOptions(): BenchOptions {
-  return { ...defaultBenchOptions(true), headRows: [], e2e: null, prefillBudgetSeconds: 1 };
+  // End to end on one 12B layer with a 32768-word vocabulary (about 0.2 GB generated in the page):
+  // a chain token's time, tokens/s and where the time goes, without the probes.
+  const e2e = { preset: '12b' as const, layers: 1, vocab: 32768, promptTokens: 8, chainTokens: 2, blocks: 1, block: 4, probe: false };
+  return { ...defaultBenchOptions(true), headRows: [], e2e, prefillBudgetSeconds: 1 };
 }
 
 export interface BenchSummary {
@@ -105,6 +109,11 @@ export interface BenchSummary {
   prefillTokensPerSecond?: number;
   dispatchesPerToken?: number;
   submitsPerToken?: number;
+  /** The end-to-end model ("synthetic ... 12b geometry, 1 layers") and its chain tokens per second. */
+  e2eModel?: string;
+  chainTokensPerSecond?: number;
+  /** Where a chain token's wall time goes (ms per token); gpuMs from the per-kernel profile when measured. */
+  breakdown?: { encodeMs: number; submitMs: number; waitMs: number; gpuMs?: number };
   /** Chain decode: bytes one token reads / the fastest token's time, and that / copy bandwidth. */
   decodeEffectiveGBps?: number;
   decodeBwRatio?: number;
@@ -275,6 +284,9 @@ export async function runBench(ctx: GpuContext, opts: BenchOptions): Promise<Ben
       msPerVerifyBlock: e2e?.verify.msPerBlock,
       prefillTokensPerSecond: e2e?.prefill.tokensPerSecond,
       dispatchesPerToken: e2e?.chain.dispatchesPerToken,
+      e2eModel: e2e ? `${e2e.model}, vocab ${e2e.vocab}` : undefined,
+      chainTokensPerSecond: e2e ? 1000 / e2e.chain.msPerToken : undefined,
+      breakdown: e2e ? { encodeMs: e2e.chain.breakdown.encodeMs, submitMs: e2e.chain.breakdown.submitMs, waitMs: e2e.chain.breakdown.waitMs, gpuMs: e2e.chain.breakdown.gpuMs } : undefined,
       submitsPerToken: e2e?.chain.submitsPerToken,
       decodeEffectiveGBps: e2e?.chain.effectiveGBps,
       decodeBwRatio: e2e ? e2e.chain.effectiveGBps / y.copyGBps : undefined,

@@ -88,7 +88,8 @@ export function matmul(rec: Recorder, lin: GpuLinear, x: GPUBuffer, y: GPUBuffer
       const bindings = [params, undefined, undefined, y, ...sb, xs, x, part.buffer];
       if (k === 'coop') {
         const T = coopThreads(desc.inFeatures / desc.groupSize);
-        rec.run('matmul_coop.wgsl', 'main', { BITS: desc.bits, WG: COOP_WG, T }, bindings, Math.ceil(part.rows / (COOP_WG / T)));
+        // bindings 9-11 belong to gate_up; `main` never reads them but its layout lists them: the gate's again
+        rec.run('matmul_coop.wgsl', 'main', { BITS: desc.bits, WG: COOP_WG, T }, [...bindings, part.buffer, ...sb], Math.ceil(part.rows / (COOP_WG / T)));
         return;
       }
       const shader = rec.kernels.subgroupsOf8 ? 'matmul_lanes_subgroupx.wgsl' : 'matmul_lanes_loadx.wgsl';
@@ -150,6 +151,44 @@ export function sharedSums(rec: Recorder, lin: GpuLinear, x: GPUBuffer, r: Rows,
   return groupSums(rec, lin, x, r, lin.desc.inFeatures, slot);
 }
 
+/**
+ * g = GeGLU(gate x, up x) = gelu_tanh(gate x) * (up x), the MLP's first half. On GPUs, for linears the
+ * coop kernel runs, one matmul_coop.wgsl `gate_up` dispatch computes both projections and the GeGLU,
+ * with the arithmetic of two coop matmuls and elementwise.wgsl geglu; elsewhere (software adapters,
+ * prefill, the split-K policies) exactly those three dispatches. `u` is the up projection's workspace.
+ */
+export function gateUp(rec: Recorder, gate: GpuLinear, up: GpuLinear, x: GPUBuffer, g: GPUBuffer, u: GPUBuffer, r: Rows, sums?: GroupSums): void {
+  const fused = !r.prefill && (r.split ?? 0) === 0 && stepKernel(rec, gate) === 'coop' && stepKernel(rec, up) === 'coop' && sameShape(gate, up);
+  if (!fused) {
+    matmul(rec, gate, x, g, r, undefined, undefined, undefined, sums);
+    matmul(rec, up, x, u, r, undefined, undefined, undefined, sums);
+    geglu(rec, g, u, r.M * gate.desc.outFeatures, r.round);
+    return;
+  }
+  const d = gate.desc as AffineLinearDesc;
+  const K = d.inFeatures;
+  const reuse = sums && sums.x === x && sums.M === r.M && sums.xStride === K && sums.groupSize === d.groupSize && sums.K === K;
+  const xs = reuse ? sums.buffer : groupSums(rec, gate, x, r, K, 'matmul').buffer;
+  const T = coopThreads(K / d.groupSize);
+  gate.weight.parts.forEach((part, i) => {
+    const params = rec.params([r.M, part.rows, K, d.groupSize, part.rowStart, K, d.outFeatures, r.round ? 1 : 0]);
+    const bindings = [params, undefined, undefined, g, gate.scales!.parts[i].buffer, gate.biases!.parts[i].buffer, xs, x, part.buffer,
+      up.weight.parts[i].buffer, up.scales!.parts[i].buffer, up.biases!.parts[i].buffer];
+    rec.run('matmul_coop.wgsl', 'gate_up', { BITS: d.bits, WG: COOP_WG, T }, bindings, Math.ceil(part.rows / (COOP_WG / T)));
+  });
+}
+
+type AffineLinearDesc = Extract<GpuLinear['desc'], { kind: 'affine' }>;
+
+/** Same quantization and the same row parts (so part i of one pairs with part i of the other). */
+function sameShape(a: GpuLinear, b: GpuLinear): boolean {
+  const [x, y] = [a.desc, b.desc];
+  if (x.kind !== 'affine' || y.kind !== 'affine') return false;
+  if (x.outFeatures !== y.outFeatures || x.inFeatures !== y.inFeatures || x.bits !== y.bits || x.groupSize !== y.groupSize) return false;
+  const pa = a.weight.parts, pb = b.weight.parts;
+  return pa.length === pb.length && pa.every((p, i) => p.rowStart === pb[i].rowStart && p.rows === pb[i].rows);
+}
+
 /** h[m, :] = table[ids[m], :] * scale (a tied embedding, quantized or dense). */
 export function embed(rec: Recorder, table: GpuLinear, ids: GPUBuffer, h: GPUBuffer, scale: number, r: Rows): void {
   const { desc } = table;
@@ -174,21 +213,57 @@ export interface NormArgs {
   outStride?: number;
   /** Residual mode: out = (out + norm(x)) * postScale. */
   residual?: { postScale: number };
+  /** Then normalise the rows just written (out) again into `out` here, with `weight` (null: weightless). */
+  then?: { weight: GPUBuffer | null; out: GPUBuffer };
+  /**
+   * Then compute the group sums that the exact kernels of `lin` read from the final rows (the `then`
+   * output, else `out`), as groupSums would (undefined result where they would not be used).
+   */
+  sums?: { lin: GpuLinear; rows: Rows; slot: string };
 }
 
 /** Invocations per row of rmsnorm.wgsl `rows_wg` (a power of two). */
 const NORM_WG = 256;
 
-/** RMSNorm of `rows` rows of length D; `weight` null = weightless (v_norm). */
-export function rmsnorm(rec: Recorder, x: GPUBuffer, weight: GPUBuffer | null, out: GPUBuffer, dummy: GPUBuffer, a: NormArgs): void {
-  const params = rec.params([
-    a.rows, a.D, a.inStride ?? a.D, a.outStride ?? a.D,
-    f32(a.eps), weight ? 1 : 0, a.residual ? 1 : 0, a.round ? 1 : 0,
-    f32(a.residual?.postScale ?? 1), 0, 0, 0,
-  ]);
-  // One invocation per row on software adapters; one workgroup per row (a fixed tree) on GPUs.
-  if (rec.kernels.kernelClass === 'gpu') rec.run('rmsnorm.wgsl', 'rows_wg', { WG: NORM_WG }, [params, x, weight ?? dummy, out], a.rows);
-  else rec.run('rmsnorm.wgsl', 'main', {}, [params, x, weight ?? dummy, out], groups(a.rows));
+/**
+ * RMSNorm of `rows` rows of length D; `weight` null = weightless (v_norm); optionally followed by a
+ * second norm and by the group sums of the result (NormArgs.then / .sums). On GPUs one `rows_wg`
+ * dispatch does all of it (a workgroup per row; see rmsnorm.wgsl); on software adapters, where
+ * workgroup barriers are costly, one invocation per row (`main`) and separate dispatches, in the same
+ * order of operations per value.
+ */
+export function rmsnorm(rec: Recorder, x: GPUBuffer, weight: GPUBuffer | null, out: GPUBuffer, dummy: GPUBuffer, a: NormArgs): GroupSums | undefined {
+  const D = a.D;
+  const inStride = a.inStride ?? D;
+  const outStride = a.outStride ?? D;
+  const sumsLin = a.sums && (a.sums.rows.split ?? 0) === 0 && lanesFit(a.sums.lin, D) && outStride === D && a.sums.lin.desc.inFeatures === D ? a.sums.lin : undefined;
+  if (rec.kernels.kernelClass === 'gpu') {
+    const gs = sumsLin && sumsLin.desc.kind === 'affine' ? sumsLin.desc.groupSize : 0;
+    const params = rec.params([
+      a.rows, D, inStride, outStride,
+      f32(a.eps), weight ? 1 : 0, a.residual ? 1 : 0, a.round ? 1 : 0,
+      f32(a.residual?.postScale ?? 1), a.then ? 1 : 0, a.then?.weight ? 1 : 0, gs,
+    ]);
+    // Unused writable bindings get placeholders of their own (WebGPU forbids two writable bindings of one range).
+    const xs = gs ? rec.kernels.scratch(`xsums.${a.sums!.slot}`, a.rows * (D / gs) * 4) : rec.kernels.scratch('unused.xs', 16);
+    const out2 = a.then?.out ?? rec.kernels.scratch('unused.out2', 16);
+    rec.run('rmsnorm.wgsl', 'rows_wg', { WG: NORM_WG }, [params, x, weight ?? dummy, out, a.then?.weight ?? dummy, out2, xs], a.rows);
+    if (!gs) return undefined;
+    const final = a.then?.out ?? out;
+    return { buffer: xs, x: final, M: a.rows, K: D, xStride: D, groupSize: gs };
+  }
+  const one = (src: GPUBuffer, w: GPUBuffer | null, dst: GPUBuffer, o: { inStride: number; outStride: number; residual?: { postScale: number } }) => {
+    const params = rec.params([
+      a.rows, D, o.inStride, o.outStride,
+      f32(a.eps), w ? 1 : 0, o.residual ? 1 : 0, a.round ? 1 : 0,
+      f32(o.residual?.postScale ?? 1), 0, 0, 0,
+    ]);
+    rec.run('rmsnorm.wgsl', 'main', {}, [params, src, w ?? dummy, dst], groups(a.rows));
+  };
+  one(x, weight, out, { inStride, outStride, residual: a.residual });
+  if (a.then) one(out, a.then.weight, a.then.out, { inStride: outStride, outStride });
+  if (!sumsLin) return undefined;
+  return groupSums(rec, sumsLin, a.then?.out ?? out, a.sums!.rows, D, a.sums!.slot);
 }
 
 export interface RopeTable {

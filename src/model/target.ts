@@ -335,6 +335,7 @@ export class TargetModel {
     op.embed(rec, this.weights.embed, ws.ids, ws.h, d.embedScale, rows);
     const state = this.cache.state;
 
+    let inputNormed: { sums: op.GroupSums | undefined } | undefined; // set when layer i's input norm already ran
     d.layers.forEach((l, i) => {
       const w = this.weights.layers[i];
       const kv = this.cache.layers[i];
@@ -353,8 +354,9 @@ export class TargetModel {
       }
 
       // Attention block.
-      norm(ws.h, w.inputNorm, ws.xn, M, H);
-      const xsAttn = op.sharedSums(rec, w.qProj, ws.xn, rows, 'attn'); // q, k and v read the same x
+      // The input norm (with the group sums q, k and v share) ran fused into the previous layer's last
+      // norm unless this is layer 0 or its input is forced.
+      const xsAttn = inputNormed ? inputNormed.sums : norm(ws.h, w.inputNorm, ws.xn, M, H, { sums: { lin: w.qProj, rows, slot: 'attn' } });
       op.matmul(rec, w.qProj, ws.xn, ws.attn, rows, undefined, undefined, undefined, xsAttn); // raw q; ws.attn is free until attention
       norm(ws.attn, w.qNorm, ws.q, M * l.numHeads, l.headDim);
       op.rope(rec, ws.q, rope, l.numHeads, l.headDim, p, rows);
@@ -396,17 +398,18 @@ export class TargetModel {
       if (l.type === 'sliding' && kind === 'prefill') this.cache.commitPrefillRows(rec, i, ws.k, ws.v, p, M);
       op.matmul(rec, w.oProj, ws.attn, ws.a, rows);
       capture(`attn.${i}`, ws.a, M * H);
-      norm(ws.a, w.postAttnNorm, ws.h, M, H, { residual: { postScale: 1 } });
+      // post-attention residual, pre-feedforward norm and the group sums gate and up share: one dispatch on GPUs
+      const xsMlp = norm(ws.a, w.postAttnNorm, ws.h, M, H, { residual: { postScale: 1 }, then: { weight: w.preFfNorm, out: ws.xn }, sums: { lin: w.gate, rows, slot: 'mlp' } });
 
       // MLP block.
-      norm(ws.h, w.preFfNorm, ws.xn, M, H);
-      const xsMlp = op.sharedSums(rec, w.gate, ws.xn, rows, 'mlp'); // gate and up read the same x
-      op.matmul(rec, w.gate, ws.xn, ws.g, rows, undefined, undefined, undefined, xsMlp);
-      op.matmul(rec, w.up, ws.xn, ws.u, rows, undefined, undefined, undefined, xsMlp);
-      op.geglu(rec, ws.g, ws.u, M * d.intermediate, this.round);
+      op.gateUp(rec, w.gate, w.up, ws.xn, ws.g, ws.u, rows, xsMlp);
       op.matmul(rec, w.down, ws.g, ws.a, rows);
       capture(`mlp.${i}`, ws.a, M * H);
-      norm(ws.a, w.postFfNorm, ws.h, M, H, { residual: { postScale: w.layerScalar } });
+      // post-feedforward residual, fused with the next layer's input norm (and its q/k/v group sums)
+      const next = i + 1 < d.layers.length && !forcedInputs[i + 1] ? this.weights.layers[i + 1] : undefined;
+      const fuseNext = next ? { then: { weight: next.inputNorm, out: ws.xn }, sums: { lin: next.qProj, rows, slot: 'attn' } } : {};
+      const carried = norm(ws.a, w.postFfNorm, ws.h, M, H, { residual: { postScale: w.layerScalar }, ...fuseNext });
+      inputNormed = next ? { sums: carried } : undefined;
       capture(`layer.${i}`, ws.h, M * H);
     });
 

@@ -149,6 +149,13 @@ export interface PerformanceSummary {
   /** Prefill matmul GFLOP/s over FMA GFLOP/s, and its row count. */
   prefillFlopRatio?: number;
   prefillRows?: number;
+  /** End to end on a small model of the 12B geometry (named here): one chain token. */
+  e2eModel?: string;
+  msPerChainToken?: number;
+  chainTokensPerSecond?: number;
+  dispatchesPerToken?: number;
+  /** Where a chain token's wall time goes (ms): recording, submit, waiting; GPU time when profiled. */
+  breakdown?: { encodeMs: number; submitMs: number; waitMs: number; gpuMs?: number };
 }
 
 export interface ProbeReport {

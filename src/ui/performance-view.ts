@@ -22,6 +22,12 @@ export function performanceList(p: PerformanceSummary): HTMLElement {
     ...row('4-bit matvec (12B MLP, M = 1)', `${fix(p.matvec4bitBwRatio, 3)} × copy bandwidth`),
     ...row('Verify block K = 4 vs M = 1', `${fix(p.k4VsM1, 2)} ×`),
     ...row('Prefill matmul', `${fix(p.prefillFlopRatio, 3)} × FMA${p.prefillRows ? ` (M = ${p.prefillRows})` : ''}`),
+    ...(p.msPerChainToken !== undefined
+      ? row('Chain token end to end', `${fix(p.msPerChainToken, 1, ' ms')} = ${fix(p.chainTokensPerSecond, 1, ' tokens/s')}${p.e2eModel ? ` (${p.e2eModel})` : ''}`)
+      : []),
+    ...(p.breakdown
+      ? row('Where a token goes', `recording ${fix(p.breakdown.encodeMs, 2, ' ms')} · submit ${fix(p.breakdown.submitMs, 2, ' ms')} · waiting for the GPU ${fix(p.breakdown.waitMs, 2, ' ms')}${p.breakdown.gpuMs !== undefined ? ` · GPU kernels ${fix(p.breakdown.gpuMs, 2, ' ms')}` : ''}${p.dispatchesPerToken !== undefined ? ` · ${fix(p.dispatchesPerToken, 0)} dispatches` : ''}`)
+      : []),
     ...row('Timing', p.timing),
   );
 }
@@ -40,7 +46,18 @@ export function normalizePerformance(x: unknown): PerformanceSummary | undefined
     k4VsM1: opt(o.k4VsM1),
     prefillFlopRatio: opt(o.prefillFlopRatio),
     prefillRows: opt(o.prefillRows),
+    e2eModel: o.e2eModel === undefined ? undefined : str(o.e2eModel, 120),
+    msPerChainToken: opt(o.msPerChainToken),
+    chainTokensPerSecond: opt(o.chainTokensPerSecond),
+    dispatchesPerToken: opt(o.dispatchesPerToken),
+    breakdown: normalizeBreakdown(o.breakdown),
   };
+}
+
+function normalizeBreakdown(x: unknown): PerformanceSummary['breakdown'] {
+  if (typeof x !== 'object' || x === null) return undefined;
+  const o = x as Record<string, unknown>;
+  return { encodeMs: num(o.encodeMs), submitMs: num(o.submitMs), waitMs: num(o.waitMs), gpuMs: o.gpuMs === undefined ? undefined : num(o.gpuMs) };
 }
 
 export function wireBench(engine: EngineProxy): void {

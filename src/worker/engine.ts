@@ -123,7 +123,7 @@ export class Engine {
     try {
       const ctx = await this.gpu();
       let lines = 0;
-      const report = await runBench(ctx, { ...pageBenchOptions(), log: (line) => onProgress?.({ phase: 'bench', done: ++lines, total: 18, detail: line }) });
+      const report = await runBench(ctx, { ...pageBenchOptions(), log: (line) => onProgress?.({ phase: 'bench', done: ++lines, total: 26, detail: line }) });
       token.throwIfCancelled();
       const s = report.summary;
       this.performance = {
@@ -135,6 +135,11 @@ export class Engine {
         k4VsM1: s.k4VsM1,
         prefillFlopRatio: s.prefillFlopRatio,
         prefillRows: s.prefillRows,
+        e2eModel: s.e2eModel,
+        msPerChainToken: s.msPerChainToken,
+        chainTokensPerSecond: s.chainTokensPerSecond,
+        dispatchesPerToken: s.dispatchesPerToken,
+        breakdown: s.breakdown,
       };
       return report;
     } finally {

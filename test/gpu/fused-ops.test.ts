@@ -1,0 +1,175 @@
+/**
+ * The GPU form of rmsnorm (rmsnorm.wgsl `rows_wg`) fuses what a layer does after a residual norm: the
+ * next norm of the residual stream (NormArgs.then) and the group sums the next matmuls read
+ * (NormArgs.sums). The fusion must not change a single bit: fused == the same steps as separate
+ * dispatches, byte for byte, and row-invariant (M rows together == each row alone), for the GPU
+ * kernel class (forced here, whatever the adapter) and the software class (separate dispatches).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { testGpu } from './gpu-context.ts';
+import type { GpuContext } from '../../src/gpu/device.ts';
+import { KernelCache } from '../../src/gpu/kernels.ts';
+import { forceKernelClass, type KernelClass } from '../../src/gpu/kernel-class.ts';
+import { Recorder } from '../../src/gpu/recorder.ts';
+import { readBytes, storageBuffer, uploadBuffer } from '../../src/gpu/buffers.ts';
+import { syntheticAffine } from '../../src/bench/synthetic-gpu.ts';
+import * as op from '../../src/model/ops.ts';
+
+function rand(n: number, seed: number, scale = 1): Float32Array {
+  let s = seed >>> 0 || 1;
+  return Float32Array.from({ length: n }, () => {
+    s ^= s << 13; s ^= s >>> 17; s ^= s << 5;
+    return ((s >>> 0) / 2 ** 32 - 0.5) * 2 * scale;
+  });
+}
+/** bf16 weights near 1, packed in pairs. */
+function bf16Weights(n: number, seed: number): Uint32Array {
+  const f = rand(n + (n % 2), seed, 0.5).map((v) => 1 + v);
+  const bits = new Uint32Array(f.buffer).map((b) => b >>> 16);
+  return Uint32Array.from({ length: bits.length / 2 }, (_, i) => (bits[2 * i] | (bits[2 * i + 1] << 16)) >>> 0);
+}
+
+describe('fused residual norm + next norm + group sums (rmsnorm rows_wg)', () => {
+  let ctx: GpuContext;
+  beforeAll(async () => {
+    ctx = await testGpu();
+  });
+  afterAll(() => {
+    forceKernelClass(undefined);
+    ctx?.destroy();
+  });
+
+  const D = 256;
+  const run = async (cls: KernelClass, M: number, fused: boolean, round: boolean, rowSeed: number) => {
+    forceKernelClass(cls);
+    const device = ctx.device;
+    const kernels = new KernelCache(device);
+    forceKernelClass(undefined);
+    const lin = syntheticAffine(device, 'next', 32, D, 4, 64, 3);
+    const a = uploadBuffer(device, rand(M * D, rowSeed), 'a');
+    const h = uploadBuffer(device, rand(M * D, rowSeed + 1, 4), 'h');
+    const w1 = uploadBuffer(device, bf16Weights(D, 5), 'w1');
+    const w2 = uploadBuffer(device, bf16Weights(D, 6), 'w2');
+    const xn = storageBuffer(device, M * D * 4, 'xn');
+    const dummy = storageBuffer(device, 16, 'dummy');
+    const rows: op.Rows = { M, round };
+    const rec = new Recorder(device, kernels, 'fused-norm-test');
+    let sums: op.GroupSums | undefined;
+    const base = { rows: M, D, eps: 1e-6, round, residual: { postScale: 0.75 } };
+    if (fused) {
+      sums = op.rmsnorm(rec, a, w1, h, dummy, { ...base, then: { weight: w2, out: xn }, sums: { lin, rows, slot: 'test' } });
+    } else {
+      op.rmsnorm(rec, a, w1, h, dummy, base);
+      op.rmsnorm(rec, h, w2, xn, dummy, { rows: M, D, eps: 1e-6, round });
+      sums = op.groupSums(rec, lin, xn, rows, D, 'test');
+    }
+    rec.submit();
+    expect(sums).toBeDefined();
+    const out = {
+      h: await readBytes(device, h, M * D * 4),
+      xn: await readBytes(device, xn, M * D * 4),
+      xs: await readBytes(device, sums!.buffer, M * (D / 64) * 4),
+    };
+    [a, h, w1, w2, xn, dummy].forEach((b) => b.destroy());
+    lin.destroy();
+    return out;
+  };
+  const same = (x: Uint8Array, y: Uint8Array) => Buffer.from(x).equals(Buffer.from(y));
+
+  for (const cls of ['gpu', 'software'] as const) {
+    for (const round of [false, true]) {
+      it(`${cls} kernels, ${round ? 'bf16' : 'f32'}: fused == separate dispatches, and M = 5 rows together == each row alone`, async () => {
+        const fused = await run(cls, 5, true, round, 11);
+        const separate = await run(cls, 5, false, round, 11);
+        for (const k of ['h', 'xn', 'xs'] as const) expect(same(fused[k], separate[k]), `${k}: fused vs separate`).toBe(true);
+        // each row alone: the same random rows, generated for M = 5, taken one at a time
+        for (let m = 0; m < 5; m++) {
+          const one = await runRow(cls, m, round);
+          expect(same(one.h, fused.h.subarray(m * D * 4, (m + 1) * D * 4)), `h row ${m}`).toBe(true);
+          expect(same(one.xn, fused.xn.subarray(m * D * 4, (m + 1) * D * 4)), `xn row ${m}`).toBe(true);
+          expect(same(one.xs, fused.xs.subarray(m * 16, (m + 1) * 16)), `xs row ${m}`).toBe(true);
+        }
+      });
+    }
+  }
+
+  /** Row m of the M = 5 case, run alone (M = 1). */
+  const runRow = async (cls: KernelClass, m: number, round: boolean) => {
+    forceKernelClass(cls);
+    const device = ctx.device;
+    const kernels = new KernelCache(device);
+    forceKernelClass(undefined);
+    const lin = syntheticAffine(device, 'next', 32, D, 4, 64, 3);
+    const a = uploadBuffer(device, rand(5 * D, 11).subarray(m * D, (m + 1) * D), 'a');
+    const h = uploadBuffer(device, rand(5 * D, 12, 4).subarray(m * D, (m + 1) * D), 'h');
+    const w1 = uploadBuffer(device, bf16Weights(D, 5), 'w1');
+    const w2 = uploadBuffer(device, bf16Weights(D, 6), 'w2');
+    const xn = storageBuffer(device, D * 4, 'xn');
+    const dummy = storageBuffer(device, 16, 'dummy');
+    const rec = new Recorder(device, kernels, 'fused-norm-row');
+    const sums = op.rmsnorm(rec, a, w1, h, dummy, { rows: 1, D, eps: 1e-6, round, residual: { postScale: 0.75 }, then: { weight: w2, out: xn }, sums: { lin, rows: { M: 1, round }, slot: 'test-row' } });
+    rec.submit();
+    const out = { h: await readBytes(device, h, D * 4), xn: await readBytes(device, xn, D * 4), xs: await readBytes(device, sums!.buffer, (D / 64) * 4) };
+    [a, h, w1, w2, xn, dummy].forEach((b) => b.destroy());
+    lin.destroy();
+    return out;
+  };
+});
+
+/**
+ * The GPU form of the MLP's first half (matmul_coop.wgsl `gate_up`): gate and up projections and the
+ * GeGLU in one dispatch, byte-equal to two coop matmuls and elementwise.wgsl geglu, and row-invariant.
+ */
+describe('fused gate/up/GeGLU (matmul_coop gate_up)', () => {
+  let ctx: GpuContext;
+  beforeAll(async () => {
+    ctx = await testGpu();
+  });
+  afterAll(() => {
+    forceKernelClass(undefined);
+    ctx?.destroy();
+  });
+
+  for (const [bits, gs] of [[4, 64], [8, 32]] as const) {
+    it(`${bits}-bit gs ${gs}: fused == separate, M = 1..8 and 13 (f32 and bf16), and each row alone`, async () => {
+      forceKernelClass('gpu');
+      const kernels = new KernelCache(ctx.device);
+      forceKernelClass(undefined);
+      const device = ctx.device;
+      const N = 40, K = 256;
+      const gate = syntheticAffine(device, 'gate', N, K, bits, gs, 21);
+      const up = syntheticAffine(device, 'up', N, K, bits, gs, 22);
+      const xAll = rand(13 * K, 23);
+      const compute = async (x: Float32Array, M: number, round: boolean, fused: boolean) => {
+        const xb = uploadBuffer(device, x, 'x');
+        const g = storageBuffer(device, M * N * 4, 'g');
+        const u = storageBuffer(device, M * N * 4, 'u');
+        const rec = new Recorder(device, kernels, 'gate-up-test');
+        const rows: op.Rows = { M, round };
+        if (fused) op.gateUp(rec, gate, up, xb, g, u, rows);
+        else {
+          op.matmul(rec, gate, xb, g, rows, K, N, 'coop');
+          op.matmul(rec, up, xb, u, rows, K, N, 'coop');
+          op.geglu(rec, g, u, M * N, round);
+        }
+        rec.submit();
+        const out = await readBytes(device, g, M * N * 4);
+        [xb, g, u].forEach((b) => b.destroy());
+        return out;
+      };
+      for (const round of [false, true]) {
+        for (const M of [1, 2, 3, 4, 5, 6, 7, 8, 13]) {
+          const x = xAll.subarray(0, M * K);
+          const fused = await compute(x, M, round, true);
+          expect(Buffer.from(fused).equals(Buffer.from(await compute(x, M, round, false))), `M=${M} round=${round}: fused vs separate`).toBe(true);
+          for (const m of [0, M - 1]) {
+            const alone = await compute(x.subarray(m * K, (m + 1) * K), 1, round, true);
+            expect(Buffer.from(alone).equals(Buffer.from(fused.subarray(m * N * 4, (m + 1) * N * 4))), `M=${M} row ${m} alone`).toBe(true);
+          }
+        }
+      }
+      gate.destroy();
+      up.destroy();
+    });
+  }
+});
