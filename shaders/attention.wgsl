@@ -1,7 +1,8 @@
 //#include "common.wgsl"
 // Attention of M query rows (positions p .. p+M-1) over one layer's cache, flash-decoding style, in
-// four passes. Row j reduces over its n = key_count(j) keys i = 0 .. n-1 (read through key_of), cut
-// into nseg contiguous segments of L = ceil(n / nseg) keys (segment g: keys g L .. min(n, (g+1) L) - 1):
+// four passes (on GPUs, two: seg_fused, below, does the first three in one workgroup per segment, with
+// the same arithmetic). Row j reduces over its n = key_count(j) keys i = 0 .. n-1 (read through key_of),
+// cut into nseg contiguous segments of L = ceil(n / nseg) keys (segment g: keys g L .. min(n, (g+1) L) - 1):
 //   scores:      s[j, h, i] = q[j, h] . k[key(j, i)] and its compensation   (one invocation per score)
 //   seg_softmax: m_g = max of segment g's scores; e_i = exp(s_i - m_g + c_i) written over s_i;
 //                l_g = sum of its e_i                                        (one per (j, h, g))
@@ -136,20 +137,10 @@ fn round4(v: vec4<f32>) -> vec4<f32> {
   return v;
 }
 
-@compute @workgroup_size(WG)
-fn scores(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-          @builtin(local_invocation_index) lid: u32) {
-  let idx = linear_workgroup(wid, nwg) * WG + lid;
-  let i = idx % P.key_stride;
-  let jh = idx / P.key_stride;
-  if (jh >= P.M * P.heads) { return; }
-  let j = jh / P.heads;
-  let h = jh % P.heads;
-  if (i >= key_count(j)) { return; }
-  let at = 2u * (jh * P.key_stride + i);
-  if (is_masked(j, i)) { s[at] = MASKED; s[at + 1u] = 0.0; return; }
-  let kvh = h / (P.heads / P.kv_heads);
-  let loc = key_of(j, i);
+// Score of key i of row j, head jh % heads, as (value, compensation): the compensated dot over head_dim,
+// or (MASKED, 0) for a masked-out key. `loc` = key_of(j, i). One function for `scores` and `seg_fused`.
+fn score_of(j: u32, jh: u32, kvh: u32, i: u32, loc: vec2<u32>) -> vec2<f32> {
+  if (is_masked(j, i)) { return vec2<f32>(MASKED, 0.0); }
   let d4 = P.d / 4u;
   let qb = jh * d4;
   let kb = (loc.y * P.kv_heads + kvh) * d4;
@@ -162,10 +153,24 @@ fn scores(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
   }
   // Keep the compensation term: scores are large (scale 1.0) and exp() amplifies their rounding.
   let t = ksum_value(acc);
-  s[at] = t;
-  s[at + 1u] = (acc.x - t) + acc.y;
+  return vec2<f32>(t, (acc.x - t) + acc.y);
 }
 
+@compute @workgroup_size(WG)
+fn scores(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+          @builtin(local_invocation_index) lid: u32) {
+  let idx = linear_workgroup(wid, nwg) * WG + lid;
+  let i = idx % P.key_stride;
+  let jh = idx / P.key_stride;
+  if (jh >= P.M * P.heads) { return; }
+  let j = jh / P.heads;
+  let h = jh % P.heads;
+  if (i >= key_count(j)) { return; }
+  let at = 2u * (jh * P.key_stride + i);
+  let sc = score_of(j, jh, h / (P.heads / P.kv_heads), i, key_of(j, i));
+  s[at] = sc.x;
+  s[at + 1u] = sc.y;
+}
 
 // Segments of a row with n keys: a function of n and uniforms only (see the header). At least one, so
 // that a row without keys still writes its (NaN) output as the sequential kernel did.
@@ -230,6 +235,116 @@ fn seg_pv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
   var acc = vec4<f32>(0.0);
   for (var i = r.x; i < r.y; i++) { acc += s[2u * (b + i)] * v_at(key_of(j, i), kvh, c4); }
   partial[(jh * P.seg_stride + g) * d4 + c4] = acc;
+}
+
+// ---- seg_fused: scores, seg_softmax and seg_pv of one segment in one workgroup ----------------------
+// The same values, computed by the same expressions in the same order as the three passes above; only
+// which invocation evaluates them and where the intermediates live differ:
+//   1. invocation t computes the scores of keys lo + t, lo + t + WG, ... (score_of: one invocation per
+//      key, since the compensated dot is one sequential chain that cannot be split without changing it);
+//   2. invocation 0 takes the segment max in key order, as seg_softmax; every invocation then computes
+//      e_i = exp_ref((s_i - m) + c_i) for its keys, and invocation WG-1 sums them in key order;
+//   3. invocation t sums e_i v_i over the segment's keys in order for channels 4t .. 4t+3, 4(t + WG) ..,
+//      as seg_pv.
+// Scores, e_i and key locations stay in workgroup memory when the segment has at most SEG_CAP keys
+// (the exact plan's segments, up to 64 x SEG_CAP keys per row); longer segments (prefill's one
+// segment, wide inexact splits) keep scores and e_i in `s`, as the four-pass path does, so a segment
+// of any length works. Which storage a segment uses depends on its length alone (a function of the
+// row's key count and the plan, never of M), so a verify row and the chain step it stands for take the
+// same branch. This saves two dispatches per layer on GPUs, where each costs ~10-40 us whatever its
+// size; attention-op.ts keeps the four passes on software adapters, where a barrier is a context switch.
+// 64 invocations and 3 KiB of workgroup memory fit every adapter (SwiftShader: 256, 16 KiB).
+const SEG_CAP: u32 = 256u;
+var<workgroup> wg_s: array<f32, SEG_CAP>;   // score, then e_i
+var<workgroup> wg_c: array<f32, SEG_CAP>;   // score compensation
+var<workgroup> wg_loc: array<u32, SEG_CAP>; // key_of: row | from_stage << 31
+var<workgroup> wg_mx: f32;
+
+// Makes the previous step's writes (to `s` for a long segment, to workgroup memory otherwise) visible
+// to the whole workgroup. `big` is uniform (the segment's length), as a barrier requires.
+fn seg_sync(big: bool) {
+  if (big) { storageBarrier(); } else { workgroupBarrier(); }
+}
+// Score (or, after step 2, e_i) of the segment's k-th key, key i = lo + k of the (j, h) at s offset b.
+fn seg_score(big: bool, b: u32, i: u32, k: u32) -> f32 {
+  if (big) { return s[2u * (b + i)]; }
+  return wg_s[k];
+}
+
+@compute @workgroup_size(WG)
+fn seg_fused(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+             @builtin(local_invocation_index) lid: u32) {
+  // One workgroup per (j, h, g); everything up to `big` is uniform, so whole workgroups return.
+  let wg = linear_workgroup(wid, nwg);
+  let g = wg % P.seg_stride;
+  let jh = wg / P.seg_stride;
+  if (jh >= P.M * P.heads) { return; }
+  let j = jh / P.heads;
+  let n = key_count(j);
+  if (g >= seg_count(n)) { return; }
+  let kvh = (jh % P.heads) / (P.heads / P.kv_heads);
+  let r = seg_range(n, g);
+  let len = r.y - r.x;
+  let big = len > SEG_CAP;
+  let b = jh * P.key_stride;
+
+  // 1. scores (as `scores`)
+  for (var k = lid; k < len; k += WG) {
+    let i = r.x + k;
+    let loc = key_of(j, i);
+    let sc = score_of(j, jh, kvh, i, loc);
+    if (big) {
+      s[2u * (b + i)] = sc.x;
+      s[2u * (b + i) + 1u] = sc.y;
+    } else {
+      wg_s[k] = sc.x;
+      wg_c[k] = sc.y;
+      wg_loc[k] = loc.y | (loc.x << 31u);
+    }
+  }
+  seg_sync(big);
+
+  // 2. max, e_i and their sum (as seg_softmax): the max and the sum in key order by one invocation.
+  if (lid == 0u) {
+    var mx = MASKED;
+    if (len > 0u) { mx = seg_score(big, b, r.x, 0u); }
+    for (var k = 1u; k < len; k++) { mx = max(mx, seg_score(big, b, r.x + k, k)); }
+    wg_mx = mx;
+  }
+  workgroupBarrier();
+  if (big) { storageBarrier(); } // invocation 0's reads of `s` before the e_i overwrite them
+  let mx = wg_mx;
+  for (var k = lid; k < len; k += WG) {
+    let i = r.x + k;
+    if (big) {
+      let at = 2u * (b + i);
+      s[at] = exp_ref((s[at] - mx) + s[at + 1u]);
+    } else {
+      wg_s[k] = exp_ref((wg_s[k] - mx) + wg_c[k]);
+    }
+  }
+  seg_sync(big);
+  // The last invocation, which has no channels in step 3 when d < 4 WG.
+  if (lid == WG - 1u) {
+    var sum = 0.0;
+    for (var k = 0u; k < len; k++) { sum += seg_score(big, b, r.x + k, k); }
+    let sg = 2u * (jh * P.seg_stride + g);
+    stats[sg] = mx;
+    stats[sg + 1u] = sum;
+  }
+
+  // 3. o_g (as seg_pv)
+  let d4 = P.d / 4u;
+  for (var c4 = lid; c4 < d4; c4 += WG) {
+    var acc = vec4<f32>(0.0);
+    for (var k = 0u; k < len; k++) {
+      let i = r.x + k;
+      var loc: vec2<u32>;
+      if (big) { loc = key_of(j, i); } else { loc = vec2<u32>(wg_loc[k] >> 31u, wg_loc[k] & 0x7fffffffu); }
+      acc += seg_score(big, b, i, k) * v_at(loc, kvh, c4);
+    }
+    partial[(jh * P.seg_stride + g) * d4 + c4] = acc;
+  }
 }
 
 @compute @workgroup_size(WG)

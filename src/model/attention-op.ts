@@ -1,4 +1,5 @@
 import type { Recorder } from '../gpu/recorder.ts';
+import type { KernelCache } from '../gpu/kernels.ts';
 import { storageBuffer } from '../gpu/buffers.ts';
 import { GpuError } from '../gpu/errors.ts';
 
@@ -6,6 +7,10 @@ import { GpuError } from '../gpu/errors.ts';
  * The attention op (shaders/attention.wgsl): scores, per-segment softmax and P.V, and their combine,
  * for M query rows over one layer's cache, for every cache layout (ATTENTION_MODE). Re-exported by
  * ops.ts.
+ *
+ * Two paths with byte-identical arithmetic (kernels.test.ts compares them on the software adapters):
+ * four dispatches (scores, seg_softmax, seg_pv, combine), or two (seg_fused, one workgroup per
+ * segment, then combine). See attentionFused for which one a device takes.
  */
 const WG = 64;
 const groups = (n: number) => Math.ceil(n / WG);
@@ -26,7 +31,7 @@ export const SEG_MAX = 64;
  * of the arithmetic, so a chain step and a verify block must pass the same value.
  */
 export interface AttentionScratch {
-  /** [rows, heads, keys] x 2: score and compensation, then exp weights. */
+  /** [rows, heads, keys] x 2: score and compensation, then exp weights (fused path: segments over 256 keys only). */
   scores: GPUBuffer;
   /** [rows, heads, segments] x 2: each segment's max and sum of weights. */
   stats: GPUBuffer;
@@ -57,6 +62,20 @@ export interface AttentionArgs {
   vStage: GPUBuffer;
   out: GPUBuffer;
   scratch: AttentionScratch;
+  /** Tests only: force the fused (true) or four-pass (false) path instead of attentionFused's choice. */
+  fused?: boolean;
+}
+
+/**
+ * Whether a device runs attention fused (seg_fused + combine) or in four passes: fused on GPUs, where
+ * a decode step is bound by its dispatch count (~10-40 us each on an H200, however small) and a
+ * workgroup barrier is cheap; four passes on software adapters, where each of seg_fused's barriers is
+ * a context switch per invocation. A property of the device alone (never of M, the plan or the key
+ * count), so one engine always runs one path: the two have the same arithmetic, but a GPU compiler may
+ * contract multiply-adds differently in two pipelines (DESIGN.md, "Numerics contract").
+ */
+export function attentionFused(kernels: KernelCache): boolean {
+  return kernels.kernelClass === 'gpu';
 }
 
 /** Keys each row reduces over in MODE_MASKED: the union of the M rows' windows. */
@@ -140,6 +159,12 @@ export function attention(rec: Recorder, a: AttentionArgs): void {
   }
   const params = rec.params([a.M, a.heads, a.kvHeads, a.d, ATTENTION_MODE[a.mode], a.window, a.base, a.p, keyStride, a.round ? 1 : 0, a.span ?? 0, segments, a.split, segStride, 0, 0]);
   const d4 = a.d / 4;
+  if (a.fused ?? attentionFused(rec.kernels)) {
+    // One workgroup per (row, head, segment slot); slots past a row's segment count return at once.
+    rec.run('attention.wgsl', 'seg_fused', {}, [params, a.q, a.kCache, a.vCache, a.kStage, a.vStage, scores, undefined, stats, partial], rows * segStride);
+    rec.run('attention.wgsl', 'combine', {}, [params, undefined, undefined, undefined, undefined, undefined, undefined, a.out, stats, partial], groups(rows * d4));
+    return;
+  }
   rec.run('attention.wgsl', 'scores', {}, [params, a.q, a.kCache, undefined, a.kStage, undefined, scores], groups(rows * keyStride));
   rec.run('attention.wgsl', 'seg_softmax', {}, [params, undefined, undefined, undefined, undefined, undefined, scores, undefined, stats], groups(rows * segStride));
   rec.run('attention.wgsl', 'seg_pv', {}, [params, undefined, undefined, a.vCache, undefined, a.vStage, scores, undefined, undefined, partial], groups(rows * segStride * d4));

@@ -6,10 +6,12 @@
  *
  * The buffer list mirrors what the engine allocates: weights split by rows as TensorUploader does
  * (src/gpu/upload.ts), KV caches as KvCache (kv-cache.ts), workspace and RoPE tables as TargetModel
- * (target.ts). Each buffer is rounded as storageBuffer rounds it (multiple of 4, at least 16 bytes).
+ * (target.ts), attention scratch as createAttentionScratch (attention-op.ts, attentionScratchBytes).
+ * Each buffer is rounded as storageBuffer rounds it (multiple of 4, at least 16 bytes).
  */
 import { linearTensors, type AssistantDescription, type Linear, type ModelDescription, type TargetDescription, type TensorRef } from '../format/model-description.ts';
 import { GpuError } from '../gpu/errors.ts';
+import { attentionScratchBytes, type AttentionScratchShape } from './attention-op.ts';
 
 export interface MemoryOptions {
   /** Longest sequence (rows of the full-attention caches and RoPE tables). */
@@ -118,20 +120,26 @@ function caches(p: Planner, d: TargetDescription, o: MemoryOptions): void {
   });
 }
 
+/** The three buffers of createAttentionScratch for shape `s` (scores, per-segment stats and partial P.V). */
+function attentionScratch(p: Planner, who: string, s: AttentionScratchShape): void {
+  for (const [name, bytes] of Object.entries(attentionScratchBytes(s))) {
+    p.buffer('workspace', `attention ${name} of the ${who} (${s.heads} heads x ${s.maxKeys} keys, ${s.prefillRows} prefill / ${s.stepRows} step rows)`, bytes);
+  }
+}
+
 /** TargetModel's workspace (rows R = max(prefillChunk, maxBlock)) and RoPE tables. */
 function targetWorkspace(p: Planner, d: TargetDescription, o: MemoryOptions): void {
   const R = Math.max(o.prefillChunk, o.maxBlock);
   const qw = Math.max(...d.layers.map((l) => l.numHeads * l.headDim));
   const kvw = Math.max(...d.layers.map((l) => l.numKvHeads * l.headDim));
   const heads = Math.max(...d.layers.map((l) => l.numHeads));
-  const maxKeys = Math.max(d.window, o.maxContext);
   const f = (name: string, floats: number) => p.buffer('workspace', `workspace "${name}" of the target`, floats * 4);
   for (const n of ['h', 'xn', 'a', 'y']) f(n, R * d.hidden);
   for (const n of ['q', 'attn']) f(n, R * qw);
   for (const n of ['kraw', 'vraw', 'k', 'v']) f(n, R * kvw);
   for (const n of ['g', 'u']) f(n, R * d.intermediate);
-  f('scores', 2 * R * heads * maxKeys);
-  f('sums', R * heads);
+  // As target.ts sizes it: prefill rows in one segment each, step / verify rows in up to SEG_MAX.
+  attentionScratch(p, 'target', { heads, qWidth: qw, maxKeys: Math.max(d.window, o.maxContext), prefillRows: R, stepRows: o.maxBlock });
   f('headIn', o.maxBlock * d.hidden);
   f('logits', o.maxBlock * d.vocab);
   f('ids', R);
@@ -143,13 +151,18 @@ function targetWorkspace(p: Planner, d: TargetDescription, o: MemoryOptions): vo
   }
 }
 
-/** The assistant's drafting workspace (an estimate: maxBlock rows of its activations and logits). */
-function assistantWorkspace(p: Planner, d: AssistantDescription, o: MemoryOptions): void {
+/**
+ * The assistant's drafting workspace (an estimate: maxBlock rows of its activations and logits), and
+ * its attention scratch exactly as assistant.ts sizes it: one query row over the target's caches (up
+ * to maxContext rows, or the target's ring plus the evicted entry).
+ */
+function assistantWorkspace(p: Planner, d: AssistantDescription, o: MemoryOptions, targetWindow: number): void {
   const R = o.maxBlock;
   const qw = Math.max(...d.layers.map((l) => l.numHeads * l.headDim));
   const heads = Math.max(...d.layers.map((l) => l.numHeads));
-  const floats = R * (4 * d.hidden + 2 * qw + 2 * d.intermediate + 2 * d.backboneHidden + d.vocab + heads * 2 * Math.max(d.window, o.maxContext));
+  const floats = R * (4 * d.hidden + 2 * qw + 2 * d.intermediate + 2 * d.backboneHidden + d.vocab);
   p.buffer('workspace', 'assistant workspace (estimate)', floats * 4);
+  attentionScratch(p, 'assistant', { heads, qWidth: qw, maxKeys: Math.max(o.maxContext, targetWindow + 1), prefillRows: 0, stepRows: 1 });
 }
 
 /** Plans the buffers of a target (and optionally its assistant) on an adapter with `limits`. */
@@ -165,7 +178,7 @@ export function planMemory(desc: ModelDescription, options: MemoryOptions, limit
       caches(p, d, options);
       targetWorkspace(p, d, options);
     } else {
-      assistantWorkspace(p, d, options);
+      assistantWorkspace(p, d, options, desc.window);
     }
   }
   return p.plan;

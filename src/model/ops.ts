@@ -36,6 +36,13 @@ function coopFit(lin: GpuLinear, xStride: number): boolean {
   return d.kind === 'affine' && lanesFit(lin, xStride) && (d.groupSize === 32 || d.groupSize === 64);
 }
 
+/** Tuning only (`bench --coop-threads N`): every coop linear uses N invocations per feature. */
+let coopThreadsOverride: number | undefined;
+export function setCoopThreads(n: number | undefined): void {
+  if (n !== undefined && (n < 8 || n > COOP_WG || (n & (n - 1)) !== 0)) throw new Error(`coop threads per feature must be a power of two in 8..${COOP_WG}, not ${n}`);
+  coopThreadsOverride = n;
+}
+
 /** matmul_coop.wgsl's workgroup: WG invocations, T of them per output feature. */
 export const COOP_WG = 256;
 /**
@@ -44,6 +51,7 @@ export const COOP_WG = 256;
  * never of M, so every row count runs the same pipeline.
  */
 export function coopThreads(groups: number): number {
+  if (coopThreadsOverride) return coopThreadsOverride;
   let t = 8;
   while (t < 64 && t * 2 <= groups) t *= 2;
   return t;

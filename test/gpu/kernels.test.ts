@@ -29,7 +29,7 @@ import { Recorder } from '../../src/gpu/recorder.ts';
 import { readBytes, storageBuffer, uploadBuffer } from '../../src/gpu/buffers.ts';
 import { TensorUploader } from '../../src/gpu/upload.ts';
 import * as op from '../../src/model/ops.ts';
-import { createAttentionScratch, segmentCount, SEG_MAX_EXACT } from '../../src/model/attention-op.ts';
+import { attentionFused, createAttentionScratch, segmentCount, SEG_MAX_EXACT } from '../../src/model/attention-op.ts';
 import type { GpuLinear } from '../../src/model/gpu-weights.ts';
 import { ropeTable } from '../../src/model/rope-tables.ts';
 import type { AffineLinear, DenseLinear } from '../../src/format/model-description.ts';
@@ -475,9 +475,10 @@ function attnReference(c: AttnCase, x: AttnData): { out: Float64Array; mag: Floa
 /**
  * Runs op.attention as target.ts does (linear: kStage = kCache, the block's rows are in the cache), on
  * scratch from createAttentionScratch filled with SENTINEL, so that a pass reading what no earlier pass
- * wrote shows. `prefill`: the prefill scratch (exact plan capped at one segment per row).
+ * wrote shows. `prefill`: the prefill scratch (exact plan capped at one segment per row). `fused`:
+ * force the fused or the four-pass path (undefined: the device's, attentionFused).
  */
-function recordAttention(lab: Lab, rec: Recorder, c: AttnCase, bufs: { q: GPUBuffer; kCache: GPUBuffer; vCache: GPUBuffer; kStage: GPUBuffer; vStage: GPUBuffer; out: GPUBuffer }, round: boolean, maxKeys: number, split = 0, prefill = false): void {
+function recordAttention(lab: Lab, rec: Recorder, c: AttnCase, bufs: { q: GPUBuffer; kCache: GPUBuffer; vCache: GPUBuffer; kStage: GPUBuffer; vStage: GPUBuffer; out: GPUBuffer }, round: boolean, maxKeys: number, split = 0, prefill = false, fused?: boolean): void {
   const scratch = createAttentionScratch(lab.device, { heads: c.heads, qWidth: c.heads * c.d, maxKeys, prefillRows: c.M, stepRows: c.M }, 'test-attn');
   for (const b of scratch.buffers) lab.device.queue.writeBuffer(lab.own(b), 0, new Uint32Array(b.size / 4).fill(SENTINEL));
   op.attention(rec, {
@@ -487,16 +488,36 @@ function recordAttention(lab: Lab, rec: Recorder, c: AttnCase, bufs: { q: GPUBuf
     vStage: c.mode === 'linear' ? bufs.vCache : bufs.vStage,
     out: bufs.out,
     scratch: prefill ? scratch.prefill : scratch.step,
+    fused,
   });
 }
 
 /** Uploads a case's data and runs op.attention on it; returns the output's bytes. */
-async function runAttention(lab: Lab, c: AttnCase, x: AttnData, o: { round?: boolean; split?: number; prefill?: boolean } = {}): Promise<Uint8Array> {
+async function runAttention(lab: Lab, c: AttnCase, x: AttnData, o: AttnRunOptions = {}): Promise<Uint8Array> {
   const n = c.M * c.heads * c.d;
   const out = lab.sentinel(n);
   const maxKeys = c.mode === 'masked' ? op.maskedKeyCount(c.p, c.M, c.window) : c.mode === 'linear' ? x.slots : c.window + 1;
-  await lab.run((rec) => recordAttention(lab, rec, c, { q: lab.f32(x.q), kCache: lab.f32(x.kCache), vCache: lab.f32(x.vCache), kStage: lab.f32(x.kStage), vStage: lab.f32(x.vStage), out }, o.round ?? false, maxKeys, o.split ?? 0, o.prefill ?? false));
+  await lab.run((rec) => recordAttention(lab, rec, c, { q: lab.f32(x.q), kCache: lab.f32(x.kCache), vCache: lab.f32(x.vCache), kStage: lab.f32(x.kStage), vStage: lab.f32(x.vStage), out }, o.round ?? false, maxKeys, o.split ?? 0, o.prefill ?? false, o.fused));
   return lab.bytes(out, n);
+}
+interface AttnRunOptions {
+  round?: boolean;
+  split?: number;
+  prefill?: boolean;
+  fused?: boolean;
+}
+
+/**
+ * The fused path (seg_fused + combine) and the four passes, forced in turn on the same inputs, give the
+ * same bytes: the same operations in the same order per value (attention.wgsl, seg_fused). Software
+ * adapters do not contract multiply-adds, so this holds here whatever the pipeline; a GPU runs one
+ * path only (attentionFused), so the engine never relies on it there.
+ */
+async function expectFusedSame(lab: Lab, c: AttnCase, x: AttnData, o: AttnRunOptions = {}): Promise<void> {
+  const four = await runAttention(lab, c, x, { ...o, fused: false });
+  const fused = await runAttention(lab, c, x, { ...o, fused: true });
+  const what = [o.round && 'bf16', o.split && `split ${o.split}`, o.prefill && 'prefill plan'].filter(Boolean).join(', ');
+  expectSameBytes(`attention.${c.mode} fused == four passes${what ? ` (${what})` : ''}`, fused, four);
 }
 
 /**
@@ -1217,7 +1238,11 @@ describe(`GPU kernels vs the CPU float64 reference (${ADAPTER})`, () => {
   // Cases past 64 keys cut rows into segments: 301 keys = 5 x 61, 4100 = 64 x 65 (capped at 64, so
   // segments grow past 64 keys), key counts that are not multiples of 64, and blocks whose rows cross a
   // segment-count boundary (63 -> 64 keys: 1 -> 2 segments; 4032 -> 4033: 63 -> 64; 4096 -> 4097: L 64 -> 65).
-  describe('attention (scores, segmented softmax and P.V, combine)', () => {
+  // Every test runs the device's path (attentionFused: the four passes here, the fused one under
+  // RINGSIDE_KERNELS=gpu) and checks that both paths, forced, give the same bytes (expectFusedSame);
+  // the row-invariance tests run each path. The prefill plan's one segment per row puts rows past 256
+  // keys (attention.wgsl SEG_CAP) on the fused path's other storage, `s` instead of workgroup memory.
+  describe('attention (scores, segmented softmax and P.V, combine; and fused)', () => {
     const cases: AttnCase[] = [
       { name: 'linear, GQA 4:2', mode: 'linear', heads: 4, kvHeads: 2, d: 16, M: 3, p: 5, window: 0, base: 0 },
       { name: 'linear from position 0', mode: 'linear', heads: 2, kvHeads: 2, d: 32, M: 4, p: 0, window: 0, base: 0 },
@@ -1263,8 +1288,22 @@ describe(`GPU kernels vs the CPU float64 reference (${ADAPTER})`, () => {
         expectClose(`attention.${c.mode}`, await lab.read(bufs.out, n), out, mag, REL_TOL);
         const iv = f32Interval(out, mag, REL_TOL);
         expectBf16(`attention.${c.mode} bf16`, await lab.read(outB, n), out, iv.lo, iv.hi);
+        for (const round of [false, true]) await expectFusedSame(lab, c, x, { round });
+        await expectFusedSame(lab, c, x, { prefill: true });
       });
     }
+
+    it(`the device's path: two dispatches (fused) on the GPU kernel class, four on software (${process.env.RINGSIDE_KERNELS ?? 'detected'})`, async () => {
+      const c: AttnCase = { name: '', mode: 'linear', heads: 2, kvHeads: 1, d: 8, M: 2, p: 3, window: 0, base: 0 };
+      const x = attnData(new Rand(776), c);
+      expect(attentionFused(lab.kernels)).toBe(lab.kernels.kernelClass === 'gpu');
+      let dispatches = 0;
+      await lab.run((rec) => {
+        recordAttention(lab, rec, c, { q: lab.f32(x.q), kCache: lab.f32(x.kCache), vCache: lab.f32(x.vCache), kStage: lab.f32(x.kStage), vStage: lab.f32(x.vStage), out: lab.sentinel(c.M * c.heads * c.d) }, false, x.slots);
+        dispatches = rec.dispatches;
+      });
+      expect(dispatches).toBe(attentionFused(lab.kernels) ? 2 : 4);
+    });
 
     // Row invariance: row j of a block must equal the chain step that computes position p + j alone,
     // after rows 0..j-1 were committed to the cache (chainStep). The block's scratch strides (its
@@ -1285,18 +1324,18 @@ describe(`GPU kernels vs the CPU float64 reference (${ADAPTER})`, () => {
       { mode: 'masked', heads: 2, kvHeads: 1, d: 8, p: 58, window: 200, base: 0 },
       { mode: 'masked', heads: 2, kvHeads: 1, d: 8, p: 4090, window: 4200, base: 0 },
     ];
-    for (const c0 of inv) {
-      it(`row-invariant ${c0.mode}${c0.mode === 'linear' ? '' : `, W ${c0.window}, base ${c0.base}`}: block of M in ${ROW_COUNTS.join(',')} at ${c0.p} == M chain steps, byte for byte (f32 and bf16)`, async () => {
+    for (const [c0, fused] of inv.flatMap((c) => [[c, false], [c, true]] as const)) {
+      it(`row-invariant ${fused ? 'fused' : 'four-pass'} ${c0.mode}${c0.mode === 'linear' ? '' : `, W ${c0.window}, base ${c0.base}`}: block of M in ${ROW_COUNTS.join(',')} at ${c0.p} == M chain steps, byte for byte (f32 and bf16)`, async () => {
         const r = new Rand(9000 + c0.p + c0.base);
         for (const [M, round] of ROW_COUNTS.flatMap((m) => [[m, false], [m, true]] as const)) {
           const c: AttnCase = { ...c0, M, name: '' };
           if (c.mode === 'masked') expect(c.p + M, 'masked chain steps need a ring that is not full').toBeLessThanOrEqual(c.window);
           const x = attnData(r, c);
           const qRow = c.heads * c.d;
-          const all = await runAttention(lab, c, x, { round });
+          const all = await runAttention(lab, c, x, { round, fused });
           for (let j = 0; j < M; j++) {
             const s = chainStep(c, x, j);
-            expectSameBytes(`attention.${c.mode} M=${M} row ${j}${round ? ' bf16' : ''}`, all.subarray(j * qRow * 4, (j + 1) * qRow * 4), (await runAttention(lab, s.step, s.x, { round })).subarray(0, qRow * 4));
+            expectSameBytes(`attention.${c.mode}${fused ? ' fused' : ''} M=${M} row ${j}${round ? ' bf16' : ''}`, all.subarray(j * qRow * 4, (j + 1) * qRow * 4), (await runAttention(lab, s.step, s.x, { round, fused })).subarray(0, qRow * 4));
           }
           // and the block is right, not just consistent
           const want = attnReference(c, x);
@@ -1320,16 +1359,22 @@ describe(`GPU kernels vs the CPU float64 reference (${ADAPTER})`, () => {
       it(`one segment == the sequential kernel, byte for byte: ${c.name}, rows at ${c.p}..${c.p + c.M - 1}`, async () => {
         const x = attnData(new Rand(777 + c.p), c);
         expectSameBytes(`attention.${c.mode} sequential`, await runAttention(lab, c, x), bytesOf(attentionF32(c, x, () => 1)));
+        await expectFusedSame(lab, c, x);
       });
     }
     const long: AttnCase = { name: '', mode: 'linear', heads: 2, kvHeads: 1, d: 64, M: 2, p: 300, window: 0, base: 0 };
     const longRing: AttnCase = { name: '', mode: 'chrono', heads: 2, kvHeads: 1, d: 8, M: 3, p: 400, window: 200, base: 7 };
-    for (const c of [long, longRing]) {
+    // 256 .. 258 keys in one segment: the fused path's workgroup memory holds 256 (SEG_CAP), so row 0
+    // keeps its scores there and rows 1, 2 in `s`.
+    const capEdge: AttnCase = { name: '', mode: 'linear', heads: 2, kvHeads: 1, d: 8, M: 3, p: 255, window: 0, base: 0 };
+    for (const c of [long, longRing, capEdge]) {
       it(`one segment == the sequential kernel past 64 keys (${c.mode}, ${c.mode === 'linear' ? c.p + 1 : c.window} keys): split 1 and the prefill plan`, async () => {
         const x = attnData(new Rand(778 + c.p), c);
         const want = bytesOf(attentionF32(c, x, () => 1));
         expectSameBytes(`attention.${c.mode} split 1`, await runAttention(lab, c, x, { split: 1 }), want);
         expectSameBytes(`attention.${c.mode} prefill`, await runAttention(lab, c, x, { prefill: true }), want);
+        await expectFusedSame(lab, c, x, { split: 1 });
+        await expectFusedSame(lab, c, x, { prefill: true });
       });
     }
     const segmented: (AttnCase & { split: number })[] = [
@@ -1346,6 +1391,7 @@ describe(`GPU kernels vs the CPU float64 reference (${ADAPTER})`, () => {
         const x = attnData(new Rand(779 + c.p + c.split), c);
         const plan = c.split > 0 ? () => c.split : exactPlan();
         expectSameBytes(`attention.${c.mode} split ${c.split}`, await runAttention(lab, c, x, { split: c.split }), bytesOf(attentionF32(c, x, plan)));
+        await expectFusedSame(lab, c, x, { split: c.split });
       });
     }
 
@@ -1366,6 +1412,7 @@ describe(`GPU kernels vs the CPU float64 reference (${ADAPTER})`, () => {
         expectSameBytes(`attention.${c.mode} split ${S}`, await runAttention(lab, c, x, { split: S }), exact);
         const other = await runAttention(lab, c, x, { split: S - 1 });
         expect(other.some((b, i) => b !== exact[i]), `split ${S - 1} changes some bits`).toBe(true);
+        for (const split of [0, S - 1]) await expectFusedSame(lab, c, x, { split });
       });
     }
   });
@@ -1469,6 +1516,7 @@ describe(`GPU kernels vs the CPU float64 reference (${ADAPTER})`, () => {
         await lab.run((rec) => recordAttention(lab, rec, c, { q: lab.f32(x.q), kCache: lab.f32(x.kCache), vCache: lab.f32(x.vCache), kStage: lab.f32(x.kStage), vStage: lab.f32(x.vStage), out }, false, maxKeys, c.split));
         const want = attnReference(c, x);
         expectClose(`attention.${c.mode}${c.split ? '_split' : ''}`, await lab.read(out, c.M * c.heads * c.d), want.out, want.mag, REL_TOL);
+        await expectFusedSame(lab, c, x, { split: c.split });
       });
     }
   });

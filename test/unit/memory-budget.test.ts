@@ -4,6 +4,7 @@ import type { AssistantDescription, TargetDescription } from '../../src/format/m
 import { synthGeometry, syntheticCheckpoint } from '../../src/format/synthetic.ts';
 import { gpuTensorsOf, uploadWeights } from '../../src/model/gpu-weights.ts';
 import { checkMemory, fmtBytes, planMemory } from '../../src/model/memory-budget.ts';
+import { attentionScratchBytes } from '../../src/model/attention-op.ts';
 
 const lavapipe = { maxBufferSize: 4294967295, maxStorageBufferBindingSize: 134217728 };
 const open = async (p: 'tiny' | '12b') => {
@@ -49,6 +50,31 @@ describe('memory plan', () => {
       expect(plan.weights).toBe(sizes.reduce((x, y) => x + y, 0));
       expect(Math.max(...sizes)).toBeLessThanOrEqual(4096);
     }
+  });
+
+  it('workspace counts the attention scratch as target.ts and assistant.ts size it (attentionScratchBytes)', async () => {
+    const { t, a } = await open('tiny');
+    const o = { maxContext: 4096, maxBlock: 8, prefillChunk: 64 };
+    const widths = (d: TargetDescription | AssistantDescription) => ({
+      heads: Math.max(...d.layers.map((l) => l.numHeads)),
+      qWidth: Math.max(...d.layers.map((l) => l.numHeads * l.headDim)),
+    });
+    const total = (b: { scores: number; stats: number; partial: number }) => b.scores + b.stats + b.partial;
+    // target.ts: prefill rows (R = 64) in one segment, step rows (maxBlock) in up to SEG_MAX
+    const target = attentionScratchBytes({ ...widths(t), maxKeys: Math.max(t.window, o.maxContext), prefillRows: 64, stepRows: 8 });
+    // at a long context the scores ([64 rows, heads, 4096 keys] x 2) are the largest buffer of all
+    const plan = planMemory(t, o, lavapipe);
+    expect(plan.largest.bytes).toBe(target.scores);
+    expect(plan.largest.what).toMatch(/^attention scores of the target/);
+    // a binding limit just under it refuses that buffer, and only it, before anything is allocated
+    const tight = planMemory(t, o, { ...lavapipe, maxStorageBufferBindingSize: target.scores - 4 });
+    expect(tight.oversize.map((x) => x.bytes)).toEqual([target.scores]);
+    // assistant.ts: one query row over the target's caches. Its estimate does not depend on the
+    // context, so its share of the workspace grows with the context exactly as its scratch does.
+    const share = (maxContext: number) => planMemory(t, { ...o, maxContext }, lavapipe, a).workspace - planMemory(t, { ...o, maxContext }, lavapipe).workspace;
+    const asst = (maxContext: number) => total(attentionScratchBytes({ ...widths(a), maxKeys: Math.max(maxContext, t.window + 1), prefillRows: 0, stepRows: 1 }));
+    expect(share(2 * o.maxContext) - share(o.maxContext)).toBe(asst(2 * o.maxContext) - asst(o.maxContext));
+    expect(share(o.maxContext)).toBeGreaterThan(asst(o.maxContext));
   });
 
   it('12b: the embedding is split by rows to fit a 128 MiB binding; totals match GEMMA4.md scale', async () => {
