@@ -36,7 +36,7 @@ reports=("$results/vitest.json")
 
 # Pass 2: the kernel tests again on SwiftShader, those of them that pass 1 ran. RINGSIDE_ADAPTER makes
 # the tests check that Dawn really picked SwiftShader.
-swiftshader_tests=(test/gpu/kernels.test.ts)
+swiftshader_tests=(test/gpu/kernels.test.ts test/gpu/fused-ops.test.ts)
 rerun=()
 for f in "${swiftshader_tests[@]}"; do report_has "$results/vitest.json" "$f" && rerun+=("$f"); done
 if [ ${#rerun[@]} -gt 0 ]; then

@@ -11,6 +11,9 @@ struct Params {
   then_norm: u32,  // rows_wg only: 1 = then normalise the row just written into out2 (weight w2)
   has_weight2: u32,
   sums_group: u32, // rows_wg only: > 0 = then write the final row's group sums (this group size) to xs
+  // rows_wg only: rot_pairs > 0 = then rotate-half RoPE in place (rope.wgsl), rows being heads of
+  // positions pos0 + row / heads
+  rot_pairs: u32, heads: u32, pos0: u32, table_half: u32,
 }
 
 @group(0) @binding(0) var<uniform> P: Params;
@@ -21,6 +24,8 @@ struct Params {
 @group(0) @binding(4) var<storage, read> w2: array<u32>;
 @group(0) @binding(5) var<storage, read_write> out2: array<f32>;
 @group(0) @binding(6) var<storage, read_write> xs: array<f32>;
+@group(0) @binding(7) var<storage, read> cos_t: array<f32>; // [position][table_half]
+@group(0) @binding(8) var<storage, read> sin_t: array<f32>;
 
 fn r(v: f32) -> f32 { return select(v, round_bf16(v), P.round == 1u); }
 
@@ -58,6 +63,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 //   then_norm: the row just written (the residual stream, mode 1) is normalised again with w2 into
 //     out2 (the next norm of the layer); each invocation re-reads its own elements, so their squares
 //     are summed in the same order as a separate rows_wg call would;
+//   rot_pairs: RoPE of the q/k head rows just normalised (rope.wgsl's arithmetic);
 //   sums_group: the group sums of the final row (out2, else out) that the exact affine matmuls read
 //     (matmul.wgsl affine_xsum: one compensated sequential sum per group), written to xs.
 var<workgroup> part: array<vec2<f32>, WG>;
@@ -108,6 +114,24 @@ fn rows_wg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
       var v = out[ob + i] * inv2;
       if (P.has_weight2 == 1u) { v = v * bf16_to_f32(u16_at(w2[i >> 1u], i)); }
       out2[ob + i] = r(v);
+    }
+  }
+  if (P.rot_pairs > 0u) {
+    // The q/k norm's RoPE (rope.wgsl's arithmetic): pair (i, i + D/2) of the row just written, read
+    // back across invocations.
+    storageBarrier();
+    let half = P.D / 2u;
+    let tb = (P.pos0 + row / P.heads) * P.table_half;
+    for (var i = lid; i < P.rot_pairs; i += WG) {
+      let c = cos_t[tb + i];
+      let s = sin_t[tb + i];
+      let a = out[ob + i];
+      let b = out[ob + i + half];
+      var ra = a * c - b * s;
+      var rb = b * c + a * s;
+      if (P.round == 1u) { ra = round_bf16(ra); rb = round_bf16(rb); }
+      out[ob + i] = ra;
+      out[ob + i + half] = rb;
     }
   }
   if (P.sums_group > 0u) {

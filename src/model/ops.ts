@@ -228,6 +228,8 @@ export interface NormArgs {
    * output, else `out`), as groupSums would (undefined result where they would not be used).
    */
   sums?: { lin: GpuLinear; rows: Rows; slot: string };
+  /** Then rotate-half RoPE in place (op.rope): the rows are `heads` heads per position, from pos0. */
+  rope?: { table: RopeTable; heads: number; pos0: number };
 }
 
 /** Invocations per row of rmsnorm.wgsl `rows_wg` (a power of two). */
@@ -251,11 +253,13 @@ export function rmsnorm(rec: Recorder, x: GPUBuffer, weight: GPUBuffer | null, o
       a.rows, D, inStride, outStride,
       f32(a.eps), weight ? 1 : 0, a.residual ? 1 : 0, a.round ? 1 : 0,
       f32(a.residual?.postScale ?? 1), a.then ? 1 : 0, a.then?.weight ? 1 : 0, gs,
+      a.rope?.table.rotPairs ?? 0, a.rope?.heads ?? 1, a.rope?.pos0 ?? 0, a.rope?.table.half ?? 0,
     ]);
     // Unused writable bindings get placeholders of their own (WebGPU forbids two writable bindings of one range).
     const xs = gs ? rec.kernels.scratch(`xsums.${a.sums!.slot}`, a.rows * (D / gs) * 4) : rec.kernels.scratch('unused.xs', 16);
     const out2 = a.then?.out ?? rec.kernels.scratch('unused.out2', 16);
-    rec.run('rmsnorm.wgsl', 'rows_wg', { WG: NORM_WG }, [params, x, weight ?? dummy, out, a.then?.weight ?? dummy, out2, xs], a.rows);
+    const [cos, sin] = a.rope ? [a.rope.table.cos, a.rope.table.sin] : [dummy, dummy];
+    rec.run('rmsnorm.wgsl', 'rows_wg', { WG: NORM_WG }, [params, x, weight ?? dummy, out, a.then?.weight ?? dummy, out2, xs, cos, sin], a.rows);
     if (!gs) return undefined;
     const final = a.then?.out ?? out;
     return { buffer: xs, x: final, M: a.rows, K: D, xStride: D, groupSize: gs };
@@ -269,6 +273,7 @@ export function rmsnorm(rec: Recorder, x: GPUBuffer, weight: GPUBuffer | null, o
     rec.run('rmsnorm.wgsl', 'main', {}, [params, src, w ?? dummy, dst], groups(a.rows));
   };
   one(x, weight, out, { inStride, outStride, residual: a.residual });
+  if (a.rope) rope(rec, out, a.rope.table, a.rope.heads, D, a.rope.pos0, { M: a.rows / a.rope.heads, round: a.round });
   if (a.then) one(out, a.then.weight, a.then.out, { inStride: outStride, outStride });
   if (!sumsLin) return undefined;
   return groupSums(rec, sumsLin, a.then?.out ?? out, a.sums!.rows, D, a.sums!.slot);

@@ -62,6 +62,9 @@ export interface StepOptions {
   chained?: { argmaxOut: GPUBuffer; offset: number };
 }
 
+/** Layers recorded per submit within one forward (see forward()). */
+const SUBMIT_LAYERS = 6;
+
 export class TargetModel {
   readonly desc: TargetDescription;
   readonly cache: KvCache;
@@ -336,6 +339,7 @@ export class TargetModel {
     const state = this.cache.state;
 
     let inputNormed: { sums: op.GroupSums | undefined } | undefined; // set when layer i's input norm already ran
+    let midSubmitMs = 0;
     d.layers.forEach((l, i) => {
       const w = this.weights.layers[i];
       const kv = this.cache.layers[i];
@@ -358,11 +362,9 @@ export class TargetModel {
       // norm unless this is layer 0 or its input is forced.
       const xsAttn = inputNormed ? inputNormed.sums : norm(ws.h, w.inputNorm, ws.xn, M, H, { sums: { lin: w.qProj, rows, slot: 'attn' } });
       op.matmul(rec, w.qProj, ws.xn, ws.attn, rows, undefined, undefined, undefined, xsAttn); // raw q; ws.attn is free until attention
-      norm(ws.attn, w.qNorm, ws.q, M * l.numHeads, l.headDim);
-      op.rope(rec, ws.q, rope, l.numHeads, l.headDim, p, rows);
+      norm(ws.attn, w.qNorm, ws.q, M * l.numHeads, l.headDim, { rope: { table: rope, heads: l.numHeads, pos0: p } });
       op.matmul(rec, w.kProj!, ws.xn, ws.kraw, rows, undefined, undefined, undefined, xsAttn);
-      norm(ws.kraw, w.kNorm, ws.k, M * l.numKvHeads, l.headDim);
-      op.rope(rec, ws.k, rope, l.numKvHeads, l.headDim, p, rows);
+      norm(ws.kraw, w.kNorm, ws.k, M * l.numKvHeads, l.headDim, { rope: { table: rope, heads: l.numKvHeads, pos0: p } });
       let vSrc = ws.kraw; // k_eq_v: V = v_norm(raw K projection)
       if (w.vProj) {
         op.matmul(rec, w.vProj, ws.xn, ws.vraw, rows, undefined, undefined, undefined, xsAttn);
@@ -411,6 +413,17 @@ export class TargetModel {
       const carried = norm(ws.a, w.postFfNorm, ws.h, M, H, { residual: { postScale: w.layerScalar }, ...fuseNext });
       inputNormed = next ? { sums: carried } : undefined;
       capture(`layer.${i}`, ws.h, M * H);
+      // Submit every SUBMIT_LAYERS layers: the GPU starts on the first layers while the CPU records the
+      // rest (recording a 12B step costs about as much CPU time as the GPU takes to run it). Only where
+      // the commands go changes, not what they compute; the error scopes span all the submits.
+      if ((i + 1) % SUBMIT_LAYERS === 0 && i + 1 < d.layers.length) {
+        this.stats.dispatches += rec.dispatches;
+        this.stats.submits++;
+        rec.dispatches = 0;
+        const t = performance.now();
+        rec.submit();
+        midSubmitMs += performance.now() - t;
+      }
     });
 
     const result: ForwardResult = { captures: new Map() };
@@ -429,7 +442,8 @@ export class TargetModel {
       rec.copy(ws.argmax, 0, ws.ids, 0, 4);
       rec.copy(ws.argmax, 0, o.chained.argmaxOut, o.chained.offset, 4);
     }
-    this.stats.encodeMs += performance.now() - tEncode;
+    this.stats.encodeMs += performance.now() - tEncode - midSubmitMs;
+    this.stats.submitMs += midSubmitMs;
     this.submit(rec);
     if (o.chained) {
       this.stats.forwards++;

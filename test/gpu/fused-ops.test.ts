@@ -14,6 +14,8 @@ import { Recorder } from '../../src/gpu/recorder.ts';
 import { readBytes, storageBuffer, uploadBuffer } from '../../src/gpu/buffers.ts';
 import { syntheticAffine } from '../../src/bench/synthetic-gpu.ts';
 import * as op from '../../src/model/ops.ts';
+import { ropeTable } from '../../src/model/rope-tables.ts';
+import type { RopeSpec } from '../../src/format/config.ts';
 
 function rand(n: number, seed: number, scale = 1): Float32Array {
   let s = seed >>> 0 || 1;
@@ -171,5 +173,60 @@ describe('fused gate/up/GeGLU (matmul_coop gate_up)', () => {
       gate.destroy();
       up.destroy();
     });
+  }
+});
+
+/**
+ * The q/k norm with its RoPE in one rows_wg dispatch (GPU class): byte-equal to the norm and then
+ * rope.wgsl as separate dispatches, and row-invariant (M positions together == each position alone).
+ */
+describe('fused q/k norm + RoPE (rmsnorm rows_wg)', () => {
+  let ctx: GpuContext;
+  beforeAll(async () => {
+    ctx = await testGpu();
+  });
+  afterAll(() => {
+    forceKernelClass(undefined);
+    ctx?.destroy();
+  });
+
+  const specs: [string, RopeSpec][] = [['default', { ropeType: 'default', theta: 10000, partialRotary: 1 }], ['proportional 0.25', { ropeType: 'proportional', theta: 1e6, partialRotary: 0.25 }]];
+  for (const [name, spec] of specs) {
+    for (const round of [false, true]) {
+      it(`${name} RoPE, ${round ? 'bf16' : 'f32'}: fused == separate, 6 positions x 3 heads together == each position alone`, async () => {
+        forceKernelClass('gpu');
+        const kernels = new KernelCache(ctx.device);
+        forceKernelClass(undefined);
+        const device = ctx.device;
+        const d = 128, heads = 3, M = 6, p0 = 37;
+        const table = ropeTable(device, spec, d, 64);
+        const w = uploadBuffer(device, bf16Weights(d, 9), 'qnorm');
+        const dummy = storageBuffer(device, 16, 'dummy');
+        const xAll = rand(M * heads * d, 31, 3);
+        const compute = async (rowsOf: number, pos0: number, x: Float32Array, fused: boolean) => {
+          const xb = uploadBuffer(device, x, 'raw-q');
+          const out = storageBuffer(device, x.length * 4, 'q');
+          const rec = new Recorder(device, kernels, 'norm-rope-test');
+          const args = { rows: rowsOf * heads, D: d, eps: 1e-6, round };
+          if (fused) op.rmsnorm(rec, xb, w, out, dummy, { ...args, rope: { table, heads, pos0 } });
+          else {
+            op.rmsnorm(rec, xb, w, out, dummy, args);
+            op.rope(rec, out, table, heads, d, pos0, { M: rowsOf, round });
+          }
+          rec.submit();
+          const b = await readBytes(device, out, x.length * 4);
+          [xb, out].forEach((x) => x.destroy());
+          return b;
+        };
+        const fused = await compute(M, p0, xAll, true);
+        expect(Buffer.from(fused).equals(Buffer.from(await compute(M, p0, xAll, false))), 'fused vs separate').toBe(true);
+        const rowBytes = heads * d * 4;
+        for (let m = 0; m < M; m++) {
+          const alone = await compute(1, p0 + m, xAll.subarray(m * heads * d, (m + 1) * heads * d), true);
+          expect(Buffer.from(alone).equals(Buffer.from(fused.subarray(m * rowBytes, (m + 1) * rowBytes))), `position ${p0 + m} alone`).toBe(true);
+        }
+        [w, dummy, table.cos, table.sin].forEach((b) => b.destroy());
+      });
+    }
   }
 });
