@@ -7,8 +7,8 @@
 // by many lanes at a time, in wide coalesced loads. A workgroup of WG invocations covers F = WG / T
 // output features; the T invocations of one feature split its quantization groups between them
 // (slice t takes groups t, t + T, t + 2T, ...). A group's weights are loaded and unpacked ONCE into
-// registers and then meet the x rows of every row of the block (up to ROWS per pass): a verify block
-// of K rows costs about one weight read, not K.
+// registers and are unpacked for each row of the block (up to ROWS per pass): a verify block of K rows
+// reads the weights once, not K times.
 //
 // Exactness by construction: the arithmetic of output (m, n) is a fixed sequence that depends only on
 // x[m, :], W[n, :], K, group_size and T (a property of the linear, never of M):
@@ -60,16 +60,23 @@ fn word(which: u32, i: u32) -> vec4<u32> {
   if (which == 1u) { return w4u[i]; }
   return w4[i];
 }
-// The 32 weights of chunk c of the weight row starting at vec4<u32> index `row`, in x's order.
-fn coop_chunk(which: u32, row: u32, c: u32) -> V8 {
+// The packed words of chunk c of the weight row starting at vec4<u32> index `row` (4-bit: one
+// 16-byte word, repeated in u; 8-bit: two).
+struct Packed { v: vec4<u32>, u: vec4<u32> }
+fn load_chunk(which: u32, row: u32, c: u32) -> Packed {
   if (BITS == 4u) {
     let v = word(which, row + c);
-    let p0 = unpack4(v.x); let p1 = unpack4(v.y); let p2 = unpack4(v.z); let p3 = unpack4(v.w);
+    return Packed(v, v);
+  }
+  return Packed(word(which, row + 2u * c), word(which, row + 2u * c + 1u));
+}
+// Its 32 weights, centred, in x's order.
+fn unpack_chunk_words(p: Packed) -> V8 {
+  if (BITS == 4u) {
+    let p0 = unpack4(p.v.x); let p1 = unpack4(p.v.y); let p2 = unpack4(p.v.z); let p3 = unpack4(p.v.w);
     return V8(p0[0], p0[1], p1[0], p1[1], p2[0], p2[1], p3[0], p3[1]);
   }
-  let v = word(which, row + 2u * c);
-  let u = word(which, row + 2u * c + 1u);
-  return V8(unpack8(v.x), unpack8(v.y), unpack8(v.z), unpack8(v.w), unpack8(u.x), unpack8(u.y), unpack8(u.z), unpack8(u.w));
+  return V8(unpack8(p.v.x), unpack8(p.v.y), unpack8(p.v.z), unpack8(p.v.w), unpack8(p.u.x), unpack8(p.u.y), unpack8(p.u.z), unpack8(p.u.w));
 }
 fn scale_of(which: u32, i: u32) -> f32 {
   if (which == 1u) { return bf16_to_f32(u16_at(scales_u[i >> 1u], i)); }
@@ -94,16 +101,19 @@ fn pass_rows(which: u32, f: u32, t: u32, lid: u32, nc: u32, r0: u32, rows: u32) 
   for (var m = 0u; m < rows; m++) { part[m * WG + lid] = vec2<f32>(0.0); }
   for (var g = t; g < groups; g += T) {
     let c0 = g * chunks;
-    let w0 = coop_chunk(which, row, c0);
-    var w1 = w0;
-    if (chunks == 2u) { w1 = coop_chunk(which, row, c0 + 1u); }
+    let p0 = load_chunk(which, row, c0);
+    var p1 = p0;
+    if (chunks == 2u) { p1 = load_chunk(which, row, c0 + 1u); }
+    // The packed words stay in registers and are unpacked again for each row: holding the 64 unpacked
+    // weights of a group cost registers, hence workgroups in flight, and measured no faster on an H200
+    // (M = 1 and 8 alike; bench --coop-threads runs were within noise, the LM head faster this way).
     let gi = nc * groups + g;
     let scale = scale_of(which, gi);
     let bias = bias_of(which, gi) + scale * half_code();
     for (var m = 0u; m < rows; m++) {
       let xb = (r0 + m) * xrow + 8u * c0;
-      var q = chunk_dot(w0, x_chunk(xb));
-      if (chunks == 2u) { q += chunk_dot(w1, x_chunk(xb + 8u)); }
+      var q = chunk_dot(unpack_chunk_words(p0), x_chunk(xb));
+      if (chunks == 2u) { q += chunk_dot(unpack_chunk_words(p1), x_chunk(xb + 8u)); }
       var acc = part[m * WG + lid];
       acc = ksum_add(acc, scale * hsum(q));
       acc = ksum_add(acc, bias * xs[(r0 + m) * groups + g]);
@@ -111,8 +121,8 @@ fn pass_rows(which: u32, f: u32, t: u32, lid: u32, nc: u32, r0: u32, rows: u32) 
     }
   }
   workgroupBarrier();
-  // Invocation t of feature f totals row t of the pass over the T partials, in order.
   var v = 0.0;
+  // Invocation t of feature f totals row t of the pass over the T partials, in order.
   if (t < rows) {
     var s = vec2<f32>(0.0);
     var c = 0.0;

@@ -38,6 +38,7 @@ function coopFit(lin: GpuLinear, xStride: number): boolean {
 
 /** Tuning only (`bench --coop-threads N`): every coop linear uses N invocations per feature. */
 let coopThreadsOverride: number | undefined;
+
 export function setCoopThreads(n: number | undefined): void {
   if (n !== undefined && (n < 8 || n > COOP_WG || (n & (n - 1)) !== 0)) throw new Error(`coop threads per feature must be a power of two in 8..${COOP_WG}, not ${n}`);
   coopThreadsOverride = n;
@@ -46,15 +47,15 @@ export function setCoopThreads(n: number | undefined): void {
 /** matmul_coop.wgsl's workgroup: WG invocations, T of them per output feature. */
 export const COOP_WG = 256;
 /**
- * Invocations per output feature of matmul_coop.wgsl: about one quantization group each, at least 8
- * (the kernel's final totals need ROWS = 8 of them), at most 64. A function of the linear's shape only,
+ * Invocations per output feature of matmul_coop.wgsl: 16 for rows of at most 64 quantization groups
+ * (the 12B's 3840-wide inputs: about 4 groups each), 32 above (15360-wide: about 8 each). Chosen on the
+ * H200 (bench --coop-threads 8..128: 8 starves wide rows, 64 and 128 cost more in the final totals).
+ * At least 8 (the kernel's final totals need ROWS = 8 of them). A function of the linear's shape only,
  * never of M, so every row count runs the same pipeline.
  */
 export function coopThreads(groups: number): number {
   if (coopThreadsOverride) return coopThreadsOverride;
-  let t = 8;
-  while (t < 64 && t * 2 <= groups) t *= 2;
-  return t;
+  return groups <= 64 ? 16 : 32;
 }
 
 /** The exact kernel a decode step or verify block runs for this linear on this device (never a function of M). */
@@ -268,7 +269,7 @@ export function rmsnorm(rec: Recorder, x: GPUBuffer, weight: GPUBuffer | null, o
     const params = rec.params([
       a.rows, D, o.inStride, o.outStride,
       f32(a.eps), w ? 1 : 0, o.residual ? 1 : 0, a.round ? 1 : 0,
-      f32(o.residual?.postScale ?? 1), 0, 0, 0,
+      f32(o.residual?.postScale ?? 1), 0, 0, 0, 0, 0, 0, 0, // the rows_wg-only fields, unused by main
     ]);
     rec.run('rmsnorm.wgsl', 'main', {}, [params, src, w ?? dummy, dst], groups(a.rows));
   };

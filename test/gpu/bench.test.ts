@@ -85,7 +85,7 @@ describe('bench module (tiny shapes)', () => {
     expect(bd.bindGroupsPerToken).toBe(0);
     if (ctx.device.features.has('timestamp-query') && !bd.gpuNote) {
       expect(bd.kernels!.length).toBeGreaterThan(3);
-      expect(bd.kernels!.map((k) => k.kernel)).toContain('attention.scores');
+      expect(bd.kernels!.some((k) => k.kernel.startsWith('attention.'))).toBe(true);
       expect(bd.gpuMs).toBeCloseTo(bd.kernels!.reduce((a, k) => a + k.ms, 0), 9);
       // every dispatch of a profiled token is attributed to a kernel
       expect(bd.kernels!.reduce((a, k) => a + k.dispatches, 0)).toBeCloseTo(e.chain.dispatchesPerToken, 9);
