@@ -120,8 +120,7 @@ export class AssistantModel {
         const src = cache.layers[this.sources[l.type]];
         norm(ws.x, w.inputNorm, ws.xn, 1, a.hidden);
         op.matmul(rec, w.qProj, ws.xn, ws.attn, rows);
-        norm(ws.attn, w.qNorm, ws.q, l.numHeads, l.headDim);
-        op.rope(rec, ws.q, this.ropes.get(l.rope, l.headDim), l.numHeads, l.headDim, pos, rows);
+        norm(ws.attn, w.qNorm, ws.q, l.numHeads, l.headDim, { rope: { table: this.ropes.get(l.rope, l.headDim), heads: l.numHeads, pos0: pos } });
         const sliding = l.type === 'sliding';
         op.attention(rec, {
           M: 1, heads: l.numHeads, kvHeads: l.numKvHeads, d: l.headDim,
@@ -133,11 +132,9 @@ export class AssistantModel {
           out: ws.attn, scratch: { scores: ws.scores, stats: ws.attnStats, partial: ws.attnPartial, segments: SEG_MAX_EXACT },
         });
         op.matmul(rec, w.oProj, ws.attn, ws.a, rows);
-        norm(ws.a, w.postAttnNorm, ws.x, 1, a.hidden, { residual: { postScale: 1 } });
-        norm(ws.x, w.preFfNorm, ws.xn, 1, a.hidden);
-        op.matmul(rec, w.gate, ws.xn, ws.g, rows);
-        op.matmul(rec, w.up, ws.xn, ws.u, rows);
-        op.geglu(rec, ws.g, ws.u, a.intermediate, this.round);
+        // the same fused steps as the target's layers (ops.rmsnorm then/sums, ops.gateUp; one dispatch each on GPUs)
+        const xsMlp = norm(ws.a, w.postAttnNorm, ws.x, 1, a.hidden, { residual: { postScale: 1 }, then: { weight: w.preFfNorm, out: ws.xn }, sums: { lin: w.gate, rows, slot: 'mlp' } });
+        op.gateUp(rec, w.gate, w.up, ws.xn, ws.g, ws.u, rows, xsMlp);
         op.matmul(rec, w.down, ws.g, ws.a, rows);
         norm(ws.a, w.postFfNorm, ws.x, 1, a.hidden, { residual: { postScale: w.layerScalar } });
       });

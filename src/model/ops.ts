@@ -151,16 +151,6 @@ export function groupSums(rec: Recorder, lin: GpuLinear, x: GPUBuffer, r: Rows, 
 }
 
 /**
- * Group sums that the exact kernels of `lin` will read, or undefined where they would not be used
- * (dense or unsupported linears, the parity lab's split-K variants): computed once for several
- * linears over the same x (see groupSums).
- */
-export function sharedSums(rec: Recorder, lin: GpuLinear, x: GPUBuffer, r: Rows, slot: string): GroupSums | undefined {
-  if ((r.split ?? 0) !== 0 || !lanesFit(lin, lin.desc.inFeatures)) return undefined;
-  return groupSums(rec, lin, x, r, lin.desc.inFeatures, slot);
-}
-
-/**
  * g = GeGLU(gate x, up x) = gelu_tanh(gate x) * (up x), the MLP's first half. On GPUs, for linears the
  * coop kernel runs, one matmul_coop.wgsl `gate_up` dispatch computes both projections and the GeGLU,
  * with the arithmetic of two coop matmuls and elementwise.wgsl geglu; elsewhere (software adapters,
