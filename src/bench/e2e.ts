@@ -202,7 +202,7 @@ export async function benchEndToEnd(ctx: GpuContext, o: E2EOptions): Promise<E2E
     const msPerBlock = mean(blockMs);
     const verify = { block: o.block, blocks: o.blocks, msPerBlock, minMs: Math.min(...blockMs), msPerToken: msPerBlock / o.block, dispatchesPerBlock: (s.dispatches - d0) / o.blocks, submitsPerBlock: (s.submits - u0) / o.blocks };
     return {
-      model: `synthetic ${g.modelType} ${o.preset} geometry, ${o.layers} layers`, layers: o.layers, layerTypes: desc.layers.map((l) => l.type), vocab: V,
+      model: `synthetic ${g.modelType} ${o.preset} geometry, ${o.layers} layer${o.layers === 1 ? '' : 's'}`, layers: o.layers, layerTypes: desc.layers.map((l) => l.type), vocab: V,
       weightBytes: weights.bytes, uploadSeconds, timing: 'wall-clock', prefill, chain, verify, blockVsChain: msPerBlock / chain.msPerToken, probe,
     };
   } finally {

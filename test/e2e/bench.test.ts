@@ -24,7 +24,7 @@ describe('GPU measurement in the page', () => {
     expect(figures).toMatch(/4-bit matvec \(12B MLP, M = 1\)\d\.\d{3} × copy bandwidth/);
     expect(figures).toMatch(/Verify block K = 4 vs M = 1\d+\.\d\d ×/);
     // a chain token end to end on one 12B layer, as tokens/s, and where its time goes
-    expect(figures).toMatch(/Chain token end to end\d+\.\d ms = \d+\.\d tokens\/s \(synthetic .*12b geometry, 1 layers, vocab 32768\)/);
+    expect(figures).toMatch(/Chain token end to end\d+\.\d ms = \d+\.\d tokens\/s \(synthetic .*12b geometry, 1 layer, vocab 32768\)/);
     expect(figures).toMatch(/Where a token goesrecording \d+\.\d\d ms · submit \d+\.\d\d ms · waiting for the GPU \d+\.\d\d ms/);
     await screenshot(page, '23-measure-gpu');
 
