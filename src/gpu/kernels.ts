@@ -63,7 +63,7 @@ export class KernelCache {
    * A storage buffer of at least `bytes` kept for the device's lifetime, for intermediate values that
    * live within one dispatch sequence (the matmuls' x group sums): one buffer instead of one per call
    * keeps bind groups reusable. Consecutive users in one pass are ordered by WebGPU's per-dispatch
-   * synchronisation. 
+   * synchronisation.
    */
   scratch(name: string, bytes: number): GPUBuffer {
     const have = this.scratchBuffers.get(name);
