@@ -1,22 +1,23 @@
 import type { RopeSpec } from '../format/config.ts';
 import { uploadBuffer } from '../gpu/buffers.ts';
 import type { RopeTable } from './ops.ts';
-import { Rope } from '../reference/rope.ts';
+import { ropeCosSin, ropeFrequencies } from '../numerics/rope-angles.ts';
 
 /**
  * cos/sin tables for rotate-half RoPE, computed once per (theta, head dim, partial factor) on the
- * CPU by the reference's Rope (float32 steps, as transformers and MLX compute them) and uploaded:
+ * CPU by src/numerics/rope-angles.ts (float32 steps, as transformers and MLX compute them; the CPU
+ * reference uses the same module) and uploaded:
  * both arms read the very same numbers for a position. Zero-frequency pairs of proportional RoPE
  * are the identity, so the kernel skips them.
  */
 export function ropeTable(device: GPUDevice, spec: RopeSpec, d: number, positions: number): RopeTable {
   const half = d / 2;
-  const rope = new Rope(d, spec, 'f32');
-  const rotPairs = rope.rotatingPairs;
+  const freq = ropeFrequencies(d, spec, 'f32');
+  const rotPairs = freq.rotatingPairs;
   const cos = new Float32Array(positions * half);
   const sin = new Float32Array(positions * half);
   for (let p = 0; p < positions; p++) {
-    const t = rope.table(p);
+    const t = ropeCosSin(freq, p);
     cos.set(t.cos, p * half);
     sin.set(t.sin, p * half);
   }

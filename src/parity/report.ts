@@ -4,7 +4,6 @@
  * data; the page renders strings only as text (never HTML).
  */
 import type { AdapterReport } from '../gpu/device.ts';
-import type { TraceReport } from './trace.ts';
 
 export const REPORT_SCHEMA = 'ringside-report/1';
 
@@ -219,3 +218,44 @@ export function validateReport(x: unknown): string[] {
     });
   return errs;
 }
+
+// ---- the teacher-forced trace's report (src/parity/trace.ts produces it) --------------------------
+
+export interface TracePosition {
+  position: number;
+  next: number;
+  chainTop: { id: number; logit: number }[];
+  blockTop: { id: number; logit: number }[];
+  nllChain: number;
+  nllBlock: number;
+  /** chain top-1 minus top-2 logit. */
+  gap: number;
+  /** |block - chain| logit of the chain's top-1 token. */
+  deltaChosen: number;
+  agree: boolean;
+  bytesDiffering: number;
+}
+
+export interface TraceMetrics {
+  positions: number;
+  rowsByteEqual: number;
+  top1Disagreements: number;
+  decidedPositions: number;
+  decidedDisagreements: number;
+  /** Per bucket [lo, hi): positions and disagreements. */
+  buckets: { lo: number; hi: number | null; positions: number; disagreements: number }[];
+  deltaLogit: { p50: number; p90: number; p99: number; max: number };
+  perplexity: { chain: number; block: number };
+}
+
+export interface TraceReport {
+  schema: typeof REPORT_SCHEMA;
+  kind: 'trace';
+  verdict: 'equal' | 'diverges';
+  summary: string;
+  provenance: Provenance & { prefix: number; traced: number };
+  metrics: TraceMetrics;
+  positions: TracePosition[];
+  timings: { totalMs: number; prefillMs: number; chainMs: number; blockMs: number };
+}
+

@@ -5,10 +5,10 @@ import { TargetModel, type Precision } from '../model/target.ts';
 import { policyByName, type Policy } from '../model/policy.ts';
 import type { CancelToken, ProgressFn } from '../util/cancel.ts';
 import { compareRows } from './compare.ts';
-import type { Provenance } from './report.ts';
-import { REPORT_SCHEMA } from './report.ts';
+import { REPORT_SCHEMA, type CheckpointInfo, type TraceMetrics, type TracePosition, type TraceReport } from './report.ts';
 import { provenance } from './provenance.ts';
-import type { CheckpointInfo } from './report.ts';
+// The trace's report types live with the report schema (report.ts); re-exported for the trace's users.
+export type { TraceMetrics, TracePosition, TraceReport };
 
 /**
  * The teacher-forced trace (GEMMA4.md section 8): a fixed token stream, an untraced prefix, then
@@ -27,46 +27,8 @@ export interface TraceOptions {
   stream?: number[];
 }
 
-export interface TracePosition {
-  position: number;
-  next: number;
-  chainTop: { id: number; logit: number }[];
-  blockTop: { id: number; logit: number }[];
-  nllChain: number;
-  nllBlock: number;
-  /** chain top-1 minus top-2 logit. */
-  gap: number;
-  /** |block - chain| logit of the chain's top-1 token. */
-  deltaChosen: number;
-  agree: boolean;
-  bytesDiffering: number;
-}
-
 import { DECIDED_GAP, GAP_BUCKETS } from './trace-thresholds.ts';
 export { DECIDED_GAP, GAP_BUCKETS };
-
-export interface TraceMetrics {
-  positions: number;
-  rowsByteEqual: number;
-  top1Disagreements: number;
-  decidedPositions: number;
-  decidedDisagreements: number;
-  /** Per bucket [lo, hi): positions and disagreements. */
-  buckets: { lo: number; hi: number | null; positions: number; disagreements: number }[];
-  deltaLogit: { p50: number; p90: number; p99: number; max: number };
-  perplexity: { chain: number; block: number };
-}
-
-export interface TraceReport {
-  schema: typeof REPORT_SCHEMA;
-  kind: 'trace';
-  verdict: 'equal' | 'diverges';
-  summary: string;
-  provenance: Provenance & { prefix: number; traced: number };
-  metrics: TraceMetrics;
-  positions: TracePosition[];
-  timings: { totalMs: number; prefillMs: number; chainMs: number; blockMs: number };
-}
 
 export function defaultStream(n: number, vocab: number): number[] {
   let s = 0x2545f491;

@@ -1,49 +1,29 @@
 import type { RopeSpec } from '../format/config.ts';
+import { ropeCosSin, ropeFrequencies, type RopeFrequencies, type RopePrecision } from '../numerics/rope-angles.ts';
 
 /**
- * RoPE, non-interleaved ("rotate half": element i pairs with i + d/2), absolute positions.
- *
- * Frequencies: inv_freq[i] = theta^(-2i/d) for i < rotating, 0 beyond ("proportional" RoPE of full layers: only
- * floor(partial * d / 2) frequencies rotate, the pairing distance stays d/2).
- *
- * Precision: transformers builds inv_freq, the angles and cos/sin in float32 even when the model runs in
- * float64 (its rotary module forces f32). precision 'f32' reproduces that rounding step by step (Math.fround),
- * which is what the fixture goldens contain; 'f64' is the exact mathematical value.
+ * RoPE, non-interleaved ("rotate half": element i pairs with i + d/2), absolute positions, on the CPU.
+ * The frequencies and cos/sin tables come from src/numerics/rope-angles.ts (transformers' float32
+ * steps for 'f32', the exact values for 'f64'), the source the GPU engine's tables share.
  */
-export type RopePrecision = 'f32' | 'f64';
+export type { RopePrecision };
 
 export class Rope {
-  private readonly invFreq: Float64Array;
+  private readonly freq: RopeFrequencies;
   /** Pairs with a non-zero frequency (the others are the identity). */
   readonly rotatingPairs: number;
   private readonly cache = new Map<number, { cos: Float64Array; sin: Float64Array }>();
 
   constructor(readonly headDim: number, spec: RopeSpec, readonly precision: RopePrecision = 'f32') {
-    const half = headDim / 2;
-    const rotating = spec.ropeType === 'proportional' ? Math.floor((spec.partialRotary * headDim) / 2) : half;
-    this.rotatingPairs = rotating;
-    const r = precision === 'f32' ? Math.fround : (x: number) => x;
-    this.invFreq = new Float64Array(half);
-    for (let i = 0; i < rotating; i++) {
-      const expo = r((2 * i) / headDim);
-      this.invFreq[i] = r(1 / r(Math.pow(spec.theta, expo)));
-    }
+    this.freq = ropeFrequencies(headDim, spec, precision);
+    this.rotatingPairs = this.freq.rotatingPairs;
   }
 
   /** cos/sin of the d/2 angles at `pos` (the same value serves i and i + d/2). */
   table(pos: number): { cos: Float64Array; sin: Float64Array } {
     let t = this.cache.get(pos);
     if (!t) {
-      const half = this.headDim / 2;
-      const r = this.precision === 'f32' ? Math.fround : (x: number) => x;
-      const cos = new Float64Array(half);
-      const sin = new Float64Array(half);
-      for (let i = 0; i < half; i++) {
-        const a = r(this.invFreq[i] * pos);
-        cos[i] = r(Math.cos(a));
-        sin[i] = r(Math.sin(a));
-      }
-      t = { cos, sin };
+      t = ropeCosSin(this.freq, pos);
       this.cache.set(pos, t);
     }
     return t;
