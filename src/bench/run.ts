@@ -381,9 +381,11 @@ export function formatBench(b: BenchReport): string {
   out.push('');
   out.push('summary:');
   out.push(`  copy ${fx(s.copyGBps)} GB/s; FMA f32 ${fx(s.fmaF32Gflops)} GFLOP/s${s.fmaF16Gflops !== undefined ? `, f16 ${fx(s.fmaF16Gflops)} GFLOP/s` : ''}`);
-  out.push(`  ${s.model} matvec (gate/up 4-bit, M = 1): ${fx(s.matvec4bitBwRatio, 3)} x copy bandwidth`);
-  out.push(`  ${s.model} gate/up 4-bit: M = 4 costs ${fx(s.k4VsM1, 2)} x M = 1`);
-  out.push(`  ${s.model} prefill matmul (M = ${s.prefillRows ?? '-'}): ${fx(s.prefillFlopRatio, 3)} x FMA throughput`);
+  if (s.model) {
+    out.push(`  ${s.model} matvec (gate/up 4-bit, M = 1): ${fx(s.matvec4bitBwRatio, 3)} x copy bandwidth`);
+    out.push(`  ${s.model} gate/up 4-bit: M = 4 costs ${fx(s.k4VsM1, 2)} x M = 1`);
+    out.push(`  ${s.model} prefill matmul (M = ${s.prefillRows ?? '-'}): ${fx(s.prefillFlopRatio, 3)} x FMA throughput`);
+  }
   if (b.e2e) {
     out.push(`  ${fx(s.msPerChainToken, 1)} ms per chain token, ${fx(s.msPerVerifyBlock, 1)} ms per verify block, ${fx(s.prefillTokensPerSecond)} prefill tokens/s, ${fx(s.dispatchesPerToken, 1)} dispatches and ${fx(s.submitsPerToken, 1)} submits per chain token`);
     out.push(`  chain decode reads ${fx(b.e2e.chain.bytesPerToken / 1e6, 1)} MB per token: ${fx(s.decodeEffectiveGBps)} GB/s effective (fastest token) = ${fx(s.decodeBwRatio, 3)} x copy bandwidth`);

@@ -11,7 +11,7 @@ const KERNELS: readonly AffineKernel[] = ['lanes', 'tile', 'affine', 'coop'];
 export const bench: Command = {
   name: 'bench',
   summary: 'Throughput of the adapter (copy GB/s, FMA GFLOP/s), of each kernel class at 12B (31B) shapes as ratios to it, and end to end on a small synthetic model.',
-  usage: 'bench [--quick] [--full] [--json FILE] [--no-e2e] [--wall-clock] [--layers N] [--prefill-rows N] [--compare lanes,tile,affine] [--compare-head] [--no-subgroups] [--coop-threads N] [--rows 1,4,8] [--no-kernels]',
+  usage: 'bench [--quick] [--full] [--json FILE] [--no-e2e] [--wall-clock] [--layers N] [--prefill-rows N] [--compare lanes,coop,tile,affine] [--compare-head] [--no-subgroups] [--coop-threads N] [--rows 1,4,8] [--no-kernels]',
   options: {
     quick: { type: 'boolean', help: 'short form (about a minute on a 2-core CPU adapter)' },
     full: { type: 'boolean', help: 'also the 31B shapes' },
