@@ -89,8 +89,7 @@ export function matmul(rec: Recorder, lin: GpuLinear, x: GPUBuffer, y: GPUBuffer
   const k: AffineKernel = kernel ?? (r.prefill ? 'tile' : stepKernel(rec, lin, xStride));
   const fits = k === 'coop' ? coopFit(lin, xStride) : lanesFit(lin, xStride);
   if (desc.kind === 'affine' && split === 0 && k !== 'affine' && fits) {
-    const reuse = sums && sums.x === x && sums.M === r.M && sums.xStride === xStride && sums.groupSize === desc.groupSize && sums.K === desc.inFeatures;
-    const xs = reuse ? sums.buffer : groupSums(rec, lin, x, r, xStride, 'matmul').buffer;
+    const xs = sumsFor(rec, lin, x, r, xStride, sums);
     lin.weight.parts.forEach((part, i) => {
       const params = rec.params([r.M, part.rows, desc.inFeatures, desc.groupSize, part.rowStart, xStride, yStride, r.round ? 1 : 0]);
       const sb = [lin.scales!.parts[i].buffer, lin.biases!.parts[i].buffer];
@@ -150,6 +149,13 @@ export function groupSums(rec: Recorder, lin: GpuLinear, x: GPUBuffer, r: Rows, 
   return { buffer, x, M: r.M, K: d.inFeatures, xStride, groupSize: d.groupSize };
 }
 
+/** The group sums `lin` reads from x: `sums` when they were computed for this x, M, stride and grouping, else fresh ones. */
+function sumsFor(rec: Recorder, lin: GpuLinear, x: GPUBuffer, r: Rows, xStride: number, sums?: GroupSums): GPUBuffer {
+  const d = lin.desc;
+  const fits = sums && d.kind === 'affine' && sums.x === x && sums.M === r.M && sums.xStride === xStride && sums.groupSize === d.groupSize && sums.K === d.inFeatures;
+  return fits ? sums.buffer : groupSums(rec, lin, x, r, xStride, 'matmul').buffer;
+}
+
 /**
  * g = GeGLU(gate x, up x) = gelu_tanh(gate x) * (up x), the MLP's first half. On GPUs, for linears the
  * coop kernel runs, one matmul_coop.wgsl `gate_up` dispatch computes both projections and the GeGLU,
@@ -166,8 +172,7 @@ export function gateUp(rec: Recorder, gate: GpuLinear, up: GpuLinear, x: GPUBuff
   }
   const d = gate.desc as AffineLinearDesc;
   const K = d.inFeatures;
-  const reuse = sums && sums.x === x && sums.M === r.M && sums.xStride === K && sums.groupSize === d.groupSize && sums.K === K;
-  const xs = reuse ? sums.buffer : groupSums(rec, gate, x, r, K, 'matmul').buffer;
+  const xs = sumsFor(rec, gate, x, r, K, sums);
   const T = coopThreads(K / d.groupSize);
   gate.weight.parts.forEach((part, i) => {
     const params = rec.params([r.M, part.rows, K, d.groupSize, part.rowStart, K, d.outFeatures, r.round ? 1 : 0]);

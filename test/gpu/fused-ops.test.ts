@@ -31,6 +31,16 @@ function bf16Weights(n: number, seed: number): Uint32Array {
   return Uint32Array.from({ length: bits.length / 2 }, (_, i) => (bits[2 * i] | (bits[2 * i + 1] << 16)) >>> 0);
 }
 
+/** A kernel cache of the given class (the class is read when the cache is made). */
+function kernelsOf(device: GPUDevice, cls: KernelClass): KernelCache {
+  forceKernelClass(cls);
+  try {
+    return new KernelCache(device);
+  } finally {
+    forceKernelClass(undefined);
+  }
+}
+
 describe('fused residual norm + next norm + group sums (rmsnorm rows_wg)', () => {
   let ctx: GpuContext;
   beforeAll(async () => {
@@ -42,14 +52,16 @@ describe('fused residual norm + next norm + group sums (rmsnorm rows_wg)', () =>
   });
 
   const D = 256;
-  const run = async (cls: KernelClass, M: number, fused: boolean, round: boolean, rowSeed: number) => {
-    forceKernelClass(cls);
+  // The M = 5 case's input rows (residual-norm input a, residual stream h); row m alone is its slice.
+  const A = rand(5 * D, 11);
+  const Hs = rand(5 * D, 12, 4);
+  const run = async (cls: KernelClass, a0: Float32Array, h0: Float32Array, fused: boolean, round: boolean) => {
     const device = ctx.device;
-    const kernels = new KernelCache(device);
-    forceKernelClass(undefined);
+    const M = a0.length / D;
+    const kernels = kernelsOf(device, cls);
     const lin = syntheticAffine(device, 'next', 32, D, 4, 64, 3);
-    const a = uploadBuffer(device, rand(M * D, rowSeed), 'a');
-    const h = uploadBuffer(device, rand(M * D, rowSeed + 1, 4), 'h');
+    const a = uploadBuffer(device, a0, 'a');
+    const h = uploadBuffer(device, h0, 'h');
     const w1 = uploadBuffer(device, bf16Weights(D, 5), 'w1');
     const w2 = uploadBuffer(device, bf16Weights(D, 6), 'w2');
     const xn = storageBuffer(device, M * D * 4, 'xn');
@@ -81,12 +93,12 @@ describe('fused residual norm + next norm + group sums (rmsnorm rows_wg)', () =>
   for (const cls of ['gpu', 'software'] as const) {
     for (const round of [false, true]) {
       it(`${cls} kernels, ${round ? 'bf16' : 'f32'}: fused == separate dispatches, and M = 5 rows together == each row alone`, async () => {
-        const fused = await run(cls, 5, true, round, 11);
-        const separate = await run(cls, 5, false, round, 11);
+        const fused = await run(cls, A, Hs, true, round);
+        const separate = await run(cls, A, Hs, false, round);
         for (const k of ['h', 'xn', 'xs'] as const) expect(same(fused[k], separate[k]), `${k}: fused vs separate`).toBe(true);
         // each row alone: the same random rows, generated for M = 5, taken one at a time
         for (let m = 0; m < 5; m++) {
-          const one = await runRow(cls, m, round);
+          const one = await run(cls, A.subarray(m * D, (m + 1) * D), Hs.subarray(m * D, (m + 1) * D), true, round);
           expect(same(one.h, fused.h.subarray(m * D * 4, (m + 1) * D * 4)), `h row ${m}`).toBe(true);
           expect(same(one.xn, fused.xn.subarray(m * D * 4, (m + 1) * D * 4)), `xn row ${m}`).toBe(true);
           expect(same(one.xs, fused.xs.subarray(m * 16, (m + 1) * 16)), `xs row ${m}`).toBe(true);
@@ -94,28 +106,6 @@ describe('fused residual norm + next norm + group sums (rmsnorm rows_wg)', () =>
       });
     }
   }
-
-  /** Row m of the M = 5 case, run alone (M = 1). */
-  const runRow = async (cls: KernelClass, m: number, round: boolean) => {
-    forceKernelClass(cls);
-    const device = ctx.device;
-    const kernels = new KernelCache(device);
-    forceKernelClass(undefined);
-    const lin = syntheticAffine(device, 'next', 32, D, 4, 64, 3);
-    const a = uploadBuffer(device, rand(5 * D, 11).subarray(m * D, (m + 1) * D), 'a');
-    const h = uploadBuffer(device, rand(5 * D, 12, 4).subarray(m * D, (m + 1) * D), 'h');
-    const w1 = uploadBuffer(device, bf16Weights(D, 5), 'w1');
-    const w2 = uploadBuffer(device, bf16Weights(D, 6), 'w2');
-    const xn = storageBuffer(device, D * 4, 'xn');
-    const dummy = storageBuffer(device, 16, 'dummy');
-    const rec = new Recorder(device, kernels, 'fused-norm-row');
-    const sums = op.rmsnorm(rec, a, w1, h, dummy, { rows: 1, D, eps: 1e-6, round, residual: { postScale: 0.75 }, then: { weight: w2, out: xn }, sums: { lin, rows: { M: 1, round }, slot: 'test-row' } });
-    rec.submit();
-    const out = { h: await readBytes(device, h, D * 4), xn: await readBytes(device, xn, D * 4), xs: await readBytes(device, sums!.buffer, (D / 64) * 4) };
-    [a, h, w1, w2, xn, dummy].forEach((b) => b.destroy());
-    lin.destroy();
-    return out;
-  };
 });
 
 /**
@@ -134,9 +124,7 @@ describe('fused gate/up/GeGLU (matmul_coop gate_up)', () => {
 
   for (const [bits, gs] of [[4, 64], [8, 32]] as const) {
     it(`${bits}-bit gs ${gs}: fused == separate, M = 1..8 and 13 (f32 and bf16), and each row alone`, async () => {
-      forceKernelClass('gpu');
-      const kernels = new KernelCache(ctx.device);
-      forceKernelClass(undefined);
+      const kernels = kernelsOf(ctx.device, 'gpu');
       const device = ctx.device;
       const N = 40, K = 256;
       const gate = syntheticAffine(device, 'gate', N, K, bits, gs, 21);
@@ -194,9 +182,7 @@ describe('fused q/k norm + RoPE (rmsnorm rows_wg)', () => {
   for (const [name, spec] of specs) {
     for (const round of [false, true]) {
       it(`${name} RoPE, ${round ? 'bf16' : 'f32'}: fused == separate, 6 positions x 3 heads together == each position alone`, async () => {
-        forceKernelClass('gpu');
-        const kernels = new KernelCache(ctx.device);
-        forceKernelClass(undefined);
+        const kernels = kernelsOf(ctx.device, 'gpu');
         const device = ctx.device;
         const d = 128, heads = 3, M = 6, p0 = 37;
         const table = ropeTable(device, spec, d, 64);
