@@ -58,14 +58,24 @@ export async function readMany(device: GPUDevice, sources: { buffer: GPUBuffer; 
   }
   if (total === 0) return sources.map(() => new Uint8Array(0));
   const staging = device.createBuffer({ label: 'readback', size: total, usage: GPUBufferUsage.COPY_DST | GPUBufferUsage.MAP_READ });
+  // A copy WebGPU refuses (a source without COPY_SRC, a range past its end) must fail the read, not
+  // hand back the staging buffer's zeros.
+  device.pushErrorScope('validation');
   const enc = device.createCommandEncoder({ label: 'readback' });
   sources.forEach((s, i) => enc.copyBufferToBuffer(s.buffer, s.offset ?? 0, staging, offsets[i], align4(s.bytes)));
   device.queue.submit([enc.finish()]);
+  const invalid = device.popErrorScope();
   try {
     await staging.mapAsync(GPUMapMode.READ);
   } catch (e) {
     staging.destroy();
     throw new GpuError('device-lost', `The GPU device was lost while reading results back (${(e as Error).message}).`);
+  }
+  const err = await invalid;
+  if (err) {
+    staging.unmap();
+    staging.destroy();
+    throw new GpuError('validation', `Reading results back failed: ${err.message}`);
   }
   const all = new Uint8Array(staging.getMappedRange().slice(0));
   staging.unmap();

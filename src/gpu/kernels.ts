@@ -71,7 +71,8 @@ export class KernelCache {
     // The old buffer is dropped, not destroyed: dispatches recorded but not yet submitted may bind it,
     // and WebGPU keeps a buffer alive while submitted work uses it.
     const size = Math.max(256, 2 ** Math.ceil(Math.log2(Math.max(bytes, 1))));
-    const buf = this.device.createBuffer({ label: `scratch.${name}`, size, usage: GPUBufferUsage.STORAGE });
+    // COPY_SRC: captures and tests read scratch values back.
+    const buf = this.device.createBuffer({ label: `scratch.${name}`, size, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC });
     this.scratchBuffers.set(name, buf);
     return buf;
   }
