@@ -4,17 +4,17 @@
  * one needs no model and no GPU.
  */
 import './style.css';
-import { startEngineWorker } from './engine-client.ts';
-import { append, byId, clear, el } from './dom.ts';
-import { showAdapter, wireSelfTest } from './adapter-panel.ts';
-import { wireBench } from './performance-view.ts';
-import { createIntake } from './intake.ts';
-import { createRunPanel } from './run-panel.ts';
-import { createReportShell } from './report-shell.ts';
-import { readAnyReport } from './read-report.ts';
-import { decodeShareFragment } from './share-codec.ts';
-import { fetchDemo } from './demo.ts';
-import { createGenerationView } from './generation-view.ts';
+import { startEngineWorker } from './common/engine-client.ts';
+import { append, byId, clear, el } from './common/dom.ts';
+import { showAdapter, wireSelfTest } from './adapter/adapter-panel.ts';
+import { wireBench } from './adapter/performance-view.ts';
+import { createIntake } from './intake/intake.ts';
+import { createRunPanel } from './run/run-panel.ts';
+import { createReportShell } from './report/report-shell.ts';
+import { readAnyReport } from './report/read-report.ts';
+import { decodeShareFragment } from './share/share-codec.ts';
+import { fetchDemo } from './intake/demo.ts';
+import { createGenerationView } from './generation/generation-view.ts';
 
 const { engine } = startEngineWorker();
 const main = byId('app');

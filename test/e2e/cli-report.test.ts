@@ -13,8 +13,8 @@ import { newPage, pageErrors, screenshot, useServerAndBrowser } from './harness.
 import { ASSISTANT_DIR, TARGET_DIR } from './flows.ts';
 import { validateReport, type ProbeReport } from '../../src/parity/report.ts';
 import type { TraceReport } from '../../src/parity/trace.ts';
-import { defaultDetailDraw } from '../../src/ui/report-model.ts';
-import { shortDigest } from '../../src/ui/format.ts';
+import { defaultDetailDraw } from '../../src/ui/report/report-model.ts';
+import { shortDigest } from '../../src/ui/common/format.ts';
 import { expectedBuckets, expectedMetrics, shownBuckets, shownMetrics } from './trace-expect.ts';
 
 const CLI_MS = 300_000;

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { newPage, pageErrors, screenshot, useServerAndBrowser } from './harness.ts';
 import { craftedReport, divergingReport, equalReport, XSS, XSS2 } from './sample-report.ts';
-import { encodeShareFragment } from '../../src/ui/share-codec.ts';
+import { encodeShareFragment } from '../../src/ui/share/share-codec.ts';
 import type { ProbeReport } from '../../src/parity/report.ts';
 
 const linkFor = (url: string, r: unknown) => `${url}#${encodeShareFragment(r as ProbeReport)}`;

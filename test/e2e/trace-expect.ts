@@ -1,6 +1,6 @@
 /** What the trace view must show for a report, and how to read what it shows (shared by the e2e tests). */
 import type { Page } from 'playwright-core';
-import { fmtInt, fmtSci } from '../../src/ui/format.ts';
+import { fmtInt, fmtSci } from '../../src/ui/common/format.ts';
 import type { TraceReport } from '../../src/parity/trace.ts';
 
 /** The metric cells the trace view shows, keyed by data-metric. */

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { newPage, pageErrors, screenshot, useServerAndBrowser } from './harness.ts';
 import { asJson, sampleTrace } from './sample-trace.ts';
 import { XSS } from './sample-report.ts';
-import { buildShareLink } from '../../src/ui/share-link.ts';
+import { buildShareLink } from '../../src/ui/share/share-link.ts';
 import { validateReport } from '../../src/parity/report.ts';
 import { expectedBuckets, expectedMetrics, shownBuckets, shownMetrics } from './trace-expect.ts';
 

@@ -159,8 +159,8 @@ describe('trace and generation in the page on the fixture model', () => {
     const p = await newPage(env.browser, env.url);
     await p.evaluate(async () => {
       // The dev server serves the page's TypeScript modules; a string keeps vitest from rewriting import().
-      const load = new Function('u', 'return import(u)') as (u: string) => Promise<typeof import('../../src/ui/generation-view.ts')>;
-      const { createGenerationView } = await load('/src/ui/generation-view.ts');
+      const load = new Function('u', 'return import(u)') as (u: string) => Promise<typeof import('../../src/ui/generation/generation-view.ts')>;
+      const { createGenerationView } = await load('/src/ui/generation/generation-view.ts');
       const v = createGenerationView();
       document.getElementById('generation-slot')!.replaceChildren(v.root);
       const counters = { rounds: 6, drafted: 18, accepted: 9, acceptanceRate: 0.5, meanAcceptedLength: 1.5, acceptedHistogram: [2, 1, 1, 2], perPositionAccepted: [4, 3, 2] };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { settledProgress } from '../../src/ui/engine-client.ts';
+import { settledProgress } from '../../src/ui/common/engine-client.ts';
 
 describe('settledProgress: progress callbacks of an engine call', () => {
   it('passes progress on until the call settles, then ignores late messages', async () => {

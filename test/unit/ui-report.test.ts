@@ -5,12 +5,12 @@
 import { describe, expect, it } from 'vitest';
 import { deflateSync } from 'fflate';
 import { divergingReport, equalReport, craftedReport, XSS } from '../e2e/sample-report.ts';
-import { readReport, defaultDetailDraw, firstDivergenceOf, longRing, LIMITS } from '../../src/ui/report-model.ts';
-import { buildHeatmap, bytesLevel, heatColor, EQUAL_COLOR, pickRows } from '../../src/ui/heatmap-model.ts';
-import { lensPoints } from '../../src/ui/lens-chart.ts';
-import { ringFacts, describeRing } from '../../src/ui/ring-view.ts';
-import { decodeShareFragment, encodeShareFragment, mdEscape, reportFileStem, reportMarkdown, toBase64Url, MAX_REPORT_BYTES } from '../../src/ui/share-codec.ts';
-import { fmtBytes, fmtInt, fmtMs, fmtSci, num, parseLengths, shortDigest } from '../../src/ui/format.ts';
+import { readReport, defaultDetailDraw, firstDivergenceOf, longRing, LIMITS } from '../../src/ui/report/report-model.ts';
+import { buildHeatmap, bytesLevel, heatColor, EQUAL_COLOR, pickRows } from '../../src/ui/report/heatmap-model.ts';
+import { lensPoints } from '../../src/ui/report/lens-chart.ts';
+import { ringFacts, describeRing } from '../../src/ui/report/ring-view.ts';
+import { decodeShareFragment, encodeShareFragment, mdEscape, reportFileStem, reportMarkdown, toBase64Url, MAX_REPORT_BYTES } from '../../src/ui/share/share-codec.ts';
+import { fmtBytes, fmtInt, fmtMs, fmtSci, num, parseLengths, shortDigest } from '../../src/ui/common/format.ts';
 import { validateReport } from '../../src/parity/report.ts';
 
 describe('sample reports follow the schema', () => {

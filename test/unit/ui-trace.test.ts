@@ -6,15 +6,15 @@
 import { describe, expect, it } from 'vitest';
 import { asJson, sampleTrace } from '../e2e/sample-trace.ts';
 import { divergingReport } from '../e2e/sample-report.ts';
-import { readAnyReport } from '../../src/ui/read-report.ts';
-import { readReport } from '../../src/ui/report-model.ts';
-import { bucketLabel, DECIDED_GAP, disagreements, traceConsequence, traceSetup, TRACE_LIMITS } from '../../src/ui/trace-model.ts';
+import { readAnyReport } from '../../src/ui/report/read-report.ts';
+import { readReport } from '../../src/ui/report/report-model.ts';
+import { bucketLabel, DECIDED_GAP, disagreements, traceConsequence, traceSetup, TRACE_LIMITS } from '../../src/ui/trace/trace-model.ts';
 import { DECIDED_GAP as PARITY_DECIDED_GAP } from '../../src/parity/trace.ts';
-import { buildShareLink, compactTrace, MAX_LINK_CHARS } from '../../src/ui/share-link.ts';
-import { decodeShareFragment, traceFileStem, traceMarkdown } from '../../src/ui/share-codec.ts';
-import { traceDefaults } from '../../src/ui/trace-form.ts';
-import { parseTokenIds } from '../../src/ui/format.ts';
-import { generationFileStem, generationVerdict, histogramBars, perPositionBars, tokenMarks, type GenerationRun } from '../../src/ui/generation-model.ts';
+import { buildShareLink, compactTrace, MAX_LINK_CHARS } from '../../src/ui/share/share-link.ts';
+import { decodeShareFragment, traceFileStem, traceMarkdown } from '../../src/ui/share/share-codec.ts';
+import { traceDefaults } from '../../src/ui/run/trace-form.ts';
+import { parseTokenIds } from '../../src/ui/common/format.ts';
+import { generationFileStem, generationVerdict, histogramBars, perPositionBars, tokenMarks, type GenerationRun } from '../../src/ui/generation/generation-model.ts';
 import { validateReport } from '../../src/parity/report.ts';
 import { XSS } from '../e2e/sample-report.ts';
 

@@ -1,0 +1,89 @@
+/**
+ * Pure facts about a classic-versus-MTP generation run, for the generation view and its JSON download.
+ * Generation results are not a report kind (no schema of their own in src/parity): the page shows them
+ * live and can save them as JSON.
+ */
+import type { Engine } from '../../worker/engine.ts';
+import type { GenerateCounters } from '../../model/generate.ts';
+
+export type GenerationResult = Awaited<ReturnType<Engine['runGeneration']>>;
+
+export interface GenerationOptions {
+  prompt: number[] | string;
+  chat: boolean;
+  maxNew: number;
+  block: number;
+  policy: string;
+  precision: 'f32' | 'bf16';
+  draftPosition: 'hf' | 'mlxcel';
+}
+
+export interface GenerationRun {
+  options: GenerationOptions;
+  result: GenerationResult;
+  createdAt: string;
+  elapsedMs: number;
+}
+
+/** Tokens shown per side; past this the view says how many more there are. */
+export const MAX_SHOWN_TOKENS = 4096;
+
+/**
+ * How each emitted token reads against the other arm's token at the same index: `same` before the first
+ * difference, `first` at it, then `differs` where the two still differ and `after` where they happen to
+ * match again (the continuations have parted, so those matches are dimmed, not trusted).
+ */
+export type TokenMark = 'same' | 'first' | 'differs' | 'after';
+
+export function tokenMarks(tokens: readonly number[], other: readonly number[], firstDifference: number | null): TokenMark[] {
+  return tokens.slice(0, MAX_SHOWN_TOKENS).map((t, i) =>
+    firstDifference === null || i < firstDifference ? 'same' : i === firstDifference ? 'first' : t === other[i] ? 'after' : 'differs');
+}
+
+export function generationVerdict(r: GenerationResult): { verdict: 'identical' | 'differs'; text: string } {
+  const d = r.diff;
+  const a = r.classic.tokens;
+  const b = r.mtp.tokens;
+  if (d.identical) return { verdict: 'identical', text: `MTP output is identical to classic greedy decode: ${a.length} token${a.length === 1 ? '' : 's'}, same SHA-256` };
+  const i = d.firstDifference ?? 0;
+  const tok = (xs: number[]) => (i < xs.length ? `token id ${xs[i]}` : `the end (${xs.length} tokens)`);
+  return { verdict: 'differs', text: `first difference at token ${i}: classic has ${tok(a)}, MTP has ${tok(b)}` };
+}
+
+export interface Bar {
+  label: string;
+  value: number;
+  of: number;
+}
+
+/** Rounds that accepted exactly n drafts, n = 0 .. K-1. */
+export function histogramBars(c: GenerateCounters): Bar[] {
+  return c.acceptedHistogram.map((v, n) => ({ label: `${n} accepted`, value: v, of: c.rounds }));
+}
+
+/** Rounds whose draft i was accepted, i = 1 .. K-1. */
+export function perPositionBars(c: GenerateCounters): Bar[] {
+  return c.perPositionAccepted.map((v, i) => ({ label: `draft ${i + 1}`, value: v, of: c.rounds }));
+}
+
+/** The run as a JSON document (what "Download JSON" saves). */
+export function generationJson(run: GenerationRun): Record<string, unknown> {
+  const r = run.result;
+  return {
+    schema: 'ringside-generation/1',
+    createdAt: run.createdAt,
+    options: run.options,
+    verdict: generationVerdict(r).verdict,
+    diff: r.diff,
+    classic: r.classic,
+    mtp: r.mtp,
+    ...(r.classicText !== undefined ? { classicText: r.classicText } : {}),
+    ...(r.mtpText !== undefined ? { mtpText: r.mtpText } : {}),
+  };
+}
+
+export function generationFileStem(run: GenerationRun): string {
+  const safe = (s: string) => s.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '').slice(0, 40) || 'x';
+  const sha = run.result.classic.sha256.toLowerCase().replace(/[^0-9a-f]/g, '').slice(0, 12) || 'nosha';
+  return `ringside-generation-${generationVerdict(run.result).verdict}-${safe(run.options.policy)}-${run.options.precision}-K${run.options.block}-${run.options.draftPosition}-${sha}`;
+}

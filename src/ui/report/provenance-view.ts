@@ -1,0 +1,29 @@
+/** The provenance list (adapter, platform, settings, checkpoints) of a probe or a trace report, as text. */
+import type { CheckpointInfo, Provenance } from '../../parity/report.ts';
+import { el } from '../common/dom.ts';
+import { fmtBytes, fmtInt, fmtList, shortDigest } from '../common/format.ts';
+
+const ck = (c: CheckpointInfo) =>
+  `${c.modelType} · ${c.label} · ${fmtInt(c.layers)} layers, hidden ${fmtInt(c.hidden)}, ${fmtInt(c.heads)} heads, window ${fmtInt(c.window)}, vocab ${fmtInt(c.vocab)} · ${c.quantization} · ${fmtBytes(c.bytes)} · digest ${shortDigest(c.digest)}`;
+
+/** `settings` replaces the probe's draw lengths with the rows of another kind (a trace's prefix and traced). */
+export function provenanceList(p: Provenance, testid: string, settings?: [string, string][]): HTMLElement {
+  const a = p.adapter;
+  const lim = (k: string) => (Number.isFinite(a.limits[k]) ? fmtBytes(a.limits[k]) : '—');
+  const rows: [string, string][] = [
+    ['Adapter', [a.vendor, a.architecture, a.description].filter(Boolean).join(' · ') + (a.isFallbackAdapter ? ' (fallback adapter)' : '') || 'unknown'],
+    ['Features', a.features.join(', ') || 'none'],
+    ['Limits', `max buffer ${lim('maxBufferSize')}, binding ${lim('maxStorageBufferBindingSize')}`],
+    ['Platform', p.platform],
+    ['Policy', p.policy],
+    ['Precision', p.precision === 'bf16' ? 'bf16 activations (MLX rounding points)' : 'f32 activations'],
+    ['Block width K', fmtInt(p.block)],
+    ...(settings ?? [['Draw lengths', fmtList(p.drawLengths)] as [string, string]]),
+    ['Prefill chunk', fmtInt(p.prefillChunk)],
+    ...(p.draftPosition ? [['Draft position', p.draftPosition] as [string, string]] : []),
+    ['Target', ck(p.target)],
+    ...(p.assistant ? [['Assistant', ck(p.assistant)] as [string, string]] : []),
+    ['Created', `${p.createdAt} by ringside ${p.app.version}`],
+  ];
+  return el('dl', { class: 'kv', 'data-testid': testid }, ...rows.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)]));
+}
