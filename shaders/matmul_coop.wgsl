@@ -6,24 +6,29 @@
 // Why this shape: on a GPU a matvec is bound by memory bandwidth, so every weight must be read once,
 // by many lanes at a time, in wide coalesced loads. A workgroup of WG invocations covers F = WG / T
 // output features; the T invocations of one feature split its quantization groups between them
-// (slice t takes groups t, t + T, t + 2T, ...). A group's weights are loaded and unpacked ONCE into
-// registers and are unpacked for each row of the block (up to ROWS per pass): a verify block of K rows
-// reads the weights once, not K times.
+// (slice t takes groups t, t + T, t + 2T, ...). A group's weights are loaded and unpacked ONCE for
+// all the rows of the block (up to ROWS per pass): a verify block of K rows reads the weights once,
+// not K times.
 //
 // Exactness by construction: the arithmetic of output (m, n) is a fixed sequence that depends only on
 // x[m, :], W[n, :], K, group_size and T (a property of the linear, never of M):
-//   1. per group g: q = the fixed product tree of matmul_affine_dot.wgsl over its chunks (added in
-//      order), then the Neumaier steps scale * hsum(q) and bias' * sx (sx = the group's compensated x
-//      sum from matmul.wgsl affine_xsum) into invocation t's partial (s, c), groups in increasing order;
+//   1. per group g: four position sums a_j (j = the weight's place within its half word, see
+//      `nibbles`), each a chain of fma over the group's words in order; D = (a_0 + a_1 / 16) +
+//      (a_2 / 256 + a_3 / 4096) (8-bit: (a_0 + a_2) + (a_1 + a_3) / 256); then the Neumaier steps
+//      scale * D and bias' * sx (sx = the group's compensated x sum from matmul.wgsl affine_xsum) into
+//      invocation t's partial (s, c), groups in increasing order;
 //   2. the T partials of (m, n) are added by ONE invocation in the fixed order t = 0 .. T-1 (a
 //      Neumaier sum of the s parts, the c parts summed in the same order and added last).
-// The loop over rows is a run-time loop (the same instructions for every row), its per-row partials
-// live in workgroup memory indexed by (row, invocation), and no reduction order is left to the
-// driver (no subgroup or atomic reductions). Rows past ROWS take another pass over the weights with
-// the same code. Weights are unpacked without an integer-to-float conversion (a quarter- or
-// eighth-rate instruction on GPUs): the code's bits are placed in the mantissa of 2^23 and
-// 2^23 + 2^(BITS-1) is subtracted, which gives q - 2^(BITS-1) exactly, the same centred values the
-// lanes kernel unpacks.
+// Each row has its own accumulators (ROWS of them, in registers) and every row runs the same
+// operations on them; no reduction order is left to the driver (no subgroup or atomic reductions).
+// Rows past ROWS take another pass over the weights with the same code.
+//
+// Why this arithmetic: at M = 1 an H200 ran out of instruction issue before bandwidth (about five
+// instructions per 4-bit weight: shift, mask, convert, multiply, add). Here a weight costs one
+// logic op (mask in place and OR the bits of 2^23: one LOP3 on NVIDIA), one subtract (2^23 plus the
+// centring offset, exact) and one fma; the weights of a group are unpacked ONCE and used for all the
+// rows of the pass. A code left in place at bit 4j is worth q * 16^j: the 16^j is a power of two,
+// so a_j / 16^j is exactly the sum the shifted codes would give, and the scaling costs nothing.
 //#include "matmul_affine_io.wgsl"
 //#include "matmul_affine_dot.wgsl"
 @group(0) @binding(6) var<storage, read> xs: array<f32>;     // [M, groups] from matmul.wgsl affine_xsum
@@ -36,47 +41,59 @@
 
 // Invocations per output feature (ops.matmul: a function of K / group_size, never of M).
 override T: u32 = 32u;
+// Weights per quantization group (32 or 64) and the 16-byte words that hold them (1, 2 or 4).
+override GS: u32 = 64u;
+override WORDS: u32 = GS * BITS / 128u;
 // Rows of x one pass over the weights serves.
 const ROWS: u32 = 8u;
 
 // Partial (s, c) of row m (of the current pass) for invocation lid: part[m * WG + lid].
 var<workgroup> part: array<vec2<f32>, ROWS * WG>;
+// Per row of the pass: the current group's position sums, and this invocation's partial (s, c).
+// Indexed only by constants once the ROWS loops are unrolled, so they live in registers.
+var<private> acc: array<vec4<f32>, ROWS>;
+var<private> tot: array<vec2<f32>, ROWS>;
 
 const MAGIC: u32 = 0x4B000000u; // the bits of 2^23
-fn centred(bits: vec4<u32>) -> vec4<f32> {
-  return bitcast<vec4<f32>>(bits | vec4<u32>(MAGIC)) - vec4<f32>(8388608.0 + half_code());
+// Codes 0..3 of a half word h (4-bit: bits 0-15) left in place, centred: (q_j - 8) * 16^j exactly.
+// (h & mask) | MAGIC is 2^23 + q_j * 16^j (below 2^23, so exact); the subtraction removes 2^23 and
+// the centring offset 8 * 16^j in one exact step.
+fn nibbles(h: u32) -> vec4<f32> {
+  let bits = (vec4<u32>(h) & vec4<u32>(0xFu, 0xF0u, 0xF00u, 0xF000u)) | vec4<u32>(MAGIC);
+  return bitcast<vec4<f32>>(bits) - vec4<f32>(8388616.0, 8388736.0, 8390656.0, 8421376.0);
 }
-// Weights 8i .. 8i+7 of a chunk from its packed words (4-bit: word i of v; 8-bit: words 2i, 2i+1 of v|u).
-fn unpack4(w: u32) -> mat2x4<f32> {
-  let lo = (vec4<u32>(w) >> vec4<u32>(0u, 4u, 8u, 12u)) & vec4<u32>(0xFu);
-  let hi = (vec4<u32>(w) >> vec4<u32>(16u, 20u, 24u, 28u)) & vec4<u32>(0xFu);
-  return mat2x4<f32>(centred(lo), centred(hi));
+// The four 8-bit codes of word w as (q_0 - 128, (q_1 - 128) * 256, q_2 - 128, (q_3 - 128) * 256).
+fn bytes8(w: u32) -> vec4<f32> {
+  let bits = (vec4<u32>(w, w, w >> 16u, w >> 16u) & vec4<u32>(0xFFu, 0xFF00u, 0xFFu, 0xFF00u)) | vec4<u32>(MAGIC);
+  return bitcast<vec4<f32>>(bits) - vec4<f32>(8388736.0, 8421376.0, 8388736.0, 8421376.0);
 }
-fn unpack8(w: u32) -> vec4<f32> {
-  return centred((vec4<u32>(w) >> vec4<u32>(0u, 8u, 16u, 24u)) & vec4<u32>(0xFFu));
+// D of row m: the position sums scaled back (powers of two: exact) and added in a fixed order.
+fn group_dot(a: vec4<f32>) -> f32 {
+  if (BITS == 4u) { return (a.x + a.y * 0.0625) + (a.z * 0.00390625 + a.w * 0.000244140625); }
+  return (a.x + a.z) + (a.y + a.w) * 0.00390625;
 }
+
+// One 32-bit word of weights (4-bit: 8 weights, x vec4s xi and xi + 1; 8-bit: 4 weights, x vec4 xi)
+// into every row's position sums. The word is unpacked once for all rows.
+fn add_word(w: u32, xi: u32, xrow: u32, rows: u32) {
+  if (BITS == 4u) {
+    let lo = nibbles(w);
+    let hi = nibbles(w >> 16u);
+    for (var m = 0u; m < ROWS; m++) {
+      if (m < rows) { acc[m] = fma(x4[xi + m * xrow + 1u], hi, fma(x4[xi + m * xrow], lo, acc[m])); }
+    }
+  } else {
+    let v = bytes8(w);
+    for (var m = 0u; m < ROWS; m++) {
+      if (m < rows) { acc[m] = fma(x4[xi + m * xrow], v, acc[m]); }
+    }
+  }
+}
+
 // One packed 16-byte word of matrix `which` (0: w4, 1: w4u; a uniform branch).
 fn word(which: u32, i: u32) -> vec4<u32> {
   if (which == 1u) { return w4u[i]; }
   return w4[i];
-}
-// The packed words of chunk c of the weight row starting at vec4<u32> index `row` (4-bit: one
-// 16-byte word, repeated in u; 8-bit: two).
-struct Packed { v: vec4<u32>, u: vec4<u32> }
-fn load_chunk(which: u32, row: u32, c: u32) -> Packed {
-  if (BITS == 4u) {
-    let v = word(which, row + c);
-    return Packed(v, v);
-  }
-  return Packed(word(which, row + 2u * c), word(which, row + 2u * c + 1u));
-}
-// Its 32 weights, centred, in x's order.
-fn unpack_chunk_words(p: Packed) -> V8 {
-  if (BITS == 4u) {
-    let p0 = unpack4(p.v.x); let p1 = unpack4(p.v.y); let p2 = unpack4(p.v.z); let p3 = unpack4(p.v.w);
-    return V8(p0[0], p0[1], p1[0], p1[1], p2[0], p2[1], p3[0], p3[1]);
-  }
-  return V8(unpack8(p.v.x), unpack8(p.v.y), unpack8(p.v.z), unpack8(p.v.w), unpack8(p.u.x), unpack8(p.u.y), unpack8(p.u.z), unpack8(p.u.w));
 }
 fn scale_of(which: u32, i: u32) -> f32 {
   if (which == 1u) { return bf16_to_f32(u16_at(scales_u[i >> 1u], i)); }
@@ -86,39 +103,39 @@ fn bias_of(which: u32, i: u32) -> f32 {
   if (which == 1u) { return bf16_to_f32(u16_at(biases_u[i >> 1u], i)); }
   return bias_at(i);
 }
-fn x_chunk(b: u32) -> V8 {
-  return V8(x4[b], x4[b + 1u], x4[b + 2u], x4[b + 3u], x4[b + 4u], x4[b + 5u], x4[b + 6u], x4[b + 7u]);
-}
 
 // One pass of feature n's matrix `which` over rows r0 .. r0+rows-1: each invocation's partials into
 // `part`, then invocation t < rows returns row t's total (the other invocations return 0).
 fn pass_rows(which: u32, f: u32, t: u32, lid: u32, nc: u32, r0: u32, rows: u32) -> f32 {
   let F = WG / T;
-  let groups = P.K / P.group_size;
-  let chunks = P.group_size / 32u; // 1 or 2
-  let row = nc * ((P.K / 32u) * (BITS / 4u));
+  let groups = P.K / GS;
   let xrow = P.x_stride / 4u;
-  for (var m = 0u; m < rows; m++) { part[m * WG + lid] = vec2<f32>(0.0); }
+  let xw = 8u / BITS; // x vec4s per 32-bit word of weights: 2 (4-bit) or 1 (8-bit)
+  for (var m = 0u; m < ROWS; m++) { tot[m] = vec2<f32>(0.0); }
   for (var g = t; g < groups; g += T) {
-    let c0 = g * chunks;
-    let p0 = load_chunk(which, row, c0);
-    var p1 = p0;
-    if (chunks == 2u) { p1 = load_chunk(which, row, c0 + 1u); }
-    // The packed words stay in registers and are unpacked again for each row: holding the 64 unpacked
-    // weights of a group cost registers, hence workgroups in flight, and measured no faster on an H200
-    // (M = 1 and 8 alike; bench --coop-threads runs were within noise, the LM head faster this way).
+    for (var m = 0u; m < ROWS; m++) { acc[m] = vec4<f32>(0.0); }
+    let wv = (nc * groups + g) * WORDS; // the group's first 16-byte word
+    let x0 = r0 * xrow + g * (GS / 4u); // x vec4 of the group's first weight in row r0
+    for (var i = 0u; i < WORDS; i++) {
+      let p = word(which, wv + i);
+      let xi = x0 + 4u * xw * i;
+      add_word(p.x, xi, xrow, rows);
+      add_word(p.y, xi + xw, xrow, rows);
+      add_word(p.z, xi + 2u * xw, xrow, rows);
+      add_word(p.w, xi + 3u * xw, xrow, rows);
+    }
     let gi = nc * groups + g;
     let scale = scale_of(which, gi);
     let bias = bias_of(which, gi) + scale * half_code();
-    for (var m = 0u; m < rows; m++) {
-      let xb = (r0 + m) * xrow + 8u * c0;
-      var q = chunk_dot(unpack_chunk_words(p0), x_chunk(xb));
-      if (chunks == 2u) { q += chunk_dot(unpack_chunk_words(p1), x_chunk(xb + 8u)); }
-      var acc = part[m * WG + lid];
-      acc = ksum_add(acc, scale * hsum(q));
-      acc = ksum_add(acc, bias * xs[(r0 + m) * groups + g]);
-      part[m * WG + lid] = acc;
+    for (var m = 0u; m < ROWS; m++) {
+      if (m < rows) {
+        let d = scale * group_dot(acc[m]);
+        tot[m] = ksum_add(ksum_add(tot[m], d), bias * xs[(r0 + m) * groups + g]);
+      }
     }
+  }
+  for (var m = 0u; m < ROWS; m++) {
+    if (m < rows) { part[m * WG + lid] = tot[m]; }
   }
   workgroupBarrier();
   var v = 0.0;
@@ -127,9 +144,9 @@ fn pass_rows(which: u32, f: u32, t: u32, lid: u32, nc: u32, r0: u32, rows: u32) 
     var s = vec2<f32>(0.0);
     var c = 0.0;
     for (var i = 0u; i < T; i++) {
-      let p = part[t * WG + i * F + f];
-      s = ksum_add(s, p.x);
-      c += p.y;
+      let q = part[t * WG + i * F + f];
+      s = ksum_add(s, q.x);
+      c += q.y;
     }
     v = s.x + (s.y + c);
   }

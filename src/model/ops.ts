@@ -97,7 +97,7 @@ export function matmul(rec: Recorder, lin: GpuLinear, x: GPUBuffer, y: GPUBuffer
       if (k === 'coop') {
         const T = coopThreads(desc.inFeatures / desc.groupSize);
         // bindings 9-11 belong to gate_up; `main` never reads them but its layout lists them: the gate's again
-        rec.run('matmul_coop.wgsl', 'main', { BITS: desc.bits, WG: COOP_WG, T }, [...bindings, part.buffer, ...sb], Math.ceil(part.rows / (COOP_WG / T)));
+        rec.run('matmul_coop.wgsl', 'main', { BITS: desc.bits, WG: COOP_WG, T, GS: desc.groupSize }, [...bindings, part.buffer, ...sb], Math.ceil(part.rows / (COOP_WG / T)));
         return;
       }
       const shader = rec.kernels.subgroupsOf8 ? 'matmul_lanes_subgroupx.wgsl' : 'matmul_lanes_loadx.wgsl';
@@ -178,7 +178,7 @@ export function gateUp(rec: Recorder, gate: GpuLinear, up: GpuLinear, x: GPUBuff
     const params = rec.params([r.M, part.rows, K, d.groupSize, part.rowStart, K, d.outFeatures, r.round ? 1 : 0]);
     const bindings = [params, undefined, undefined, g, gate.scales!.parts[i].buffer, gate.biases!.parts[i].buffer, xs, x, part.buffer,
       up.weight.parts[i].buffer, up.scales!.parts[i].buffer, up.biases!.parts[i].buffer];
-    rec.run('matmul_coop.wgsl', 'gate_up', { BITS: d.bits, WG: COOP_WG, T }, bindings, Math.ceil(part.rows / (COOP_WG / T)));
+    rec.run('matmul_coop.wgsl', 'gate_up', { BITS: d.bits, WG: COOP_WG, T, GS: d.groupSize }, bindings, Math.ceil(part.rows / (COOP_WG / T)));
   });
 }
 
