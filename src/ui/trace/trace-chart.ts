@@ -78,20 +78,49 @@ function positionStep(n: number, colW: number): number {
 }
 
 /** Paints the chart at (x, y) in CSS pixels of `ctx`. */
-export function drawTraceChart(ctx: CanvasRenderingContext2D, points: readonly TracePosition[], L: TraceChartLayout, x = 0, y = 0, cursor?: number): void {
+export function drawTraceChart(ctx: CanvasRenderingContext2D, points: Points, L: TraceChartLayout, x = 0, y = 0, cursor?: number): void {
   ctx.save();
   ctx.translate(x, y);
-  const plotR = L.width - L.right;
   ctx.font = `11px ${FONT}`;
   ctx.textBaseline = 'middle';
+  drawDecidedShading(ctx, points, L);
+  drawLogAxis(ctx, L);
+  drawThreshold(ctx, L);
+  drawGapTicks(ctx, points, L);
+  drawDeltas(ctx, points, L);
+  drawDisagreements(ctx, points, L);
+  drawStrips(ctx, points, L);
+  drawPositionAxis(ctx, points, L);
+  drawCursor(ctx, points, L, cursor);
+  drawLegend(ctx, L);
+  ctx.restore();
+}
 
-  // Decided positions, shaded behind everything.
+/** Right edge of the plot area. */
+const plotRight = (L: TraceChartLayout) => L.width - L.right;
+
+/** Width of a gap tick (and of a "= 0" mark): at most 8 px, at most 80% of a column. */
+const tickWidth = (L: TraceChartLayout) => Math.max(1, Math.min(8, L.colW * 0.8));
+
+/** y of the two strips under the "= 0" line: top-1 agreement, then decided. */
+function stripRows(L: TraceChartLayout): { agree: number; decided: number } {
+  const agree = L.zeroY + 12;
+  return { agree, decided: agree + 14 };
+}
+
+type Points = readonly TracePosition[];
+
+/** Decided positions (gap >= DECIDED_GAP), shaded behind everything. */
+function drawDecidedShading(ctx: CanvasRenderingContext2D, points: Points, L: TraceChartLayout): void {
   ctx.fillStyle = TRACE_COLORS.decided;
   points.forEach((p, i) => {
     if (p.gap >= DECIDED_GAP) ctx.fillRect(L.left + i * L.colW, L.top, Math.max(1, L.colW), L.plotH);
   });
+}
 
-  // Decades.
+/** The log axis: decade lines and labels, the "= 0" label, the plot frame and the axis title. */
+function drawLogAxis(ctx: CanvasRenderingContext2D, L: TraceChartLayout): void {
+  const plotR = plotRight(L);
   ctx.strokeStyle = '#e4e7eb';
   ctx.lineWidth = 1;
   ctx.fillStyle = '#5b6470';
@@ -114,10 +143,14 @@ export function drawTraceChart(ctx: CanvasRenderingContext2D, points: readonly T
   ctx.textAlign = 'center';
   ctx.fillText('|Δ logit| of chain top-1', 0, 0);
   ctx.restore();
+}
 
-  // The decided threshold.
+/** The decided threshold: a dashed line at DECIDED_GAP, labelled right of the plot. */
+function drawThreshold(ctx: CanvasRenderingContext2D, L: TraceChartLayout): void {
+  const plotR = plotRight(L);
   const ty = Math.round(L.yOf(DECIDED_GAP)) + 0.5;
   ctx.strokeStyle = TRACE_COLORS.threshold;
+  ctx.lineWidth = 1;
   ctx.setLineDash([6, 4]);
   ctx.beginPath();
   ctx.moveTo(L.left, ty);
@@ -128,9 +161,11 @@ export function drawTraceChart(ctx: CanvasRenderingContext2D, points: readonly T
   ctx.textAlign = 'left';
   ctx.fillText(`gap ${DECIDED_GAP.toFixed(1)}`, plotR + 6, ty - 7);
   ctx.fillText('(decided)', plotR + 6, ty + 7);
+}
 
-  // Gaps (grey ticks), then deltas (dots), then disagreements (crosses) on top.
-  const tick = Math.max(1, Math.min(8, L.colW * 0.8));
+/** The chain's top-1/top-2 gaps, as grey ticks. */
+function drawGapTicks(ctx: CanvasRenderingContext2D, points: Points, L: TraceChartLayout): void {
+  const tick = tickWidth(L);
   ctx.strokeStyle = TRACE_COLORS.gap;
   ctx.lineWidth = 1.5;
   ctx.beginPath();
@@ -141,6 +176,11 @@ export function drawTraceChart(ctx: CanvasRenderingContext2D, points: readonly T
     ctx.lineTo(L.xOf(i) + tick / 2, yy);
   });
   ctx.stroke();
+}
+
+/** |delta logit| of each position: a dot on the log axis, or a mark on the "= 0" line. */
+function drawDeltas(ctx: CanvasRenderingContext2D, points: Points, L: TraceChartLayout): void {
+  const tick = tickWidth(L);
   const r = Math.max(1.2, Math.min(3, L.colW / 2.5));
   points.forEach((p, i) => {
     const cx = L.xOf(i);
@@ -154,6 +194,10 @@ export function drawTraceChart(ctx: CanvasRenderingContext2D, points: readonly T
       ctx.fillRect(cx - Math.max(0.5, tick / 2), L.zeroY - 1.5, Math.max(1, tick), 3);
     }
   });
+}
+
+/** Top-1 disagreements: red crosses over their delta (or on the "= 0" line). */
+function drawDisagreements(ctx: CanvasRenderingContext2D, points: Points, L: TraceChartLayout): void {
   ctx.strokeStyle = TRACE_COLORS.disagree;
   ctx.lineWidth = 2;
   points.forEach((p, i) => {
@@ -167,82 +211,99 @@ export function drawTraceChart(ctx: CanvasRenderingContext2D, points: readonly T
     ctx.lineTo(cx - 5, cy + 5);
     ctx.stroke();
   });
+}
 
-  // Strips: top-1 agreement and decided, then the position axis.
-  const s1 = L.zeroY + 12;
-  const s2 = s1 + 14;
+/** The two strips under the plot (top-1 agreement, decided), with their labels. */
+function drawStrips(ctx: CanvasRenderingContext2D, points: Points, L: TraceChartLayout): void {
+  const rows = stripRows(L);
   points.forEach((p, i) => {
     const x0 = L.left + i * L.colW;
     const w = Math.max(1, L.colW - (L.colW > 4 ? 1 : 0));
     ctx.fillStyle = p.agree ? TRACE_COLORS.zero : TRACE_COLORS.disagree;
-    ctx.fillRect(x0, s1, w, 8);
+    ctx.fillRect(x0, rows.agree, w, 8);
     ctx.fillStyle = p.gap >= DECIDED_GAP ? '#e0a33a' : '#eef1f4';
-    ctx.fillRect(x0, s2, w, 8);
+    ctx.fillRect(x0, rows.decided, w, 8);
   });
   ctx.fillStyle = '#1b1f24';
   ctx.textAlign = 'right';
-  ctx.fillText('top-1', L.left - 6, s1 + 4);
-  ctx.fillText('decided', L.left - 6, s2 + 4);
-  ctx.fillText('position', L.left - 6, s2 + 22);
+  ctx.fillText('top-1', L.left - 6, rows.agree + 4);
+  ctx.fillText('decided', L.left - 6, rows.decided + 4);
+}
+
+/** The position axis under the strips: its title and a label every round step. */
+function drawPositionAxis(ctx: CanvasRenderingContext2D, points: Points, L: TraceChartLayout): void {
+  const y = stripRows(L).decided + 22;
+  ctx.fillStyle = '#1b1f24';
+  ctx.textAlign = 'right';
+  ctx.fillText('position', L.left - 6, y);
   ctx.fillStyle = '#5b6470';
   ctx.textAlign = 'center';
   const ps = positionStep(points.length, L.colW);
   points.forEach((p, i) => {
-    if (Number.isFinite(p.position) && p.position % ps === 0) ctx.fillText(String(p.position), L.xOf(i), s2 + 22);
+    if (Number.isFinite(p.position) && p.position % ps === 0) ctx.fillText(String(p.position), L.xOf(i), y);
   });
+}
 
-  if (cursor !== undefined && cursor >= 0 && cursor < points.length) {
-    ctx.strokeStyle = '#1b1f24';
-    ctx.lineWidth = 1;
-    const cx = Math.round(L.xOf(cursor)) + 0.5;
-    ctx.beginPath();
-    ctx.moveTo(cx, L.top);
-    ctx.lineTo(cx, s2 + 8);
-    ctx.stroke();
-  }
+/** A vertical line through the plot and the strips at the hovered position. */
+function drawCursor(ctx: CanvasRenderingContext2D, points: Points, L: TraceChartLayout, cursor: number | undefined): void {
+  if (cursor === undefined || cursor < 0 || cursor >= points.length) return;
+  ctx.strokeStyle = '#1b1f24';
+  ctx.lineWidth = 1;
+  const cx = Math.round(L.xOf(cursor)) + 0.5;
+  ctx.beginPath();
+  ctx.moveTo(cx, L.top);
+  ctx.lineTo(cx, stripRows(L).decided + 8);
+  ctx.stroke();
+}
 
-  // Legend.
-  let lx = L.left;
-  const ly = s2 + 44;
-  ctx.textAlign = 'left';
-  const item = (draw: (x: number) => void, label: string) => {
-    if (lx + 16 + ctx.measureText(label).width > L.width - 8) return;
-    draw(lx);
-    ctx.fillStyle = '#5b6470';
-    ctx.fillText(label, lx + 14, ly);
-    lx += 14 + ctx.measureText(label).width + 16;
-  };
-  item((x) => {
+/** One legend entry: paints its swatch with the left edge at x, centred on y. */
+type Swatch = (ctx: CanvasRenderingContext2D, x: number, y: number) => void;
+
+const LEGEND: readonly [Swatch, string][] = [
+  [(ctx, x, y) => {
     ctx.fillStyle = TRACE_COLORS.agree;
     ctx.beginPath();
-    ctx.arc(x + 5, ly, 3, 0, 2 * Math.PI);
+    ctx.arc(x + 5, y, 3, 0, 2 * Math.PI);
     ctx.fill();
-  }, '|Δ logit|, top-1 agrees');
-  item((x) => {
+  }, '|Δ logit|, top-1 agrees'],
+  [(ctx, x, y) => {
     ctx.strokeStyle = TRACE_COLORS.disagree;
     ctx.lineWidth = 2;
     ctx.beginPath();
-    ctx.moveTo(x + 1, ly - 4);
-    ctx.lineTo(x + 9, ly + 4);
-    ctx.moveTo(x + 9, ly - 4);
-    ctx.lineTo(x + 1, ly + 4);
+    ctx.moveTo(x + 1, y - 4);
+    ctx.lineTo(x + 9, y + 4);
+    ctx.moveTo(x + 9, y - 4);
+    ctx.lineTo(x + 1, y + 4);
     ctx.stroke();
-  }, 'top-1 differs');
-  item((x) => {
+  }, 'top-1 differs'],
+  [(ctx, x, y) => {
     ctx.fillStyle = TRACE_COLORS.zero;
-    ctx.fillRect(x + 1, ly - 1.5, 8, 3);
-  }, '|Δ| exactly 0');
-  item((x) => {
+    ctx.fillRect(x + 1, y - 1.5, 8, 3);
+  }, '|Δ| exactly 0'],
+  [(ctx, x, y) => {
     ctx.strokeStyle = TRACE_COLORS.gap;
     ctx.lineWidth = 1.5;
     ctx.beginPath();
-    ctx.moveTo(x + 1, ly);
-    ctx.lineTo(x + 9, ly);
+    ctx.moveTo(x + 1, y);
+    ctx.lineTo(x + 9, y);
     ctx.stroke();
-  }, 'chain top-1 − top-2 gap');
-  item((x) => {
+  }, 'chain top-1 − top-2 gap'],
+  [(ctx, x, y) => {
     ctx.fillStyle = TRACE_COLORS.decided;
-    ctx.fillRect(x, ly - 5, 10, 10);
-  }, `decided (gap ≥ ${DECIDED_GAP.toFixed(1)})`);
-  ctx.restore();
+    ctx.fillRect(x, y - 5, 10, 10);
+  }, `decided (gap ≥ ${DECIDED_GAP.toFixed(1)})`],
+];
+
+/** The legend, one line under the position axis; entries that would not fit the width are left out. */
+function drawLegend(ctx: CanvasRenderingContext2D, L: TraceChartLayout): void {
+  let lx = L.left;
+  const ly = stripRows(L).decided + 44;
+  ctx.textAlign = 'left';
+  for (const [swatch, label] of LEGEND) {
+    if (lx + 16 + ctx.measureText(label).width > L.width - 8) continue;
+    swatch(ctx, lx, ly);
+    ctx.fillStyle = '#5b6470';
+    ctx.fillText(label, lx + 14, ly);
+    lx += 14 + ctx.measureText(label).width + 16;
+  }
 }
