@@ -36,7 +36,10 @@ reports=("$results/vitest.json")
 
 # Pass 2: the kernel tests again on SwiftShader, those of them that pass 1 ran. RINGSIDE_ADAPTER makes
 # the tests check that Dawn really picked SwiftShader.
-swiftshader_tests=(test/gpu/kernels.test.ts test/gpu/fused-ops.test.ts)
+swiftshader_tests=(test/gpu/kernels-matmul.test.ts test/gpu/kernels-attention.test.ts test/gpu/kernels-norm-rope.test.ts
+  test/gpu/kernels-elementwise.test.ts test/gpu/fused-ops.test.ts)
+# Every inexact policy's variant with its mechanism off equals the exact kernel on this adapter too.
+swiftshader_tests+=(test/gpu/policy-twins.test.ts)
 rerun=()
 for f in "${swiftshader_tests[@]}"; do report_has "$results/vitest.json" "$f" && rerun+=("$f"); done
 if [ ${#rerun[@]} -gt 0 ]; then
@@ -51,8 +54,11 @@ fi
 # path real GPUs take, not only the one software adapters take.
 # mtp.test.ts runs its fixture, chained-decode and K = 4 long-generation tests there: the GPU kernels are
 # slow on a CPU adapter (its other long generations took 8 minutes), and K = 2, 3, 8 add nothing kernel-wise.
-gpu_class_tests=(test/gpu/kernels.test.ts test/gpu/fused-ops.test.ts test/gpu/exactness.test.ts test/gpu/probe.test.ts
+gpu_class_tests=(test/gpu/kernels-matmul.test.ts test/gpu/kernels-attention.test.ts test/gpu/kernels-norm-rope.test.ts
+  test/gpu/kernels-elementwise.test.ts test/gpu/fused-ops.test.ts test/gpu/exactness.test.ts test/gpu/probe.test.ts
   test/gpu/target-golden.test.ts test/gpu/assistant.test.ts test/gpu/trace.test.ts test/gpu/bench.test.ts)
+# ... and equals the exact kernel of the GPU class (coop, fused attention) there.
+gpu_class_tests+=(test/gpu/policy-twins.test.ts)
 rerun=()
 for f in "${gpu_class_tests[@]}"; do report_has "$results/vitest.json" "$f" && rerun+=("$f"); done
 if [ ${#rerun[@]} -gt 0 ]; then

@@ -8,7 +8,7 @@ import { GpuError } from '../gpu/errors.ts';
  * for M query rows over one layer's cache, for every cache layout (ATTENTION_MODE). Re-exported by
  * ops.ts.
  *
- * Two paths with byte-identical arithmetic (kernels.test.ts compares them on the software adapters):
+ * Two paths with byte-identical arithmetic (kernels-attention.test.ts compares them on the software adapters):
  * four dispatches (scores, seg_softmax, seg_pv, combine), or two (seg_fused, one workgroup per
  * segment, then combine). See attentionFused for which one a device takes.
  */
