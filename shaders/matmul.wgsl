@@ -5,8 +5,6 @@
 // fixed order (group by group, element by element). The arithmetic of a row therefore depends only
 // on that row's x and the weights, never on how many rows are dispatched (M) or where the row sits.
 //#include "matmul_affine_io.wgsl"
-// affine_split only (inexact policies): number of contiguous K ranges summed separately.
-override SPLIT: u32 = 2u;
 
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read> w: array<u32>;
@@ -48,46 +46,6 @@ fn affine(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
     acc = ksum_add(acc, bias_at(gi) * ksum_value(sx));
   }
   store(m, n, ksum_value(acc));
-}
-
-// Inexact variant for the parity lab (policy matmul-m-split, M-dependent prefill): the groups are
-// cut into SPLIT contiguous ranges, each summed in plain f32, then the partials are added in order,
-// the way a split-K kernel reduces. Same math, different rounding: never used by the exact policy.
-@compute @workgroup_size(WG)
-fn affine_split(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-                @builtin(local_invocation_index) lid: u32) {
-  let idx = linear_workgroup(wid, nwg) * WG + lid;
-  let n = idx % P.N;
-  let m = idx / P.N;
-  if (m >= P.M) { return; }
-  let per_word = 32u / BITS;
-  let mask = (1u << BITS) - 1u;
-  let words_per_row = P.K / per_word;
-  let groups = P.K / P.group_size;
-  let words_per_group = P.group_size / per_word;
-  let xrow = m * P.x_stride;
-  let per_split = (groups + SPLIT - 1u) / SPLIT;
-  var total = 0.0;
-  for (var sp = 0u; sp < SPLIT; sp++) {
-    var part = 0.0;
-    for (var g = sp * per_split; g < min(groups, (sp + 1u) * per_split); g++) {
-      var qx = 0.0;
-      var sx = 0.0;
-      for (var wi = 0u; wi < words_per_group; wi++) {
-        let word = w[n * words_per_row + g * words_per_group + wi];
-        let k0 = g * P.group_size + wi * per_word;
-        for (var e = 0u; e < per_word; e++) {
-          let xv = x[xrow + k0 + e];
-          qx += f32((word >> (e * BITS)) & mask) * xv;
-          sx += xv;
-        }
-      }
-      let gi = n * groups + g;
-      part += scale_at(gi) * qx + bias_at(gi) * sx;
-    }
-    total += part;
-  }
-  store(m, n, total);
 }
 
 // ---- affine_xsum: per-group sums of x for matmul_lanes.wgsl (affine_lanes, affine_tile) --------

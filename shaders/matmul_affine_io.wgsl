@@ -1,5 +1,5 @@
 // The parameters and bindings every affine (MLX-quantized) matmul kernel shares: matmul.wgsl
-// (affine, affine_split, affine_xsum) and matmul_lanes.wgsl (lanes, tile). ops.matmul fills Params
+// (affine, affine_xsum) and matmul_lanes.wgsl (lanes, tile). ops.matmul fills Params
 // the same way for all of them.
 override BITS: u32 = 4u;
 override WG: u32 = 64u;

@@ -3,7 +3,6 @@
 // One invocation per output element, sequential reduction over k: row-invariant (see matmul.wgsl).
 override WG: u32 = 64u;
 override DTYPE: u32 = 0u; // 0 bf16, 1 f16, 2 f32
-override SPLIT: u32 = 2u;   // main_split only
 
 struct Params { M: u32, N: u32, K: u32, _unused: u32, n_offset: u32, x_stride: u32, y_stride: u32, round: u32 }
 
@@ -32,24 +31,4 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   }
   let acc = ksum_value(s);
   y[m * P.y_stride + P.n_offset + n] = select(acc, round_bf16(acc), P.round == 1u);
-}
-
-// Inexact split-K variant (see affine_split in matmul.wgsl).
-@compute @workgroup_size(WG)
-fn main_split(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-              @builtin(local_invocation_index) lid: u32) {
-  let idx = linear_workgroup(wid, nwg) * WG + lid;
-  let n = idx % P.N;
-  let m = idx / P.N;
-  if (m >= P.M) { return; }
-  let per_split = (P.K + SPLIT - 1u) / SPLIT;
-  var total = 0.0;
-  for (var sp = 0u; sp < SPLIT; sp++) {
-    var part = 0.0;
-    for (var k = sp * per_split; k < min(P.K, (sp + 1u) * per_split); k++) {
-      part += x[m * P.x_stride + k] * weight(n * P.K + k);
-    }
-    total += part;
-  }
-  y[m * P.y_stride + P.n_offset + n] = select(total, round_bf16(total), P.round == 1u);
 }

@@ -15,6 +15,7 @@ import matmulLanesSubgroupX from '../../shaders/matmul_lanes_subgroupx.wgsl?raw'
 import matmulAffineDot from '../../shaders/matmul_affine_dot.wgsl?raw';
 import matmulCoop from '../../shaders/matmul_coop.wgsl?raw';
 import matmulDense from '../../shaders/matmul_dense.wgsl?raw';
+import matmulSplit from '../../shaders/matmul_split.wgsl?raw';
 import embed from '../../shaders/embed.wgsl?raw';
 import rmsnorm from '../../shaders/rmsnorm.wgsl?raw';
 import rope from '../../shaders/rope.wgsl?raw';
@@ -35,6 +36,7 @@ const FILES: Record<string, string> = {
   'matmul_affine_dot.wgsl': matmulAffineDot,
   'matmul_coop.wgsl': matmulCoop,
   'matmul_dense.wgsl': matmulDense,
+  'matmul_split.wgsl': matmulSplit,
   'embed.wgsl': embed,
   'rmsnorm.wgsl': rmsnorm,
   'rope.wgsl': rope,

@@ -80,15 +80,19 @@ export function stepKernel(rec: Recorder, lin: GpuLinear, xStride = lin.desc.inF
  *   weights loaded and unpacked once for the 8 rows. Prefill need not equal decode bit for bit:
  *   both arms of every comparison prefill alike.
  * - 'affine': one invocation per output; the fallback for linears the others cannot run.
- * The parity lab's split > 0 runs the inexact `affine_split` (dense: `main_split`).
+ * The parity lab's split > 0 runs split-K (matmulSplitK): this same exact path once per K range.
  * `npm run bench` measures them on the current adapter (--compare).
  */
 export function matmul(rec: Recorder, lin: GpuLinear, x: GPUBuffer, y: GPUBuffer, r: Rows, xStride = lin.desc.inFeatures, yStride = lin.desc.outFeatures, kernel?: AffineKernel, sums?: GroupSums): void {
   const { desc } = lin;
   const split = r.split ?? 0;
+  if (split > 0) {
+    matmulSplitK(rec, lin, x, y, r, split, xStride, yStride, kernel);
+    return;
+  }
   const k: AffineKernel = kernel ?? (r.prefill ? 'tile' : stepKernel(rec, lin, xStride));
   const fits = k === 'coop' ? coopFit(lin, xStride) : lanesFit(lin, xStride);
-  if (desc.kind === 'affine' && split === 0 && k !== 'affine' && fits) {
+  if (desc.kind === 'affine' && k !== 'affine' && fits) {
     const xs = sumsFor(rec, lin, x, r, xStride, sums);
     lin.weight.parts.forEach((part, i) => {
       const params = rec.params([r.M, part.rows, desc.inFeatures, desc.groupSize, part.rowStart, xStride, yStride, r.round ? 1 : 0]);
@@ -112,14 +116,54 @@ export function matmul(rec: Recorder, lin: GpuLinear, x: GPUBuffer, y: GPUBuffer
   lin.weight.parts.forEach((part, i) => {
     if (desc.kind === 'affine') {
       const params = rec.params([r.M, part.rows, desc.inFeatures, desc.groupSize, part.rowStart, xStride, yStride, r.round ? 1 : 0]);
-      const [entry, constants] = split > 0 ? ['affine_split', { BITS: desc.bits, SPLIT: split }] : ['affine', { BITS: desc.bits }];
-      rec.run('matmul.wgsl', entry, constants, [params, x, part.buffer, y, lin.scales!.parts[i].buffer, lin.biases!.parts[i].buffer], groups(r.M * part.rows));
+      rec.run('matmul.wgsl', 'affine', { BITS: desc.bits }, [params, x, part.buffer, y, lin.scales!.parts[i].buffer, lin.biases!.parts[i].buffer], groups(r.M * part.rows));
     } else {
       const params = rec.params([r.M, part.rows, desc.inFeatures, 0, part.rowStart, xStride, yStride, r.round ? 1 : 0]);
-      const dtype = DENSE_DTYPE[desc.weight.dtype];
-      const [entry, constants] = split > 0 ? ['main_split', { DTYPE: dtype, SPLIT: split }] : ['main', { DTYPE: dtype }];
-      rec.run('matmul_dense.wgsl', entry, constants, [params, x, part.buffer, y], groups(r.M * part.rows));
+      rec.run('matmul_dense.wgsl', 'main', { DTYPE: DENSE_DTYPE[desc.weight.dtype] }, [params, x, part.buffer, y], groups(r.M * part.rows));
     }
+  });
+}
+
+/**
+ * The K ranges of a split-K matmul over `units` units (quantization groups, or single weights for a
+ * dense linear): `split` contiguous ranges of ceil(units / split) units, the last one shorter and
+ * none empty (so fewer than `split` when there are fewer units), as [first unit, end unit) pairs.
+ */
+export function splitRanges(units: number, split: number): [number, number][] {
+  const per = Math.ceil(units / split);
+  const ranges: [number, number][] = [];
+  for (let lo = 0; lo < units; lo += per) ranges.push([lo, Math.min(units, lo + per)]);
+  return ranges;
+}
+
+/**
+ * Split-K, the inexact matmul of the policies matmul-m-split and prefill-chunk-mismatch (MLX picks a
+ * split-K kernel by the row count, so a verify block's rows and a chain step's row are reduced
+ * differently). The reduction over K is cut into `split` ranges (whole quantization groups; single
+ * weights for a dense linear); each range is reduced by the exact kernel this matmul runs with split 0
+ * (same pipeline, chosen the same way by phase, adapter class and linear) on a copy of x whose other
+ * columns are zero, and the partials are added in range order in plain f32 (shaders/matmul_split.wgsl
+ * says why zeroed columns leave the exact arithmetic unchanged). The only difference from `exact` is
+ * therefore the named mechanism, and split 1 gives the exact bytes (test/gpu/policy-twins.test.ts). It
+ * costs `split` full matmuls: acceptable for a diagnostic policy.
+ */
+function matmulSplitK(rec: Recorder, lin: GpuLinear, x: GPUBuffer, y: GPUBuffer, r: Rows, split: number, xStride: number, yStride: number, kernel?: AffineKernel): void {
+  const { desc } = lin;
+  if (!(Number.isInteger(split) && split >= 1)) throw new Error(`matmul split ${split} is not a positive integer`);
+  const K = desc.inFeatures;
+  const N = desc.outFeatures;
+  const unit = desc.kind === 'affine' ? desc.groupSize : 1;
+  const ranges = splitRanges(K / unit, split);
+  const xr = rec.kernels.scratch('splitk.x', r.M * xStride * 4);
+  const part = rec.kernels.scratch('splitk.part', r.M * N * 4);
+  const exact: Rows = { ...r, round: false, split: 0 };
+  ranges.forEach(([lo, hi], i) => {
+    const maskParams = rec.params([r.M, K, xStride, lo * unit, hi * unit, 0, 0, 0]);
+    rec.run('matmul_split.wgsl', 'mask_x', {}, [maskParams, x, xr], groups(r.M * K));
+    matmul(rec, lin, xr, part, exact, xStride, N, kernel);
+    const flags = (i === 0 ? 1 : 0) | (i === ranges.length - 1 ? 2 : 0) | (r.round ? 4 : 0);
+    const addParams = rec.params([r.M, 0, 0, 0, 0, N, yStride, flags]);
+    rec.run('matmul_split.wgsl', 'add_part', {}, [addParams, undefined, undefined, part, y], groups(r.M * N));
   });
 }
 
