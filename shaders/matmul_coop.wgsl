@@ -3,15 +3,23 @@
 // decode steps and verify blocks; software adapters keep matmul_lanes.wgsl, see src/gpu/kernel-class.ts).
 // y[m, n] = sum_k x[m, k] * W[n, k] for affine 4-bit and 8-bit weights with group_size 32 or 64.
 //
-// Why this shape: on a GPU a matvec is bound by memory bandwidth, so every weight must be read once,
-// by many lanes at a time, in wide coalesced loads. A workgroup of WG invocations covers F = WG / T
-// output features; the T invocations of one feature split its quantization groups between them
-// (slice t takes groups t, t + T, t + 2T, ...). A group's weights are loaded and unpacked ONCE for
-// all the rows of the block (up to ROWS per pass): a verify block of K rows reads the weights once,
-// not K times.
+// Why this shape (measured on an H200 with microbenchmarks of the access pattern and arithmetic):
+// - A workgroup of WG invocations covers R * F output features, F = WG / T; the T invocations of a
+//   feature split its quantization groups (slice t takes groups t, t + T, ...). Invocation lid =
+//   t * F + f: neighbouring invocations take neighbouring features at the same slice, so the x values a
+//   subgroup loads are one or two addresses (a broadcast). Each invocation reads whole groups (16 to
+//   64 contiguous bytes); this pattern alone streams at about 0.95 x copy bandwidth. (Giving
+//   neighbouring invocations neighbouring words of ONE feature instead makes their x loads 128 to
+//   256 bytes apart, and x traffic through L1 then bounds the kernel at 0.13 x copy.)
+// - With the arithmetic, loading x is the bottleneck at M = 1 (0.48 x copy; 0.74 x with x loads
+//   removed), so with R = 2 an invocation serves two features (n and n + F) from each x load
+//   (0.6 x). ops.coopFeatures picks R from the linear's shape: R = 2 halves the workgroups, which
+//   narrow linears cannot afford.
+// - A group's weights are loaded and unpacked ONCE for all the rows of the block (up to ROWS per
+//   pass): a verify block of K rows reads and unpacks the weights once, not K times.
 //
 // Exactness by construction: the arithmetic of output (m, n) is a fixed sequence that depends only on
-// x[m, :], W[n, :], K, group_size and T (a property of the linear, never of M):
+// x[m, :], W[n, :], K, group_size, T and R:
 //   1. per group g: four position sums a_j (j = the weight's place within its half word, see
 //      `nibbles`), each a chain of fma over the group's words in order; D = (a_0 + a_1 / 16) +
 //      (a_2 / 256 + a_3 / 4096) (8-bit: (a_0 + a_2) + (a_1 + a_3) / 256); then the Neumaier steps
@@ -19,16 +27,15 @@
 //      invocation t's partial (s, c), groups in increasing order;
 //   2. the T partials of (m, n) are added by ONE invocation in the fixed order t = 0 .. T-1 (a
 //      Neumaier sum of the s parts, the c parts summed in the same order and added last).
-// Each row has its own accumulators (ROWS of them, in registers) and every row runs the same
-// operations on them; no reduction order is left to the driver (no subgroup or atomic reductions).
-// Rows past ROWS take another pass over the weights with the same code.
+// T and R are properties of the linear, never of M. Each row of a pass and each feature slot has its
+// own accumulators, and every row and slot runs the same operations on them; a feature's slot depends
+// on n only. No reduction order is left to the driver (no subgroup or atomic reductions). Rows past
+// ROWS take another pass over the weights with the same code.
 //
-// Why this arithmetic: at M = 1 an H200 ran out of instruction issue before bandwidth (about five
-// instructions per 4-bit weight: shift, mask, convert, multiply, add). Here a weight costs one
-// logic op (mask in place and OR the bits of 2^23: one LOP3 on NVIDIA), one subtract (2^23 plus the
-// centring offset, exact) and one fma; the weights of a group are unpacked ONCE and used for all the
-// rows of the pass. A code left in place at bit 4j is worth q * 16^j: the 16^j is a power of two,
-// so a_j / 16^j is exactly the sum the shifted codes would give, and the scaling costs nothing.
+// The arithmetic per weight is one logic op (mask the code in place and OR the bits of 2^23: one LOP3
+// on NVIDIA), one exact subtract (2^23 and the centring offset) and one fma. A code left in place at
+// bit 4j is worth q * 16^j: the 16^j is a power of two, so a_j / 16^j is exactly the sum shifted codes
+// would give, and the shifts cost nothing.
 //#include "matmul_affine_io.wgsl"
 //#include "matmul_affine_dot.wgsl"
 @group(0) @binding(6) var<storage, read> xs: array<f32>;     // [M, groups] from matmul.wgsl affine_xsum
@@ -39,20 +46,33 @@
 @group(0) @binding(10) var<storage, read> scales_u: array<u32>;
 @group(0) @binding(11) var<storage, read> biases_u: array<u32>;
 
-// Invocations per output feature (ops.matmul: a function of K / group_size, never of M).
-override T: u32 = 32u;
+// Invocations per output feature, and output features per invocation (ops.matmul: functions of the
+// linear's shape, never of M).
+override T: u32 = 16u;
+override R: u32 = 1u;
 // Weights per quantization group (32 or 64) and the 16-byte words that hold them (1, 2 or 4).
 override GS: u32 = 64u;
 override WORDS: u32 = GS * BITS / 128u;
 // Rows of x one pass over the weights serves.
-const ROWS: u32 = 8u;
+const ROWS: u32 = 4u;
 
-// Partial (s, c) of row m (of the current pass) for invocation lid: part[m * WG + lid].
-var<workgroup> part: array<vec2<f32>, ROWS * WG>;
-// Per row of the pass: the current group's position sums, and this invocation's partial (s, c).
-// Indexed only by constants once the ROWS loops are unrolled, so they live in registers.
-var<private> acc: array<vec4<f32>, ROWS>;
-var<private> tot: array<vec2<f32>, ROWS>;
+// Partial (s, c) of row m of the pass, feature slot j (0: n, 1: n + F), invocation lid:
+// part[(2 * m + j) * WG + lid].
+var<workgroup> part: array<vec2<f32>, ROWS * 2u * WG>;
+
+// Per row of the pass, the current group's position sums of one feature, and an invocation's partial
+// (s, c). Structs with a member per row, never indexed by a variable, so they stay in registers.
+struct Sums { r0: vec4<f32>, r1: vec4<f32>, r2: vec4<f32>, r3: vec4<f32> }
+struct Partials { r0: vec2<f32>, r1: vec2<f32>, r2: vec2<f32>, r3: vec2<f32> }
+var<private> sa: Sums;     // feature n
+var<private> sb: Sums;     // feature n + F (R = 2)
+var<private> pa: Partials;
+var<private> pb: Partials;
+// The current 32-bit word of each feature, unpacked (4-bit: low and high half; 8-bit: lo only).
+var<private> wa_lo: vec4<f32>;
+var<private> wa_hi: vec4<f32>;
+var<private> wb_lo: vec4<f32>;
+var<private> wb_hi: vec4<f32>;
 
 const MAGIC: u32 = 0x4B000000u; // the bits of 2^23
 // Codes 0..3 of a half word h (4-bit: bits 0-15) left in place, centred: (q_j - 8) * 16^j exactly.
@@ -67,27 +87,44 @@ fn bytes8(w: u32) -> vec4<f32> {
   let bits = (vec4<u32>(w, w, w >> 16u, w >> 16u) & vec4<u32>(0xFFu, 0xFF00u, 0xFFu, 0xFF00u)) | vec4<u32>(MAGIC);
   return bitcast<vec4<f32>>(bits) - vec4<f32>(8388736.0, 8421376.0, 8388736.0, 8421376.0);
 }
-// D of row m: the position sums scaled back (powers of two: exact) and added in a fixed order.
+// D of one row: the position sums scaled back (powers of two: exact) and added in a fixed order.
 fn group_dot(a: vec4<f32>) -> f32 {
   if (BITS == 4u) { return (a.x + a.y * 0.0625) + (a.z * 0.00390625 + a.w * 0.000244140625); }
   return (a.x + a.z) + (a.y + a.w) * 0.00390625;
 }
 
-// One 32-bit word of weights (4-bit: 8 weights, x vec4s xi and xi + 1; 8-bit: 4 weights, x vec4 xi)
-// into every row's position sums. The word is unpacked once for all rows.
-fn add_word(w: u32, xi: u32, xrow: u32, rows: u32) {
+// One row's x (vec4 index xi) times the current words, into that row's sums of both features.
+fn add_row(a: ptr<private, vec4<f32>>, b: ptr<private, vec4<f32>>, xi: u32) {
+  let x0 = x4[xi];
   if (BITS == 4u) {
-    let lo = nibbles(w);
-    let hi = nibbles(w >> 16u);
-    for (var m = 0u; m < ROWS; m++) {
-      if (m < rows) { acc[m] = fma(x4[xi + m * xrow + 1u], hi, fma(x4[xi + m * xrow], lo, acc[m])); }
-    }
+    let x1 = x4[xi + 1u];
+    *a = fma(x1, wa_hi, fma(x0, wa_lo, *a));
+    if (R == 2u) { *b = fma(x1, wb_hi, fma(x0, wb_lo, *b)); }
   } else {
-    let v = bytes8(w);
-    for (var m = 0u; m < ROWS; m++) {
-      if (m < rows) { acc[m] = fma(x4[xi + m * xrow], v, acc[m]); }
-    }
+    *a = fma(x0, wa_lo, *a);
+    if (R == 2u) { *b = fma(x0, wb_lo, *b); }
   }
+}
+// One 32-bit word of each feature (4-bit: 8 weights, x vec4s xi and xi + 1; 8-bit: 4 weights, x vec4
+// xi), unpacked once, into every row's sums.
+fn add_word(wa: u32, wb: u32, xi: u32, xrow: u32, rows: u32) {
+  if (BITS == 4u) {
+    wa_lo = nibbles(wa);
+    wa_hi = nibbles(wa >> 16u);
+    if (R == 2u) { wb_lo = nibbles(wb); wb_hi = nibbles(wb >> 16u); }
+  } else {
+    wa_lo = bytes8(wa);
+    if (R == 2u) { wb_lo = bytes8(wb); }
+  }
+  add_row(&sa.r0, &sb.r0, xi);
+  if (rows > 1u) { add_row(&sa.r1, &sb.r1, xi + xrow); }
+  if (rows > 2u) { add_row(&sa.r2, &sb.r2, xi + 2u * xrow); }
+  if (rows > 3u) { add_row(&sa.r3, &sb.r3, xi + 3u * xrow); }
+}
+
+// The end of a group for one row and feature: the Neumaier steps scale * D and bias' * sx.
+fn close_row(p: ptr<private, vec2<f32>>, s: vec4<f32>, scale: f32, bias: f32, sx: f32) {
+  *p = ksum_add(ksum_add(*p, scale * group_dot(s)), bias * sx);
 }
 
 // One packed 16-byte word of matrix `which` (0: w4, 1: w4u; a uniform branch).
@@ -104,47 +141,73 @@ fn bias_of(which: u32, i: u32) -> f32 {
   return bias_at(i);
 }
 
-// One pass of feature n's matrix `which` over rows r0 .. r0+rows-1: each invocation's partials into
-// `part`, then invocation t < rows returns row t's total (the other invocations return 0).
-fn pass_rows(which: u32, f: u32, t: u32, lid: u32, nc: u32, r0: u32, rows: u32) -> f32 {
+// One pass of matrix `which` over rows r0 .. r0+rows-1 for features na (and nb when R = 2): each
+// invocation's partials into `part`, then invocation t < R * rows returns the total of row t / R of
+// feature slot t % R (the other invocations return 0).
+fn pass_rows(which: u32, f: u32, t: u32, lid: u32, na: u32, nb: u32, r0: u32, rows: u32) -> f32 {
   let F = WG / T;
   let groups = P.K / GS;
   let xrow = P.x_stride / 4u;
   let xw = 8u / BITS; // x vec4s per 32-bit word of weights: 2 (4-bit) or 1 (8-bit)
-  for (var m = 0u; m < ROWS; m++) { tot[m] = vec2<f32>(0.0); }
+  pa = Partials();
+  pb = Partials();
   for (var g = t; g < groups; g += T) {
-    for (var m = 0u; m < ROWS; m++) { acc[m] = vec4<f32>(0.0); }
-    let wv = (nc * groups + g) * WORDS; // the group's first 16-byte word
+    sa = Sums();
+    sb = Sums();
     let x0 = r0 * xrow + g * (GS / 4u); // x vec4 of the group's first weight in row r0
     for (var i = 0u; i < WORDS; i++) {
-      let p = word(which, wv + i);
+      let qa = word(which, (na * groups + g) * WORDS + i);
+      var qb = qa;
+      if (R == 2u) { qb = word(which, (nb * groups + g) * WORDS + i); }
       let xi = x0 + 4u * xw * i;
-      add_word(p.x, xi, xrow, rows);
-      add_word(p.y, xi + xw, xrow, rows);
-      add_word(p.z, xi + 2u * xw, xrow, rows);
-      add_word(p.w, xi + 3u * xw, xrow, rows);
+      add_word(qa.x, qb.x, xi, xrow, rows);
+      add_word(qa.y, qb.y, xi + xw, xrow, rows);
+      add_word(qa.z, qb.z, xi + 2u * xw, xrow, rows);
+      add_word(qa.w, qb.w, xi + 3u * xw, xrow, rows);
     }
-    let gi = nc * groups + g;
-    let scale = scale_of(which, gi);
-    let bias = bias_of(which, gi) + scale * half_code();
-    for (var m = 0u; m < ROWS; m++) {
-      if (m < rows) {
-        let d = scale * group_dot(acc[m]);
-        tot[m] = ksum_add(ksum_add(tot[m], d), bias * xs[(r0 + m) * groups + g]);
-      }
+    let ga = na * groups + g;
+    let sca = scale_of(which, ga);
+    let bia = bias_of(which, ga) + sca * half_code();
+    var scb = 0.0;
+    var bib = 0.0;
+    if (R == 2u) {
+      let gb = nb * groups + g;
+      scb = scale_of(which, gb);
+      bib = bias_of(which, gb) + scb * half_code();
+    }
+    let xsr = r0 * groups + g; // this group's x sum in row r0
+    close_row(&pa.r0, sa.r0, sca, bia, xs[xsr]);
+    if (R == 2u) { close_row(&pb.r0, sb.r0, scb, bib, xs[xsr]); }
+    if (rows > 1u) {
+      close_row(&pa.r1, sa.r1, sca, bia, xs[xsr + groups]);
+      if (R == 2u) { close_row(&pb.r1, sb.r1, scb, bib, xs[xsr + groups]); }
+    }
+    if (rows > 2u) {
+      close_row(&pa.r2, sa.r2, sca, bia, xs[xsr + 2u * groups]);
+      if (R == 2u) { close_row(&pb.r2, sb.r2, scb, bib, xs[xsr + 2u * groups]); }
+    }
+    if (rows > 3u) {
+      close_row(&pa.r3, sa.r3, sca, bia, xs[xsr + 3u * groups]);
+      if (R == 2u) { close_row(&pb.r3, sb.r3, scb, bib, xs[xsr + 3u * groups]); }
     }
   }
-  for (var m = 0u; m < ROWS; m++) {
-    if (m < rows) { part[m * WG + lid] = tot[m]; }
-  }
+  part[lid] = pa.r0;
+  part[WG + lid] = pb.r0;
+  part[2u * WG + lid] = pa.r1;
+  part[3u * WG + lid] = pb.r1;
+  part[4u * WG + lid] = pa.r2;
+  part[5u * WG + lid] = pb.r2;
+  part[6u * WG + lid] = pa.r3;
+  part[7u * WG + lid] = pb.r3;
   workgroupBarrier();
   var v = 0.0;
-  // Invocation t of feature f totals row t of the pass over the T partials, in order.
-  if (t < rows) {
+  // Invocation t of feature f totals row t / R, slot t % R over the T partials, in order.
+  if (t < R * rows) {
+    let slot = 2u * (t / R) + t % R;
     var s = vec2<f32>(0.0);
     var c = 0.0;
     for (var i = 0u; i < T; i++) {
-      let q = part[t * WG + i * F + f];
+      let q = part[slot * WG + i * F + f];
       s = ksum_add(s, q.x);
       c += q.y;
     }
@@ -156,22 +219,32 @@ fn pass_rows(which: u32, f: u32, t: u32, lid: u32, nc: u32, r0: u32, rows: u32) 
 
 fn rnd(v: f32) -> f32 { return select(v, round_bf16(v), P.round == 1u); }
 
+// Feature of invocation lid's slot j (0 or 1) in this workgroup, and the one whose row it computes
+// (features past N compute a valid row and are not stored).
+struct Features { na: u32, nb: u32, f: u32, t: u32 }
+fn features(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> Features {
+  let F = WG / T;
+  let base = linear_workgroup(wid, nwg) * R * F;
+  return Features(base + lid % F, base + F + lid % F, lid % F, lid / F);
+}
+// Where invocation t's total of a pass goes: feature slot t % R of row r0 + t / R.
+fn out_index(fs: Features, r0: u32, rows: u32) -> u32 {
+  let n = select(fs.na, fs.nb, fs.t % R == 1u);
+  if (fs.t >= R * rows || n >= P.N) { return 0xFFFFFFFFu; }
+  return (r0 + fs.t / R) * P.y_stride + P.n_offset + n;
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
-  // Invocation lid = t * F + f: neighbouring invocations take neighbouring FEATURES at the same slice t,
-  // so the x values a subgroup loads are the same few addresses (broadcast), while each feature's
-  // weights stay contiguous across the slices of the subgroup. (With t fastest, each lane of a subgroup
-  // read x 256 bytes apart, and the L1 transactions for x bounded the kernel on an H200.)
-  let F = WG / T;
-  let f = lid % F;
-  let t = lid / F;
-  let n = linear_workgroup(wid, nwg) * F + f;
-  let nc = min(n, P.N - 1u); // features past N compute a valid row and are not stored
+  let fs = features(wid, nwg, lid);
+  let na = min(fs.na, P.N - 1u);
+  let nb = min(fs.nb, P.N - 1u);
   for (var r0 = 0u; r0 < P.M; r0 += ROWS) {
     let rows = min(ROWS, P.M - r0);
-    let v = pass_rows(0u, f, t, lid, nc, r0, rows);
-    if (t < rows && n < P.N) { y[(r0 + t) * P.y_stride + P.n_offset + n] = rnd(v); }
+    let v = pass_rows(0u, fs.f, fs.t, lid, na, nb, r0, rows);
+    let o = out_index(fs, r0, rows);
+    if (o != 0xFFFFFFFFu) { y[o] = rnd(v); }
   }
 }
 
@@ -181,15 +254,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 @compute @workgroup_size(WG)
 fn gate_up(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
            @builtin(local_invocation_index) lid: u32) {
-  let F = WG / T;
-  let f = lid % F;
-  let t = lid / F;
-  let n = linear_workgroup(wid, nwg) * F + f;
-  let nc = min(n, P.N - 1u);
+  let fs = features(wid, nwg, lid);
+  let na = min(fs.na, P.N - 1u);
+  let nb = min(fs.nb, P.N - 1u);
   for (var r0 = 0u; r0 < P.M; r0 += ROWS) {
     let rows = min(ROWS, P.M - r0);
-    let g = rnd(pass_rows(0u, f, t, lid, nc, r0, rows));
-    let u = rnd(pass_rows(1u, f, t, lid, nc, r0, rows));
-    if (t < rows && n < P.N) { y[(r0 + t) * P.y_stride + P.n_offset + n] = rnd(rnd(gelu_tanh(g)) * u); }
+    let g = rnd(pass_rows(0u, fs.f, fs.t, lid, na, nb, r0, rows));
+    let u = rnd(pass_rows(1u, fs.f, fs.t, lid, na, nb, r0, rows));
+    let o = out_index(fs, r0, rows);
+    if (o != 0xFFFFFFFFu) { y[o] = rnd(rnd(gelu_tanh(g)) * u); }
   }
 }

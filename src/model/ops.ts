@@ -36,12 +36,18 @@ function coopFit(lin: GpuLinear, xStride: number): boolean {
   return d.kind === 'affine' && lanesFit(lin, xStride) && (d.groupSize === 32 || d.groupSize === 64);
 }
 
-/** Tuning only (`bench --coop-threads N`): every coop linear uses N invocations per feature. */
+/** Tuning only (`bench --coop-threads N --coop-features R`): every coop linear uses these instead of the rules. */
 let coopThreadsOverride: number | undefined;
+let coopFeaturesOverride: number | undefined;
 
 export function setCoopThreads(n: number | undefined): void {
   if (n !== undefined && (n < 8 || n > COOP_WG || (n & (n - 1)) !== 0)) throw new Error(`coop threads per feature must be a power of two in 8..${COOP_WG}, not ${n}`);
   coopThreadsOverride = n;
+}
+
+export function setCoopFeatures(r: number | undefined): void {
+  if (r !== undefined && r !== 1 && r !== 2) throw new Error(`coop features per invocation must be 1 or 2, not ${r}`);
+  coopFeaturesOverride = r;
 }
 
 /** matmul_coop.wgsl's workgroup: WG invocations, T of them per output feature. */
@@ -50,12 +56,30 @@ export const COOP_WG = 256;
  * Invocations per output feature of matmul_coop.wgsl: 16 for rows of at most 64 quantization groups
  * (the 12B's 3840-wide inputs: about 4 groups each), 32 above (15360-wide: about 8 each). Chosen on the
  * H200 (bench --coop-threads 8..128: 8 starves wide rows, 64 and 128 cost more in the final totals).
- * At least 8 (the kernel's final totals need ROWS = 8 of them). A function of the linear's shape only,
- * never of M, so every row count runs the same pipeline.
+ * At least 8 (the kernel's final totals need R * ROWS = 8 of them). A function of the linear's shape
+ * only, never of M, so every row count runs the same pipeline.
  */
 export function coopThreads(groups: number): number {
   if (coopThreadsOverride) return coopThreadsOverride;
   return groups <= 64 ? 16 : 32;
+}
+
+/**
+ * Output features per invocation of matmul_coop.wgsl: 2 (sharing every x load, which bounds the
+ * kernel at M = 1 on an H200) for linears of at least 8192 outputs (the MLP's gate/up, the LM head),
+ * 1 for narrower ones, where halving the workgroups would leave a GPU's cores idle. A function of the
+ * linear's shape only.
+ */
+export function coopFeatures(outFeatures: number): number {
+  if (coopFeaturesOverride) return coopFeaturesOverride;
+  return outFeatures >= 8192 ? 2 : 1;
+}
+
+/** The coop pipeline's constants and workgroup count for one row part of a linear. */
+function coopDispatch(d: AffineLinearDesc, rows: number): { constants: Record<string, number>; workgroups: number } {
+  const T = coopThreads(d.inFeatures / d.groupSize);
+  const R = coopFeatures(d.outFeatures);
+  return { constants: { BITS: d.bits, WG: COOP_WG, T, R, GS: d.groupSize }, workgroups: Math.ceil(rows / (R * (COOP_WG / T))) };
 }
 
 /** The exact kernel a decode step or verify block runs for this linear on this device (never a function of M). */
@@ -99,9 +123,9 @@ export function matmul(rec: Recorder, lin: GpuLinear, x: GPUBuffer, y: GPUBuffer
       const sb = [lin.scales!.parts[i].buffer, lin.biases!.parts[i].buffer];
       const bindings = [params, undefined, undefined, y, ...sb, xs, x, part.buffer];
       if (k === 'coop') {
-        const T = coopThreads(desc.inFeatures / desc.groupSize);
+        const { constants, workgroups } = coopDispatch(desc, part.rows);
         // bindings 9-11 belong to gate_up; `main` never reads them but its layout lists them: the gate's again
-        rec.run('matmul_coop.wgsl', 'main', { BITS: desc.bits, WG: COOP_WG, T, GS: desc.groupSize }, [...bindings, part.buffer, ...sb], Math.ceil(part.rows / (COOP_WG / T)));
+        rec.run('matmul_coop.wgsl', 'main', constants, [...bindings, part.buffer, ...sb], workgroups);
         return;
       }
       const shader = rec.kernels.subgroupsOf8 ? 'matmul_lanes_subgroupx.wgsl' : 'matmul_lanes_loadx.wgsl';
@@ -217,12 +241,12 @@ export function gateUp(rec: Recorder, gate: GpuLinear, up: GpuLinear, x: GPUBuff
   const d = gate.desc as AffineLinearDesc;
   const K = d.inFeatures;
   const xs = sumsFor(rec, gate, x, r, K, sums);
-  const T = coopThreads(K / d.groupSize);
   gate.weight.parts.forEach((part, i) => {
     const params = rec.params([r.M, part.rows, K, d.groupSize, part.rowStart, K, d.outFeatures, r.round ? 1 : 0]);
     const bindings = [params, undefined, undefined, g, gate.scales!.parts[i].buffer, gate.biases!.parts[i].buffer, xs, x, part.buffer,
       up.weight.parts[i].buffer, up.scales!.parts[i].buffer, up.biases!.parts[i].buffer];
-    rec.run('matmul_coop.wgsl', 'gate_up', { BITS: d.bits, WG: COOP_WG, T, GS: d.groupSize }, bindings, Math.ceil(part.rows / (COOP_WG / T)));
+    const { constants, workgroups } = coopDispatch(d, part.rows);
+    rec.run('matmul_coop.wgsl', 'gate_up', constants, bindings, workgroups);
   });
 }
 

@@ -17,7 +17,7 @@
  * scripts/test.sh runs this file on lavapipe, again on SwiftShader and again with the GPU kernel class
  * forced (RINGSIDE_KERNELS=gpu).
  */
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as op from '../../src/model/ops.ts';
 import { ADAPTER, ROW_COUNTS, SENTINEL, U, expectBf16, expectClose, expectSameBytes, f32Bits, f32Interval, Rand, sameAsAffine, useLab, type Lab } from './helpers/kernel-lab.ts';
 import { AFFINE_TOL, DENSE_TOL, affineLinear, affineReference, affineRows, denseLinear, denseRows, expectRowInvariantMatmul, quantizedBounds, type AffineCase, type DenseDtype } from './helpers/linears.ts';
@@ -106,6 +106,35 @@ describe(`GPU kernels: matmul vs the CPU float64 reference (${ADAPTER})`, () => 
       { name: '4-bit gs 32, N > two lanes workgroups (256 features each), 2 parts', bits: 4, gs: 32, K: 96, N: 600, rowsPerPart: 530 },
       { name: '8-bit gs 128', bits: 8, gs: 128, K: 256, N: 9 },
     ];
+    // The coop rule gives two features per invocation only to linears of 8192 outputs or more (the
+    // MLP's gate/up, the LM head: too big for these tests), so R = 2 is forced here on the same cases.
+    describe('coop with two features per invocation (R = 2)', () => {
+      beforeAll(() => op.setCoopFeatures(2));
+      afterAll(() => op.setCoopFeatures(undefined));
+      for (const c of invCases) {
+        it(`coop R = 2 row-invariant (${c.name}, K ${c.K}, N ${c.N}): M = 1..8 and 13 together == each row alone`, async () => {
+          const r = new Rand(900 + c.K + c.N + c.bits);
+          const A = await affineLinear(lab, r, c);
+          for (const M of [1, 2, 3, 4, 5, 6, 7, 8, 13]) await expectRowInvariantMatmul(lab, r, A.lin, M, c.K, c.N, 'coop');
+        });
+        it(`coop R = 2 gives every feature the bytes of R = 1 (${c.name}; M = 1, 5, 13)`, async () => {
+          const r = new Rand(950 + c.K + c.N + c.bits);
+          const A = await affineLinear(lab, r, c);
+          for (const M of [1, 5, 13]) {
+            const xb = lab.f32(r.f32s(M * c.K));
+            const [one, two] = [lab.sentinel(M * c.N), lab.sentinel(M * c.N)];
+            await lab.run((rec) => {
+              op.setCoopFeatures(1);
+              op.matmul(rec, A.lin, xb, one, { M, round: false }, c.K, c.N, 'coop');
+              op.setCoopFeatures(2);
+              op.matmul(rec, A.lin, xb, two, { M, round: false }, c.K, c.N, 'coop');
+            });
+            expectSameBytes(`coop R = 2 vs R = 1, M = ${M}`, await lab.bytes(two, M * c.N), await lab.bytes(one, M * c.N));
+          }
+        });
+      }
+    });
+
     for (const kernel of ROW_KERNELS) {
       for (const c of invCases) {
         it(`${kernel} row-invariant (${c.name}, K ${c.K}, N ${c.N}): M = 1..8 and 13 together == each row alone, every row position, byte for byte (f32 and bf16)`, async () => {

@@ -4,14 +4,14 @@ import { intList, intOption } from '../args.ts';
 import { defaultBenchOptions, formatBench, runBench } from '../../bench/run.ts';
 import type { AffineKernel } from '../../bench/kernels.ts';
 import type { Command } from '../command.ts';
-import { setCoopThreads } from '../../model/ops.ts';
+import { setCoopFeatures, setCoopThreads } from '../../model/ops.ts';
 
 const KERNELS: readonly AffineKernel[] = ['lanes', 'tile', 'affine', 'coop'];
 
 export const bench: Command = {
   name: 'bench',
   summary: 'Throughput of the adapter (copy GB/s, FMA GFLOP/s), of each kernel class at 12B (31B) shapes as ratios to it, and end to end on a small synthetic model.',
-  usage: 'bench [--quick] [--full] [--json FILE] [--no-e2e] [--wall-clock] [--layers N] [--prefill-rows N] [--compare lanes,coop,tile,affine] [--compare-head] [--no-subgroups] [--coop-threads N] [--rows 1,4,8] [--no-kernels]',
+  usage: 'bench [--quick] [--full] [--json FILE] [--no-e2e] [--wall-clock] [--layers N] [--prefill-rows N] [--compare lanes,coop,tile,affine] [--compare-head] [--no-subgroups] [--coop-threads N] [--coop-features 1|2] [--rows 1,4,8] [--no-kernels]',
   options: {
     quick: { type: 'boolean', help: 'short form (about a minute on a 2-core CPU adapter)' },
     full: { type: 'boolean', help: 'also the 31B shapes' },
@@ -26,6 +26,7 @@ export const bench: Command = {
     seconds: { type: 'string', help: 'target GPU seconds per kernel measurement' },
     'no-subgroups': { type: 'boolean', help: 'do not request the subgroups feature (kernels take their paths for devices without it)' },
     'coop-threads': { type: 'string', help: 'tuning: invocations per output feature of the coop matvec (8..256, a power of two) instead of its rule' },
+    'coop-features': { type: 'string', help: 'tuning: output features per invocation of the coop matvec (1 or 2) instead of its rule' },
     rows: { type: 'string', help: 'M values of the matmul benchmarks, comma-separated' },
     'no-kernels': { type: 'boolean', help: 'skip the kernel benchmarks (yardsticks and end to end only)' },
   },
@@ -46,6 +47,8 @@ export const bench: Command = {
     if (v['compare-head']) o.compareHead = true;
     const coopT = intOption(v, 'coop-threads', 8, 256);
     if (coopT !== undefined) setCoopThreads(coopT);
+    const coopR = intOption(v, 'coop-features', 1, 2);
+    if (coopR !== undefined) setCoopFeatures(coopR);
     const rows = intList(v, 'rows');
     if (rows) o.matmulRows = rows;
     if (v['no-kernels']) o.models = [];
