@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testGpu } from './gpu-context.ts';
 import { tinyModel, tinyWeights } from './tiny-model.ts';
-import { TINY_A, TINY_A_F64, kvHeadMajor, loadGolden, loadTransformersF32, maxAbsDiff, nmse, tinyAssistant } from '../support/fixtures.ts';
+import { TINY_A, TINY_A_F64, kvHeadMajor, loadGolden, loadTransformersF32, maxAbsDiff, nmse, nmseTransport, tinyAssistant } from '../support/fixtures.ts';
 import { uploadWeights } from '../../src/model/gpu-weights.ts';
 import { AssistantModel } from '../../src/model/assistant.ts';
 import type { AssistantDescription } from '../../src/format/model-description.ts';
@@ -15,7 +15,20 @@ describe('GPU assistant (drafter) vs transformers goldens (tiny-a draft.*)', () 
   afterAll(() => ctx?.destroy());
 
   it('drafts the three golden tokens with close logits and projected hidden states', async () => {
+    // Against the shared F32 goldens. The bounds are the yardstick of the last test (transformers' own f32
+    // run vs the float64 goldens, which the engine must meet) moved onto the shared goldens by the triangle
+    // inequality (nmseTransport; max abs: the yardstick plus the shared goldens' own distance to float64),
+    // all computed from the fixtures.
     const golden = await loadGolden();
+    const g64 = await loadGolden(TINY_A_F64);
+    const tf32 = await loadTransformersF32();
+    const yard = async (name: string) => {
+      const truth = (await g64.tensor(name)).data, shared = (await golden.tensor(name)).data, tf = (await tf32.tensor(name)).data;
+      return { shared, nmse: nmseTransport(nmse(tf, truth), truth, shared), maxAbs: maxAbsDiff(tf, truth) + maxAbsDiff(shared, truth) };
+    };
+    const seedY = await yard('draft.seed_hidden');
+    const hiddenY = await yard('draft.hidden');
+    const logitsY = await yard('draft.logits');
     const target = tinyModel(ctx, await tinyWeights(ctx), 'f32');
     const aw = await uploadWeights(ctx.device, (await tinyAssistant()).description as AssistantDescription);
     const asst = new AssistantModel(ctx, aw, target, 'hf');
@@ -25,21 +38,22 @@ describe('GPU assistant (drafter) vs transformers goldens (tiny-a draft.*)', () 
     expect(pre.argmax![0]).toBe(golden.json.bonus_token);
     expect(asst.position()).toBe(golden.json.draft.position_id);
     const seed = pre.finalHidden!.slice((P - 1) * H, P * H);
-    expect(nmse(seed, (await golden.tensor('draft.seed_hidden')).data)).toBeLessThan(1e-7);
+    const seedNmse = nmse(seed, seedY.shared);
+    expect(seedNmse, `seed hidden NMSE (bound ${seedY.nmse.toExponential(2)})`).toBeLessThanOrEqual(seedY.nmse);
     const r = await asst.draft(golden.json.bonus_token, seed, 3, { capture: true });
     expect(r.tokens).toEqual(golden.json.draft.tokens);
-    const logitErr = maxAbsDiff(r.logits!, (await golden.tensor('draft.logits')).data);
-    const hiddenNmse = nmse(r.hidden!, (await golden.tensor('draft.hidden')).data);
-    console.log(`draft logits max abs err ${logitErr.toExponential(3)}, hidden NMSE ${hiddenNmse.toExponential(3)}`);
-    expect(logitErr).toBeLessThanOrEqual(0.05);
-    // The projected state amplifies the seed's error: the float64 reference itself lands at 2.7e-8
-    // end to end (test/unit/reference.test.ts), because the goldens carry f32 noise (see
-    // target-golden.test.ts). With the golden seed the GPU drafter alone is at ~6e-8.
-    expect(hiddenNmse).toBeLessThanOrEqual(5e-7);
-    const gseed = Float32Array.from((await golden.tensor('draft.seed_hidden')).data);
+    const logitErr = maxAbsDiff(r.logits!, logitsY.shared);
+    const hiddenNmse = nmse(r.hidden!, hiddenY.shared);
+    // From the shared golden seed only the K/V (the GPU target's cache) carry the engine's f32 error; the
+    // yardstick, whose seed and K/V both do, still bounds it.
+    const gseed = Float32Array.from(seedY.shared);
     const r2 = await asst.draft(golden.json.bonus_token, gseed, 3, { capture: true });
     expect(r2.tokens).toEqual(golden.json.draft.tokens);
-    expect(nmse(r2.hidden!, (await golden.tensor('draft.hidden')).data)).toBeLessThanOrEqual(1e-7);
+    const fromSeed = nmse(r2.hidden!, hiddenY.shared);
+    console.log(`vs the shared goldens: seed hidden NMSE ${seedNmse.toExponential(3)} (bound ${seedY.nmse.toExponential(3)}); draft logits max abs err ${logitErr.toExponential(3)} (bound ${logitsY.maxAbs.toExponential(3)}), hidden NMSE ${hiddenNmse.toExponential(3)}, from the golden seed ${fromSeed.toExponential(3)} (bound for both ${hiddenY.nmse.toExponential(3)})`);
+    expect(logitErr, 'draft logits max abs').toBeLessThanOrEqual(logitsY.maxAbs);
+    expect(hiddenNmse, 'projected hidden NMSE').toBeLessThanOrEqual(hiddenY.nmse);
+    expect(fromSeed, 'projected hidden NMSE from the golden seed').toBeLessThanOrEqual(hiddenY.nmse);
     asst.destroy();
     target.destroy();
   });
@@ -48,11 +62,14 @@ describe('GPU assistant (drafter) vs transformers goldens (tiny-a draft.*)', () 
   it.each([
     { name: 'tiny-a (shared, F32)', dir: TINY_A, slidingTokenMajor: true },
     { name: 'tiny-a-f64', dir: TINY_A_F64, slidingTokenMajor: false },
-  ])('the assistant forward alone, on the golden inputs (seed hidden and target K/V) of $name: tokens, logits, projected hidden within NMSE 1e-8', async ({ dir, slidingTokenMajor }) => {
+  ])('the assistant forward alone, on the golden inputs (seed hidden and target K/V) of $name: tokens, logits and projected hidden within NMSE 1e-8', async ({ dir, slidingTokenMajor }) => {
     // The assistant's inputs are the seed hidden state and the target's last sliding / last full layer K/V.
-    // Here both come from the float64 goldens (rounded once to f32 where they enter GPU buffers), so what
-    // is measured is the assistant forward itself, as the CPU reference's "golden inputs" check does; the
-    // end-to-end figures (next test) add the GPU target's own error to its inputs.
+    // Here both come from the goldens (rounded once to f32 where they enter GPU buffers), so what is
+    // measured is the assistant forward itself, as the CPU reference's "golden inputs" check does; the
+    // end-to-end figures (next test) add the GPU target's own error to its inputs. Bound: the acceptance
+    // level NMSE 1e-8 of every tensor of a forward, met here by the projected hidden state and by the
+    // logits (measured on lavapipe: hidden 2.6e-13 / 1.3e-12, logits max abs 8.6e-6 / 1.8e-5; shared / f64).
+    // With exact inputs nothing amplifies earlier layers' error, as in the target's teacher-forced test.
     const g64 = await loadGolden(dir);
     const target = tinyModel(ctx, await tinyWeights(ctx), 'f32');
     const aw = await uploadWeights(ctx.device, (await tinyAssistant()).description as AssistantDescription);
@@ -84,10 +101,12 @@ describe('GPU assistant (drafter) vs transformers goldens (tiny-a draft.*)', () 
     const r = await asst.draft(g64.json.bonus_token, seed, 3, { capture: true });
     expect(r.tokens).toEqual(g64.json.draft.tokens);
     const hiddenNmse = nmse(r.hidden!, (await g64.tensor('draft.hidden')).data);
-    const logitErr = maxAbsDiff(r.logits!, (await g64.tensor('draft.logits')).data);
-    console.log(`assistant forward on the golden inputs of ${dir.split('/').pop()}: projected hidden NMSE ${hiddenNmse.toExponential(3)}, logits max abs ${logitErr.toExponential(3)}`);
-    expect(hiddenNmse).toBeLessThanOrEqual(1e-8);
-    expect(logitErr).toBeLessThanOrEqual(0.05);
+    const logits = (await g64.tensor('draft.logits')).data;
+    const logitErr = maxAbsDiff(r.logits!, logits);
+    const logitNmse = nmse(r.logits!, logits);
+    console.log(`assistant forward on the golden inputs of ${dir.split('/').pop()}: projected hidden NMSE ${hiddenNmse.toExponential(3)}, logits NMSE ${logitNmse.toExponential(3)} (max abs ${logitErr.toExponential(3)})`);
+    expect(hiddenNmse, 'projected hidden NMSE').toBeLessThanOrEqual(1e-8);
+    expect(logitNmse, 'draft logits NMSE').toBeLessThanOrEqual(1e-8);
     asst.destroy();
     target.destroy();
   });
@@ -122,23 +141,20 @@ describe('GPU assistant (drafter) vs transformers goldens (tiny-a draft.*)', () 
     const tfSeed = nmse((await tf32.tensor('draft.seed_hidden')).data, goldenSeed);
     const tfLogits = maxAbsDiff((await tf32.tensor('draft.logits')).data, logits);
     console.log(`vs float64 goldens: seed hidden NMSE ${seedNmse.toExponential(3)} (transformers f32: ${tfSeed.toExponential(3)}); draft hidden NMSE end to end ${e2e.toExponential(3)} (transformers f32: ${tfHidden.toExponential(3)}; logits max abs ${e2eLogits.toExponential(3)}, transformers f32: ${tfLogits.toExponential(3)}), from the golden seed ${fromSeed.toExponential(3)} (logits max abs ${seedLogits.toExponential(3)})`);
-    expect(seedNmse).toBeLessThanOrEqual(tfSeed);
-    expect(e2e).toBeLessThanOrEqual(tfHidden);
-    expect(e2eLogits).toBeLessThanOrEqual(tfLogits);
-    // The acceptance bound 1e-8 for the projected hidden state holds for the assistant forward on the golden
-    // inputs (test above: 2.6e-13 / 1.3e-12); end to end, where its inputs carry the GPU target's f32 error,
-    // it is not reached on lavapipe. Measured: seed (target's
-    // post-norm hidden, last prompt row) NMSE 1.6e-8; projected hidden end to end 1.4e-7, from the golden seed
-    // 2.6e-8 (with the previous prefill matmul, whose only difference is its summation order: 2.7e-8, 9.9e-8,
-    // 1.7e-8; before the quantized matmuls used centred codes: 1.0e-7, 5.6e-7, 9.3e-8). The drafter itself is
-    // not the cause: the float64 reference with f32 RMSNorm/RoPE (numerics 'transformers') fed golden seed +
-    // golden K/V lands at 4e-13, but the state amplifies its inputs' error (seed NMSE x ~4; golden seed + that
-    // reference's own K/V: 6.9e-9; its own seed (2.1e-8): 7.6e-8). transformers itself in float32 lands at
-    // seed 1.8e-7 and projected hidden 4.5e-7 end to end: the engine must stay at least that close.
-    // Held to two to four times the measured values so the gap stays visible and cannot grow unnoticed.
-    expect(seedNmse).toBeLessThanOrEqual(6e-8);
-    expect(e2e).toBeLessThanOrEqual(3e-7);
-    expect(fromSeed).toBeLessThanOrEqual(6e-8);
+    // The yardstick is transformers' own code with the model in float32 (tools/make_f32_yardstick.py): seed
+    // 1.8e-7, projected hidden 4.5e-7, logits max abs 9.8e-3 end to end; the engine must be at least that
+    // close. From the golden seed only the K/V (the GPU target's cache) carry the engine's error; the
+    // end-to-end yardstick, whose seed and K/V both do, still bounds it.
+    // The acceptance level 1e-8 holds for the assistant forward on exact inputs (test above: 2.6e-13 /
+    // 1.3e-12); end to end its inputs carry the target's f32 error, which the projected state amplifies
+    // (seed NMSE x ~4: the float64 reference with f32 RMSNorm/RoPE, numerics 'transformers', fed golden seed
+    // + golden K/V lands at 4e-13, fed its own seed (2.1e-8) at 7.6e-8). Measured on lavapipe: seed 1.6e-8,
+    // projected hidden 1.4e-7 end to end, 2.6e-8 from the golden seed; logits 5.7e-3 / 2.5e-3.
+    expect(seedNmse, 'seed hidden NMSE').toBeLessThanOrEqual(tfSeed);
+    expect(e2e, 'projected hidden NMSE end to end').toBeLessThanOrEqual(tfHidden);
+    expect(e2eLogits, 'draft logits max abs end to end').toBeLessThanOrEqual(tfLogits);
+    expect(fromSeed, 'projected hidden NMSE from the golden seed').toBeLessThanOrEqual(tfHidden);
+    expect(seedLogits, 'draft logits max abs from the golden seed').toBeLessThanOrEqual(tfLogits);
     asst.destroy();
     target.destroy();
   });

@@ -80,6 +80,22 @@ export function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
   return m;
 }
 
+/**
+ * An NMSE bound B that holds against `truth` (the float64 goldens), moved to another reference `other` of
+ * the same tensor (the shared F32 goldens, which carry transformers' f32 noise) by the triangle inequality:
+ * |e - other| <= |e - truth| + |truth - other| <= sqrt(B) |truth| + |truth - other|, so
+ * NMSE(e, other) <= (sqrt(B) |truth| + |truth - other|)^2 / |other|^2.
+ */
+export function nmseTransport(B: number, truth: ArrayLike<number>, other: ArrayLike<number>): number {
+  let t2 = 0, d2 = 0, o2 = 0;
+  for (let i = 0; i < truth.length; i++) {
+    t2 += truth[i] ** 2;
+    d2 += (truth[i] - other[i]) ** 2;
+    o2 += other[i] ** 2;
+  }
+  return (Math.sqrt(B * t2) + Math.sqrt(d2)) ** 2 / o2;
+}
+
 /** Normalised mean squared error: sum (a-b)^2 / sum b^2. */
 export function nmse(a: ArrayLike<number>, ref: ArrayLike<number>): number {
   let num = 0;
