@@ -4,8 +4,9 @@ import { promisify } from 'node:util';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { TINY_A, loadGolden } from '../support/fixtures.ts';
+import { TINY_A, TINY_A_F64, loadGolden, loadTransformersF32, maxAbsDiff, tinyTarget } from '../support/fixtures.ts';
 import { tinyTokenizerJson } from '../support/tokenizer.ts';
+import { loadReferenceWeights, referenceGreedy, type TargetWeights } from '../../src/reference/index.ts';
 
 const run = promisify(execFile);
 const cli = (...args: string[]) => run('npm', ['run', '-s', 'cli', '--', ...args], { timeout: 240_000 });
@@ -35,6 +36,8 @@ describe('npm run cli -- generate', () => {
   });
 
   it('takes a text prompt through tokenizer.json with the chat template and writes the decoded text', async () => {
+    const tokenizer = tinyTokenizerJson() as { model: { vocab: Record<string, number> } };
+    const vocab = tokenizer.model.vocab;
     const dir = mkdtempSync(path.join(tmpdir(), 'ringside-tok-'));
     const target = path.join(dir, 'target');
     mkdirSync(target);
@@ -43,9 +46,44 @@ describe('npm run cli -- generate', () => {
     const out = path.join(dir, 'g.json');
     const { stdout } = await cli('generate', '--target', target, '--prompt', 'hello world', '--chat', '--max-new', '6', '--mode', 'classic', '--json', out);
     const r = JSON.parse(readFileSync(out, 'utf8'));
-    expect(r.prompt[0]).toBe(2);
-    expect(r.tokens.length).toBe(6);
-    expect(typeof r.text).toBe('string');
-    expect(stdout).toMatch(/text: /);
+    // The chat form <bos><|turn>user\nhello world<turn|>\n<|turn>model\n, split by the tiny tokenizer's BPE
+    // merges (test/support/tokenizer.ts: h+e, l+l, then ▁+w, o+r, l+d, ▁w+or, ▁wor+ld; "user" and "model"
+    // have no merges).
+    const pieces = ['<bos>', '<|turn>', 'u', 's', 'e', 'r', '\n', 'he', 'll', 'o', '▁world', '<turn|>', '\n', '<|turn>', 'm', 'o', 'd', 'e', 'l', '\n'];
+    expect(r.prompt).toEqual(pieces.map((p) => vocab[p]));
+    // The tokens: classic greedy of the CPU float64 reference on the same prompt. Each step's top-1/top-2
+    // gap must exceed twice the f32 yardstick (transformers' own f32 logits vs float64 on this model, from
+    // the fixtures) for the GPU's f32 argmax to be bound to agree.
+    const ref = referenceGreedy((await loadReferenceWeights((await tinyTarget()).description)) as TargetWeights, r.prompt, 6);
+    const yard = maxAbsDiff((await (await loadTransformersF32()).tensor('logits')).data, (await (await loadGolden(TINY_A_F64)).tensor('logits')).data);
+    const V = ref.logits.length / 6;
+    for (let i = 0; i < 6; i++) {
+      const row = [...ref.logits.subarray(i * V, (i + 1) * V)].sort((a, b) => b - a);
+      expect(row[0] - row[1], `reference gap at step ${i}`).toBeGreaterThan(2 * yard);
+    }
+    expect(r.tokens).toEqual(ref.tokens);
+    // The text: the tokens decoded by hand from the tiny vocabulary, as the tokenizer's decoder chain does
+    // (▁ -> space, <0xNN> byte fallback, bytes fused and read as UTF-8, invalid bytes as U+FFFD) and as
+    // src/format/tokenizer.ts shows ids the tokenizer does not know (⟨id⟩; the model's vocabulary is 1024).
+    const byId = new Map(Object.entries(vocab).map(([piece, id]) => [id, piece]));
+    let text = '';
+    let bytes: number[] = [];
+    const flush = () => {
+      text += new TextDecoder().decode(Uint8Array.from(bytes));
+      bytes = [];
+    };
+    for (const id of r.tokens as number[]) {
+      const piece = byId.get(id);
+      const byte = piece?.match(/^<0x([0-9A-F]{2})>$/);
+      if (byte) {
+        bytes.push(parseInt(byte[1], 16));
+        continue;
+      }
+      flush();
+      text += piece === undefined ? `⟨${id}⟩` : piece.replaceAll('▁', ' ');
+    }
+    flush();
+    expect(r.text).toBe(text);
+    expect(stdout).toContain(`text: ${text}\n`);
   });
 });
