@@ -12,13 +12,20 @@ describe('GPU measurement in the page', () => {
   it('measures copy bandwidth, FMA and the 12B matmul ratios, and attaches them to the probe report', { timeout: 900_000 }, async () => {
     const page = await newPage(env.browser, env.url);
     await expect.poll(() => page.getByTestId('adapter').getAttribute('data-state'), { timeout: 60_000 }).toBe('ready');
-    await page.getByTestId('run-bench').click();
     const status = page.getByTestId('bench-status');
+    // Every text the status takes from the click on: a progress message that arrives after the result must
+    // not put "Measuring…" back (it did once). Watched until the end of the test, a whole probe run later,
+    // instead of for a fixed delay.
+    await status.evaluate((el) => {
+      const w = window as unknown as { __benchTexts: string[] };
+      w.__benchTexts = [];
+      new MutationObserver(() => w.__benchTexts.push(el.textContent ?? '')).observe(el, { childList: true, characterData: true, subtree: true });
+    });
+    await page.getByTestId('run-bench').click();
     await expect.poll(() => status.getAttribute('data-state'), { timeout: 600_000 }).toMatch(/pass|fail/);
     expect(await status.getAttribute('data-state'), (await status.textContent()) ?? '').toBe('pass');
-    // A progress message that arrives after the result must not put "Measuring…" back (it did, once).
-    await page.waitForTimeout(500);
-    expect(await status.textContent()).toMatch(/^Measured in \d+ s; attached to the next probe reports\.$/);
+    const measured = (await status.textContent()) ?? '';
+    expect(measured).toMatch(/^Measured in \d+ s; attached to the next probe reports\.$/);
     const figures = (await page.getByTestId('performance').first().textContent()) ?? '';
     expect(figures).toMatch(/Copy bandwidth\d+\.\d\d GB\/s/);
     expect(figures).toMatch(/4-bit matvec \(12B MLP, M = 1\)\d\.\d{3} × copy bandwidth/);
@@ -36,6 +43,12 @@ describe('GPU measurement in the page', () => {
     await expect.poll(() => page.getByTestId('verdict').getAttribute('data-verdict'), { timeout: 480_000 }).toBe('equal');
     const report = (await page.locator('#report-slot').textContent()) ?? '';
     expect(report).toContain('Performance of this GPU');
+    // The status never changed after the result: no late "Measuring…" (see the observer above).
+    const texts = await page.evaluate(() => (window as unknown as { __benchTexts: string[] }).__benchTexts);
+    const done = texts.indexOf(measured);
+    expect(done, texts.join(' | ')).toBeGreaterThan(0);
+    expect(texts.slice(done), texts.join(' | ')).toEqual(texts.slice(done).map(() => measured));
+    expect(await status.textContent()).toBe(measured);
     expect(pageErrors(page)).toEqual([]);
   });
 });

@@ -120,7 +120,14 @@ describe('report view without a model', () => {
       expect(await md.inputValue()).toContain('\\<img'); // escaped for Markdown renderers
       expect(await md.inputValue()).not.toMatch(/(?<!\\)<img/);
       await screenshot(page, `13-crafted-report-${via}`);
-      await page.waitForTimeout(200);
+      // The <img src=x onerror=...> payload, had it been parsed anywhere (even into a detached element), runs
+      // once the fetch of "x" fails: fail that same fetch here and wait for it, instead of a fixed delay.
+      // (The <script> payload would have run when inserted, before the check above.)
+      await page.evaluate(() => new Promise<void>((done) => {
+        const img = new Image();
+        img.onerror = img.onload = () => done();
+        img.src = 'x';
+      }));
       expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
       expect(pageErrors(page)).toEqual([]);
       await page.close();
