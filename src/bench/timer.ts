@@ -8,7 +8,8 @@
  * taken too. The method reported says which one a figure comes from.
  */
 import { KernelCache, dispatch, type Binding } from '../gpu/kernels.ts';
-import { F32, Recorder, type ParamField } from '../gpu/recorder.ts';
+import { Recorder, checkParams, tagParams } from '../gpu/recorder.ts';
+import { paramsBytes, paramsLayout, type ParamValues } from '../gpu/params-layout.ts';
 
 export type TimingMethod = 'timestamp-query' | 'wall-clock';
 
@@ -31,17 +32,12 @@ export class CaptureRecorder extends Recorder {
   readonly captured: Dispatch[] = [];
   private readonly owned: GPUBuffer[] = [];
 
-  override params(fields: ParamField[]): Binding {
-    const size = Math.max(16, Math.ceil((fields.length * 4) / 16) * 16);
-    const data = new DataView(new ArrayBuffer(size));
-    fields.forEach((f, i) => {
-      if (f instanceof F32) data.setFloat32(i * 4, f.value, true);
-      else data.setUint32(i * 4, f >>> 0, true);
-    });
-    const buffer = this.device.createBuffer({ label: 'bench-params', size, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
-    this.device.queue.writeBuffer(buffer, 0, data.buffer);
+  override params(shader: string, values: ParamValues): Binding {
+    const data = paramsBytes(paramsLayout(shader), values);
+    const buffer = this.device.createBuffer({ label: 'bench-params', size: data.byteLength, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
+    this.device.queue.writeBuffer(buffer, 0, data);
     this.owned.push(buffer);
-    return buffer;
+    return tagParams(buffer, shader);
   }
 
   override submit(): void {
@@ -54,6 +50,7 @@ export class CaptureRecorder extends Recorder {
   }
 
   override run(shader: string, entry: string, constants: Record<string, number>, bindings: (Binding | undefined)[], workgroups: number): void {
+    checkParams(shader, bindings[0]);
     this.captured.push({ pipeline: this.kernels.pipeline(shader, constants, entry), key: `${shader}#${entry}#${JSON.stringify(constants)}`, bindings, workgroups });
     this.dispatches++;
   }

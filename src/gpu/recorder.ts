@@ -1,5 +1,34 @@
 import { KernelCache, dispatch, type Binding } from './kernels.ts';
 import type { KernelProfiler } from './profiler.ts';
+import { boundSize, packParams, paramsLayout, type ParamValues } from './params-layout.ts';
+
+/** The shader each parameter block was packed for (Recorder.params), checked when it is bound. */
+const packedFor = new WeakMap<object, string>();
+
+/** Records that `binding` holds a parameter block packed with `shader`'s layout; returns it. */
+export function tagParams<B extends Binding>(binding: B, shader: string): B {
+  packedFor.set(binding, shader);
+  return binding;
+}
+
+/** Throws when `binding` is a parameter block packed for a shader whose struct Params differs from `shader`'s. */
+export function checkParams(shader: string, binding: Binding | undefined): void {
+  const packed = binding && packedFor.get(binding);
+  if (packed === undefined || packed === shader) return;
+  const want = paramsLayout(shader).signature;
+  if (paramsLayout(packed).signature !== want) {
+    throw new Error(`${shader}: its parameter block was packed with the struct Params of ${packed}, which differs (${shader}: ${want})`);
+  }
+}
+
+const SLOT = 256; // >= minUniformBufferOffsetAlignment on every adapter we know (the spec maximum)
+const SLOTS_PER_ARENA = 256;
+
+interface Arena {
+  buffer: GPUBuffer;
+  data: ArrayBuffer;
+  used: number;
+}
 
 /**
  * Records a sequence of kernel dispatches and buffer copies into one command buffer (one submit
@@ -12,22 +41,6 @@ import type { KernelProfiler } from './profiler.ts';
  * arena right after a submit is safe because queue.writeBuffer is ordered with submits on the queue:
  * the next step's parameters land after the previous step's dispatches have read theirs.
  */
-export class F32 {
-  constructor(readonly value: number) {}
-}
-/** Marks a uniform field as f32 (plain numbers are u32). */
-export const f32 = (v: number) => new F32(v);
-export type ParamField = number | F32;
-
-const SLOT = 256; // >= minUniformBufferOffsetAlignment on every adapter we know (the spec maximum)
-const SLOTS_PER_ARENA = 256;
-
-interface Arena {
-  buffer: GPUBuffer;
-  data: ArrayBuffer;
-  used: number;
-}
-
 export class Recorder {
   private encoder: GPUCommandEncoder;
   private pass: GPUComputePassEncoder | undefined;
@@ -45,9 +58,15 @@ export class Recorder {
     this.encoder = device.createCommandEncoder({ label });
   }
 
-  /** Packs one parameter block (u32 or f32 fields, 4 bytes each) and returns its binding. */
-  params(fields: ParamField[]): Binding {
-    if (fields.length * 4 > SLOT) throw new Error('parameter block larger than 256 bytes');
+  /**
+   * Packs the parameter block of `shader` by field name: the layout is that shader's
+   * `struct Params` (src/gpu/params-layout.ts), so a missing or unknown field throws here. The
+   * binding must go to a dispatch of a shader with the same struct (run() checks it).
+   */
+  params(shader: string, values: ParamValues): Binding {
+    const layout = paramsLayout(shader);
+    const size = boundSize(layout);
+    if (size > SLOT) throw new Error(`${shader}: parameter block of ${size} bytes is larger than ${SLOT}`);
     let arena = this.arenas[this.arenas.length - 1];
     if (!arena || arena.used === SLOTS_PER_ARENA) {
       const buffer = this.kernels.freeArenas.shift() ?? this.device.createBuffer({ label: 'params', size: SLOT * SLOTS_PER_ARENA, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
@@ -55,13 +74,9 @@ export class Recorder {
       this.arenas.push(arena);
     }
     const offset = arena.used * SLOT;
-    const view = new DataView(arena.data, offset, SLOT);
-    fields.forEach((f, i) => {
-      if (f instanceof F32) view.setFloat32(i * 4, f.value, true);
-      else view.setUint32(i * 4, f >>> 0, true);
-    });
+    packParams(layout, values, new DataView(arena.data, offset, SLOT));
     arena.used++;
-    return { buffer: arena.buffer, offset, size: Math.max(16, Math.ceil((fields.length * 4) / 16) * 16) };
+    return tagParams({ buffer: arena.buffer, offset, size }, shader);
   }
 
   /** One compute dispatch: `bindings[0]` is normally the params block. */
@@ -72,6 +87,7 @@ export class Recorder {
     bindings: (Binding | undefined)[],
     workgroups: number,
   ): void {
+    checkParams(shader, bindings[0]);
     const pipeline = this.kernels.pipeline(shader, constants, entry);
     if (this.profiler) {
       this.endPass();

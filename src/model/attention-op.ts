@@ -157,7 +157,10 @@ export function attention(rec: Recorder, a: AttentionArgs): void {
     const have = a.scratch[name as keyof typeof need].size;
     if (n > have) throw new Error(`attention scratch "${name}" holds ${have} bytes, ${n} needed (M ${a.M}, ${a.heads} heads, ${keyStride} keys, ${segStride} segments)`);
   }
-  const params = rec.params([a.M, a.heads, a.kvHeads, a.d, ATTENTION_MODE[a.mode], a.window, a.base, a.p, keyStride, a.round ? 1 : 0, a.span ?? 0, segments, a.split, segStride, 0, 0]);
+  const params = rec.params('attention.wgsl', {
+    M: a.M, heads: a.heads, kv_heads: a.kvHeads, d: a.d, mode: ATTENTION_MODE[a.mode], window: a.window, base: a.base, p: a.p,
+    key_stride: keyStride, round: a.round, span: a.span ?? 0, seg_max: segments, split: a.split, seg_stride: segStride,
+  });
   const d4 = a.d / 4;
   if (a.fused ?? attentionFused(rec.kernels)) {
     // One workgroup per (row, head, segment slot); slots past a row's segment count return at once.

@@ -1,5 +1,4 @@
 import type { Recorder } from '../gpu/recorder.ts';
-import { f32 } from '../gpu/recorder.ts';
 import type { GpuLinear } from './gpu-weights.ts';
 
 /**
@@ -118,17 +117,17 @@ export function matmul(rec: Recorder, lin: GpuLinear, x: GPUBuffer, y: GPUBuffer
   const fits = k === 'coop' ? coopFit(lin, xStride) : lanesFit(lin, xStride);
   if (desc.kind === 'affine' && k !== 'affine' && fits) {
     const xs = sumsFor(rec, lin, x, r, xStride, sums);
+    const shader = k === 'coop' ? 'matmul_coop.wgsl' : rec.kernels.subgroupsOf8 ? 'matmul_lanes_subgroupx.wgsl' : 'matmul_lanes_loadx.wgsl';
     lin.weight.parts.forEach((part, i) => {
-      const params = rec.params([r.M, part.rows, desc.inFeatures, desc.groupSize, part.rowStart, xStride, yStride, r.round ? 1 : 0]);
+      const params = rec.params(shader, { M: r.M, N: part.rows, K: desc.inFeatures, group_size: desc.groupSize, n_offset: part.rowStart, x_stride: xStride, y_stride: yStride, round: r.round });
       const sb = [lin.scales!.parts[i].buffer, lin.biases!.parts[i].buffer];
       const bindings = [params, undefined, undefined, y, ...sb, xs, x, part.buffer];
       if (k === 'coop') {
         const { constants, workgroups } = coopDispatch(desc, part.rows);
         // bindings 9-11 belong to gate_up; `main` never reads them but its layout lists them: the gate's again
-        rec.run('matmul_coop.wgsl', 'main', constants, [...bindings, part.buffer, ...sb], workgroups);
+        rec.run(shader, 'main', constants, [...bindings, part.buffer, ...sb], workgroups);
         return;
       }
-      const shader = rec.kernels.subgroupsOf8 ? 'matmul_lanes_subgroupx.wgsl' : 'matmul_lanes_loadx.wgsl';
       if (k === 'lanes') {
         rec.run(shader, 'main', { BITS: desc.bits }, bindings, Math.ceil(part.rows / (4 * WG)));
       } else {
@@ -139,10 +138,10 @@ export function matmul(rec: Recorder, lin: GpuLinear, x: GPUBuffer, y: GPUBuffer
   }
   lin.weight.parts.forEach((part, i) => {
     if (desc.kind === 'affine') {
-      const params = rec.params([r.M, part.rows, desc.inFeatures, desc.groupSize, part.rowStart, xStride, yStride, r.round ? 1 : 0]);
+      const params = rec.params('matmul.wgsl', { M: r.M, N: part.rows, K: desc.inFeatures, group_size: desc.groupSize, n_offset: part.rowStart, x_stride: xStride, y_stride: yStride, round: r.round });
       rec.run('matmul.wgsl', 'affine', { BITS: desc.bits }, [params, x, part.buffer, y, lin.scales!.parts[i].buffer, lin.biases!.parts[i].buffer], groups(r.M * part.rows));
     } else {
-      const params = rec.params([r.M, part.rows, desc.inFeatures, 0, part.rowStart, xStride, yStride, r.round ? 1 : 0]);
+      const params = rec.params('matmul_dense.wgsl', { M: r.M, N: part.rows, K: desc.inFeatures, n_offset: part.rowStart, x_stride: xStride, y_stride: yStride, round: r.round });
       rec.run('matmul_dense.wgsl', 'main', { DTYPE: DENSE_DTYPE[desc.weight.dtype] }, [params, x, part.buffer, y], groups(r.M * part.rows));
     }
   });
@@ -182,11 +181,11 @@ function matmulSplitK(rec: Recorder, lin: GpuLinear, x: GPUBuffer, y: GPUBuffer,
   const part = rec.kernels.scratch('splitk.part', r.M * N * 4);
   const exact: Rows = { ...r, round: false, split: 0 };
   ranges.forEach(([lo, hi], i) => {
-    const maskParams = rec.params([r.M, K, xStride, lo * unit, hi * unit, 0, 0, 0]);
+    const maskParams = rec.params('matmul_split.wgsl', { M: r.M, K, x_stride: xStride, lo: lo * unit, hi: hi * unit, N: 0, y_stride: 0, flags: 0 });
     rec.run('matmul_split.wgsl', 'mask_x', {}, [maskParams, x, xr], groups(r.M * K));
     matmul(rec, lin, xr, part, exact, xStride, N, kernel);
     const flags = (i === 0 ? 1 : 0) | (i === ranges.length - 1 ? 2 : 0) | (r.round ? 4 : 0);
-    const addParams = rec.params([r.M, 0, 0, 0, 0, N, yStride, flags]);
+    const addParams = rec.params('matmul_split.wgsl', { M: r.M, K: 0, x_stride: 0, lo: 0, hi: 0, N, y_stride: yStride, flags });
     rec.run('matmul_split.wgsl', 'add_part', {}, [addParams, undefined, undefined, part, y], groups(r.M * N));
   });
 }
@@ -212,7 +211,7 @@ export function groupSums(rec: Recorder, lin: GpuLinear, x: GPUBuffer, r: Rows, 
   if (d.kind !== 'affine') throw new Error(`groupSums: ${d.name} is not an affine linear`);
   const groupCount = d.inFeatures / d.groupSize;
   const buffer = rec.kernels.scratch(`xsums.${slot}`, r.M * groupCount * 4);
-  const params = rec.params([r.M, 0, d.inFeatures, d.groupSize, 0, xStride, 0, 0]);
+  const params = rec.params('matmul.wgsl', { M: r.M, N: 0, K: d.inFeatures, group_size: d.groupSize, n_offset: 0, x_stride: xStride, y_stride: 0, round: false });
   rec.run('matmul.wgsl', 'affine_xsum', { BITS: d.bits }, [params, x, undefined, buffer], groups(r.M * groupCount));
   return { buffer, x, M: r.M, K: d.inFeatures, xStride, groupSize: d.groupSize };
 }
@@ -242,7 +241,7 @@ export function gateUp(rec: Recorder, gate: GpuLinear, up: GpuLinear, x: GPUBuff
   const K = d.inFeatures;
   const xs = sumsFor(rec, gate, x, r, K, sums);
   gate.weight.parts.forEach((part, i) => {
-    const params = rec.params([r.M, part.rows, K, d.groupSize, part.rowStart, K, d.outFeatures, r.round ? 1 : 0]);
+    const params = rec.params('matmul_coop.wgsl', { M: r.M, N: part.rows, K, group_size: d.groupSize, n_offset: part.rowStart, x_stride: K, y_stride: d.outFeatures, round: r.round });
     const bindings = [params, undefined, undefined, g, gate.scales!.parts[i].buffer, gate.biases!.parts[i].buffer, xs, x, part.buffer,
       up.weight.parts[i].buffer, up.scales!.parts[i].buffer, up.biases!.parts[i].buffer];
     const { constants, workgroups } = coopDispatch(d, part.rows);
@@ -267,10 +266,10 @@ export function embed(rec: Recorder, table: GpuLinear, ids: GPUBuffer, h: GPUBuf
   const H = desc.inFeatures;
   table.weight.parts.forEach((part, i) => {
     if (desc.kind === 'affine') {
-      const params = rec.params([r.M, H, part.rowStart, part.rows, desc.groupSize, f32(scale), r.round ? 1 : 0, 0]);
+      const params = rec.params('embed.wgsl', { M: r.M, H, row_start: part.rowStart, rows: part.rows, group_size: desc.groupSize, scale, round: r.round });
       rec.run('embed.wgsl', 'affine', { BITS: desc.bits }, [params, ids, part.buffer, h, table.scales!.parts[i].buffer, table.biases!.parts[i].buffer], groups(r.M * H));
     } else {
-      const params = rec.params([r.M, H, part.rowStart, part.rows, 0, f32(scale), r.round ? 1 : 0, 0]);
+      const params = rec.params('embed.wgsl', { M: r.M, H, row_start: part.rowStart, rows: part.rows, group_size: 0, scale, round: r.round });
       rec.run('embed.wgsl', 'dense', { DTYPE: DENSE_DTYPE[desc.weight.dtype] }, [params, ids, part.buffer, h], groups(r.M * H));
     }
   });
@@ -296,6 +295,9 @@ export interface NormArgs {
   rope?: { table: RopeTable; heads: number; pos0: number };
 }
 
+/** rmsnorm.wgsl's Params fields that only `rows_wg` reads, off for `main`. */
+const RMSNORM_ROWS_WG_ONLY = { then_norm: 0, has_weight2: 0, sums_group: 0, rot_pairs: 0, heads: 0, pos0: 0, table_half: 0 } as const;
+
 /** Invocations per row of rmsnorm.wgsl `rows_wg` (a power of two). */
 const NORM_WG = 256;
 
@@ -313,12 +315,12 @@ export function rmsnorm(rec: Recorder, x: GPUBuffer, weight: GPUBuffer | null, o
   const sumsLin = a.sums && (a.sums.rows.split ?? 0) === 0 && lanesFit(a.sums.lin, D) && outStride === D && a.sums.lin.desc.inFeatures === D ? a.sums.lin : undefined;
   if (rec.kernels.kernelClass === 'gpu') {
     const gs = sumsLin && sumsLin.desc.kind === 'affine' ? sumsLin.desc.groupSize : 0;
-    const params = rec.params([
-      a.rows, D, inStride, outStride,
-      f32(a.eps), weight ? 1 : 0, a.residual ? 1 : 0, a.round ? 1 : 0,
-      f32(a.residual?.postScale ?? 1), a.then ? 1 : 0, a.then?.weight ? 1 : 0, gs,
-      a.rope?.table.rotPairs ?? 0, a.rope?.heads ?? 1, a.rope?.pos0 ?? 0, a.rope?.table.half ?? 0,
-    ]);
+    const params = rec.params('rmsnorm.wgsl', {
+      rows: a.rows, D, in_stride: inStride, out_stride: outStride,
+      eps: a.eps, has_weight: weight !== null, mode: a.residual !== undefined, round: a.round,
+      post_scale: a.residual?.postScale ?? 1, then_norm: a.then !== undefined, has_weight2: !!a.then?.weight, sums_group: gs,
+      rot_pairs: a.rope?.table.rotPairs ?? 0, heads: a.rope?.heads ?? 1, pos0: a.rope?.pos0 ?? 0, table_half: a.rope?.table.half ?? 0,
+    });
     // Unused writable bindings get placeholders of their own (WebGPU forbids two writable bindings of one range).
     const xs = gs ? rec.kernels.scratch(`xsums.${a.sums!.slot}`, a.rows * (D / gs) * 4) : rec.kernels.scratch('unused.xs', 16);
     const out2 = a.then?.out ?? rec.kernels.scratch('unused.out2', 16);
@@ -329,11 +331,12 @@ export function rmsnorm(rec: Recorder, x: GPUBuffer, weight: GPUBuffer | null, o
     return { buffer: xs, x: final, M: a.rows, K: D, xStride: D, groupSize: gs };
   }
   const one = (src: GPUBuffer, w: GPUBuffer | null, dst: GPUBuffer, o: { inStride: number; outStride: number; residual?: { postScale: number } }) => {
-    const params = rec.params([
-      a.rows, D, o.inStride, o.outStride,
-      f32(a.eps), w ? 1 : 0, o.residual ? 1 : 0, a.round ? 1 : 0,
-      f32(o.residual?.postScale ?? 1), 0, 0, 0, 0, 0, 0, 0, // the rows_wg-only fields, unused by main
-    ]);
+    const params = rec.params('rmsnorm.wgsl', {
+      rows: a.rows, D, in_stride: o.inStride, out_stride: o.outStride,
+      eps: a.eps, has_weight: w !== null, mode: o.residual !== undefined, round: a.round,
+      post_scale: o.residual?.postScale ?? 1,
+      ...RMSNORM_ROWS_WG_ONLY, // unused by main
+    });
     rec.run('rmsnorm.wgsl', 'main', {}, [params, src, w ?? dummy, dst], groups(a.rows));
   };
   one(x, weight, out, { inStride, outStride, residual: a.residual });
@@ -355,22 +358,22 @@ export interface RopeTable {
 /** In-place rotate-half RoPE on [M, heads, d] at positions pos0 .. pos0+M-1. */
 export function rope(rec: Recorder, x: GPUBuffer, t: RopeTable, heads: number, d: number, pos0: number, r: Rows): void {
   if (t.rotPairs === 0) return;
-  const params = rec.params([r.M, heads, d, pos0, t.rotPairs, t.half, r.round ? 1 : 0, 0]);
+  const params = rec.params('rope.wgsl', { M: r.M, heads, d, pos0, rot_pairs: t.rotPairs, table_half: t.half, round: r.round });
   rec.run('rope.wgsl', 'main', {}, [params, x, t.cos, t.sin], groups(r.M * heads * t.rotPairs));
 }
 
 /** a = gelu_tanh(a) * b over n elements. */
 export function geglu(rec: Recorder, a: GPUBuffer, b: GPUBuffer, n: number, round: boolean): void {
-  rec.run('elementwise.wgsl', 'geglu', {}, [rec.params([n, round ? 1 : 0, f32(0), 0]), a, b], groups(n));
+  rec.run('elementwise.wgsl', 'geglu', {}, [rec.params('elementwise.wgsl', { n, round, cap: 0 }), a, b], groups(n));
 }
 
 /** a = cap * tanh(a / cap) over n elements. */
 export function softcap(rec: Recorder, a: GPUBuffer, n: number, cap: number, round: boolean): void {
-  rec.run('elementwise.wgsl', 'softcap', {}, [rec.params([n, round ? 1 : 0, f32(cap), 0]), a], groups(n));
+  rec.run('elementwise.wgsl', 'softcap', {}, [rec.params('elementwise.wgsl', { n, round, cap }), a], groups(n));
 }
 
 export function argmax(rec: Recorder, logits: GPUBuffer, ids: GPUBuffer, M: number, V: number): void {
-  rec.run('argmax.wgsl', 'main', {}, [rec.params([M, V, 0, 0]), logits, ids], M);
+  rec.run('argmax.wgsl', 'main', {}, [rec.params('argmax.wgsl', { M, V }), logits, ids], M);
 }
 
 export { ATTENTION_MODE, attention, maskedKeyCount, type AttentionArgs, type AttentionMode } from './attention-op.ts';
