@@ -5,9 +5,8 @@
  * the quick form); the CLI command `bench` (src/cli/commands/bench.ts) prints and saves it.
  */
 import type { GpuContext } from '../gpu/device.ts';
-import { storageBuffer } from '../gpu/buffers.ts';
 import * as op from '../model/ops.ts';
-import { CaptureRecorder, GpuTimer, type TimingMethod } from './timer.ts';
+import { GpuTimer, type TimingMethod } from './timer.ts';
 import { copyBandwidth, fmaThroughput, type ProbeResult } from './probes.ts';
 import { BENCH_SHAPES, benchAttention, benchMatmul, makeLinear, type AffineKernel, type BenchShapes, type KernelResult, type Yardsticks } from './kernels.ts';
 import { isSoftwareAdapter } from '../gpu/kernel-class.ts';
@@ -147,28 +146,6 @@ export interface BenchReport {
   seconds: number;
 }
 
-/** Which exact affine kernel op.matmul dispatches for a 12B-like linear when the caller does not choose one. */
-export function engineAffineKernel(device: GPUDevice, timer: GpuTimer, prefill = false): AffineKernel {
-  const lin = makeLinear(device, 'probe', 8, 64, 4, 64);
-  const x = storageBuffer(device, 64 * 4, 'probe-x');
-  const y = storageBuffer(device, 8 * 4, 'probe-y');
-  const rec = new CaptureRecorder(device, timer.kernels, 'probe');
-  try {
-    op.matmul(rec, lin, x, y, { M: 1, round: false, prefill });
-    const keys = rec.captured.map((c) => c.key ?? '');
-    if (keys.some((k) => k.startsWith('matmul_coop'))) return 'coop';
-    if (keys.some((k) => k.startsWith('matmul_lanes') && k.includes('#main#'))) return 'lanes';
-    if (keys.some((k) => k.startsWith('matmul_lanes') && k.includes('#tile#'))) return 'tile';
-    if (keys.some((k) => k.includes('#affine#'))) return 'affine';
-    throw new Error(`unexpected dispatches of ops.matmul: ${keys.join(', ')}`);
-  } finally {
-    rec.release();
-    lin.destroy();
-    x.destroy();
-    y.destroy();
-  }
-}
-
 export async function runBench(ctx: GpuContext, opts: BenchOptions): Promise<BenchReport> {
   const t0 = performance.now();
   const log = opts.log ?? (() => {});
@@ -190,8 +167,7 @@ export async function runBench(ctx: GpuContext, opts: BenchOptions): Promise<Ben
     for (const p of yardsticks) log(`${p.name}: ${p.value.toFixed(2)} ${p.unit} (${p.detail})`);
     const y: Yardsticks = { copyGBps: yardsticks[0].value, fmaGflops: yardsticks[1].value };
     const coldBytes = opts.coldBytes ?? (isSoftwareAdapter(ctx.report) ? 0 : 256 * 2 ** 20);
-    const engineKernel = engineAffineKernel(device, timer);
-    const prefillKernel = engineAffineKernel(device, timer, true);
+    const { step: engineKernel, prefill: prefillKernel } = op.engineKernels(timer.kernels.kernelClass);
     log(`engine's exact affine kernels: ${engineKernel} (decode, verify), ${prefillKernel} (prefill)`);
 
     // (b) kernel classes

@@ -1,5 +1,6 @@
 import type { Recorder } from '../gpu/recorder.ts';
 import type { GpuLinear } from './gpu-weights.ts';
+import type { KernelClass } from '../gpu/kernel-class.ts';
 
 /**
  * Typed wrappers around the WGSL kernels: one function per op, taking buffers and sizes. The same
@@ -23,16 +24,17 @@ export interface Rows {
 /** The exact affine kernels ops.matmul can run (benchmarks compare them; the engine picks per phase and adapter class). */
 export type AffineKernel = 'lanes' | 'tile' | 'affine' | 'coop';
 
+/** What decides which affine kernel can run a linear (a GpuLinear's desc is one). */
+export type LinearShape = { kind: 'dense' } | { kind: 'affine'; bits: number; groupSize: number; inFeatures: number };
+
 /** Whether matmul_lanes.wgsl can run this linear: 4/8-bit, whole 32-weight chunks, vec4 rows of x. */
-function lanesFit(lin: GpuLinear, xStride: number): boolean {
-  const d = lin.desc;
+function lanesFit(d: LinearShape, xStride: number): boolean {
   return d.kind === 'affine' && (d.bits === 4 || d.bits === 8) && d.groupSize % 32 === 0 && d.inFeatures % 32 === 0 && xStride % 4 === 0;
 }
 
 /** Whether matmul_coop.wgsl can run it: as lanes, with groups of 32 or 64 weights (held in registers). */
-function coopFit(lin: GpuLinear, xStride: number): boolean {
-  const d = lin.desc;
-  return d.kind === 'affine' && lanesFit(lin, xStride) && (d.groupSize === 32 || d.groupSize === 64);
+function coopFit(d: LinearShape, xStride: number): boolean {
+  return d.kind === 'affine' && lanesFit(d, xStride) && (d.groupSize === 32 || d.groupSize === 64);
 }
 
 /** Tuning only (`bench --coop-threads N --coop-features R`): every coop linear uses these instead of the rules. */
@@ -81,10 +83,32 @@ function coopDispatch(d: AffineLinearDesc, rows: number): { constants: Record<st
   return { constants: { BITS: d.bits, WG: COOP_WG, T, R, GS: d.groupSize }, workgroups: Math.ceil(rows / (R * (COOP_WG / T))) };
 }
 
+/**
+ * The affine kernel ops.matmul runs for a linear (never a function of M): `wanted` where given (tests,
+ * bench --compare), else the phase's kernel for the kernel class ('tile' for prefill; 'coop' on GPUs,
+ * 'lanes' on software adapters for decode steps and verify blocks); 'affine' where the linear does not
+ * fit that kernel (2/3/5/6-bit, odd strides, groups coop cannot hold) or is dense.
+ */
+export function affineKernel(kernelClass: KernelClass, d: LinearShape, xStride: number, prefill: boolean, wanted?: AffineKernel): AffineKernel {
+  const k: AffineKernel = wanted ?? (prefill ? 'tile' : kernelClass === 'gpu' && coopFit(d, xStride) ? 'coop' : 'lanes');
+  if (k === 'affine') return k;
+  return (k === 'coop' ? coopFit(d, xStride) : lanesFit(d, xStride)) ? k : 'affine';
+}
+
 /** The exact kernel a decode step or verify block runs for this linear on this device (never a function of M). */
 export function stepKernel(rec: Recorder, lin: GpuLinear, xStride = lin.desc.inFeatures): AffineKernel {
-  if (rec.kernels.kernelClass === 'gpu' && coopFit(lin, xStride)) return 'coop';
-  return lanesFit(lin, xStride) ? 'lanes' : 'affine';
+  return affineKernel(rec.kernels.kernelClass, lin.desc, xStride, false);
+}
+
+/**
+ * The exact affine kernels the engine runs on a device of this kernel class, for its usual linears
+ * (4- or 8-bit, group size 32 or 64, inputs a multiple of 32: every Gemma 4 MLX checkpoint's): `step`
+ * for decode steps and verify blocks, `prefill` for prefill forwards. Linears outside that (2-bit, say)
+ * fall back to 'affine' (affineKernel says which, per linear). The bench reports these.
+ */
+export function engineKernels(kernelClass: KernelClass): { step: AffineKernel; prefill: AffineKernel } {
+  const usual: LinearShape = { kind: 'affine', bits: 4, groupSize: 64, inFeatures: 3840 };
+  return { step: affineKernel(kernelClass, usual, 3840, false), prefill: affineKernel(kernelClass, usual, 3840, true) };
 }
 
 /**
@@ -113,9 +137,8 @@ export function matmul(rec: Recorder, lin: GpuLinear, x: GPUBuffer, y: GPUBuffer
     matmulSplitK(rec, lin, x, y, r, split, xStride, yStride, kernel);
     return;
   }
-  const k: AffineKernel = kernel ?? (r.prefill ? 'tile' : stepKernel(rec, lin, xStride));
-  const fits = k === 'coop' ? coopFit(lin, xStride) : lanesFit(lin, xStride);
-  if (desc.kind === 'affine' && k !== 'affine' && fits) {
+  const k = affineKernel(rec.kernels.kernelClass, desc, xStride, r.prefill ?? false, kernel);
+  if (desc.kind === 'affine' && k !== 'affine') {
     const xs = sumsFor(rec, lin, x, r, xStride, sums);
     const shader = k === 'coop' ? 'matmul_coop.wgsl' : rec.kernels.subgroupsOf8 ? 'matmul_lanes_subgroupx.wgsl' : 'matmul_lanes_loadx.wgsl';
     lin.weight.parts.forEach((part, i) => {
@@ -312,7 +335,7 @@ export function rmsnorm(rec: Recorder, x: GPUBuffer, weight: GPUBuffer | null, o
   const D = a.D;
   const inStride = a.inStride ?? D;
   const outStride = a.outStride ?? D;
-  const sumsLin = a.sums && (a.sums.rows.split ?? 0) === 0 && lanesFit(a.sums.lin, D) && outStride === D && a.sums.lin.desc.inFeatures === D ? a.sums.lin : undefined;
+  const sumsLin = a.sums && (a.sums.rows.split ?? 0) === 0 && lanesFit(a.sums.lin.desc, D) && outStride === D && a.sums.lin.desc.inFeatures === D ? a.sums.lin : undefined;
   if (rec.kernels.kernelClass === 'gpu') {
     const gs = sumsLin && sumsLin.desc.kind === 'affine' ? sumsLin.desc.groupSize : 0;
     const params = rec.params('rmsnorm.wgsl', {
