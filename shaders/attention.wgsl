@@ -34,6 +34,7 @@
 // and the result is bit for bit the single sequential softmax and P.V of earlier versions.
 // Dot products over head_dim are compensated (accuracy); sums over the key axis are plain f32, as in
 // MLX, so that a different key order gives different bits.
+// CPU twin: src/reference/layer.ts attendRow (float64); test: test/gpu/kernels-attention.test.ts.
 override WG: u32 = 64u;
 
 const MODE_PHYSICAL: u32 = 0u;

@@ -4,6 +4,7 @@
 // Exactness: one invocation computes one output element with a sequential reduction over k in a
 // fixed order (group by group, element by element). The arithmetic of a row therefore depends only
 // on that row's x and the weights, never on how many rows are dispatched (M) or where the row sits.
+// CPU twin: src/reference/quantized-matmul.ts (float64); test: test/gpu/kernels-matmul.test.ts.
 //#include "matmul_affine_io.wgsl"
 
 @group(0) @binding(1) var<storage, read> x: array<f32>;

@@ -36,6 +36,7 @@
 // on NVIDIA), one exact subtract (2^23 and the centring offset) and one fma. A code left in place at
 // bit 4j is worth q * 16^j: the 16^j is a power of two, so a_j / 16^j is exactly the sum shifted codes
 // would give, and the shifts cost nothing.
+// CPU twin: src/reference/quantized-matmul.ts (float64); test: test/gpu/kernels-matmul.test.ts.
 //#include "matmul_affine_io.wgsl"
 //#include "matmul_affine_dot.wgsl"
 @group(0) @binding(6) var<storage, read> xs: array<f32>;     // [M, groups] from matmul.wgsl affine_xsum

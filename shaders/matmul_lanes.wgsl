@@ -21,6 +21,7 @@
 // this byte for byte on lavapipe and SwiftShader (M = 1..8 and 13 vs each row alone). Reading each
 // weight from memory once per row (not once per block of rows) is what this costs on compute-bound
 // adapters; on GPUs the rows of a verify block re-read the same weights from cache.
+// CPU twin: src/reference/quantized-matmul.ts (float64); test: test/gpu/kernels-matmul.test.ts.
 //#include "matmul_affine_io.wgsl"
 //#include "matmul_affine_dot.wgsl"
 // (group_size is a multiple of 32 and x_stride of 4 here.)

@@ -2,6 +2,7 @@
 // RMSNorm over rows of length D: v = x * (mean(x^2) + eps)^-1/2 * w   (w used as is; weightless: w = 1).
 // mode 0: out = v.  mode 1 (residual): out = (out + v) * post_scale  (post_scale = layer_scalar or 1).
 // One invocation per row, sequential sums: row-invariant.
+// CPU twin: src/reference/ops.ts rmsNorm (float64); test: test/gpu/kernels-norm-rope.test.ts.
 override WG: u32 = 64u;
 
 struct Params {

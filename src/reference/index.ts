@@ -4,3 +4,4 @@ export { referenceForward, referenceGreedy, targetStep, newKvCache, sharedKvFrom
 export { referenceDraft, type DraftInput, type DraftResult } from './draft.ts';
 export { Rope, type RopePrecision } from './rope.ts';
 export { rmsNorm, rmsNormF32, makeNorm, geluTanh, softcap, argmax, matvec, type Numerics, type NormFn } from './ops.ts';
+export { affineMatrix, affineMatvec, affineMatmul, type AffineMatrix, type AffineProduct } from './quantized-matmul.ts';

@@ -14,6 +14,8 @@ export function headNorm(x: Float64Array, numHeads: number, d: number, w: Float6
 /**
  * Scaled-dot-product attention of one query row (numHeads x d) over the given keys/values (each numKvHeads x d).
  * Score scale 1.0, no softcap, grouped-query: head j reads KV head floor(j / (numHeads / numKvHeads)).
+ * CPU twin of shaders/attention.wgsl (run by src/model/attention-op.ts attention), compared with it in
+ * test/gpu/kernels-attention.test.ts (which keys a row reads: test/gpu/helpers/attention.ts).
  */
 export function attendRow(q: Float64Array, keys: readonly Float64Array[], values: readonly Float64Array[], numHeads: number, numKvHeads: number, d: number): Float64Array {
   const out = new Float64Array(numHeads * d);

@@ -17,7 +17,8 @@ export function matvec(w: Float64Array, out: number, inF: number, x: Float64Arra
 
 /**
  * RMSNorm over `n` elements at `off`: x * (mean(x^2) + eps)^-0.5 * w. Gemma 4 uses the weight as is (not 1 + w);
- * `w` null means no weight (v_norm).
+ * `w` null means no weight (v_norm). CPU twin of shaders/rmsnorm.wgsl (`main`, `rows_wg`; run by src/model/ops.ts
+ * rmsnorm), compared with it in test/gpu/kernels-norm-rope.test.ts.
  */
 export function rmsNorm(x: Float64Array, off: number, n: number, w: Float64Array | null, eps: number, out: Float64Array = new Float64Array(n), outOff = 0): Float64Array {
   let ss = 0;

@@ -4,8 +4,8 @@
  * the ops wrappers, weights uploaded from safetensors bytes by TensorUploader, split into row parts where
  * asked): affine-quantized linears through `affine` (shaders/matmul.wgsl), the exact kernels `lanes` and
  * `tile` (shaders/matmul_lanes*.wgsl) and `coop` (shaders/matmul_coop.wgsl), dense linears
- * (shaders/matmul_dense.wgsl), and the split-K variants of the inexact policies. The CPU twin is
- * src/reference/ops.ts matvec over src/format/dequant.ts.
+ * (shaders/matmul_dense.wgsl), and the split-K variants of the inexact policies. The CPU twin of the
+ * quantized kernels is src/reference/quantized-matmul.ts (dense: src/reference/ops.ts matvec).
  *
  * Error bounds: helpers/kernel-lab.ts (how they are counted) and helpers/linears.ts quantizedTol (each
  * kernel's count). bf16 outputs: the GPU's bits must equal the CPU value rounded to nearest-even, unless

@@ -12,9 +12,9 @@ import type { AffineLinear, DenseLinear } from '../../../src/format/model-descri
 import { writeSafetensors, type TensorToWrite } from '../../../src/format/safetensors-writer.ts';
 import { readSafetensorsHeader } from '../../../src/format/safetensors.ts';
 import { bytesSource } from '../../../src/format/bytesource.ts';
-import { dequantAffine } from '../../../src/format/dequant.ts';
 import { bf16ToNumber, f16ToNumber } from '../../../src/format/dtype.ts';
 import { matvec } from '../../../src/reference/ops.ts';
+import { affineMatmul, affineMatrix, affineMatvec, type AffineMatrix } from '../../../src/reference/quantized-matmul.ts';
 import { bf16Trunc, bytesOf, expectSameBytes, randomF16Bits, range, U, type Lab, type Rand } from './kernel-lab.ts';
 
 /** Uploads tensors the way uploadWeights does: safetensors bytes -> TensorRefs -> TensorUploader (row parts). */
@@ -37,12 +37,9 @@ export interface AffineCase {
   gs: number;
   rowsPerPart?: number;
 }
-export interface AffineWeights {
+/** A linear on the GPU and its CPU twin (src/reference/quantized-matmul.ts: codes, scales, biases, dequantized w). */
+export interface AffineWeights extends AffineMatrix {
   lin: GpuLinear;
-  codes: Uint32Array; // [N, K]
-  scales: Float64Array; // [N, K/gs]
-  biases: Float64Array;
-  w: Float64Array; // dequantized [N, K]
 }
 
 /** A random MLX-affine linear (bf16 scales and biases centring the codes), uploaded in row parts. */
@@ -71,7 +68,9 @@ export async function affineLinear(lab: Lab, r: Rand, c: AffineCase): Promise<Af
   ], c.rowsPerPart);
   const desc: AffineLinear = { kind: 'affine', name: 'w', outFeatures: N, inFeatures: K, bits, groupSize: gs, weight: refs[0], scales: refs[1], biases: refs[2] };
   if (c.rowsPerPart !== undefined && c.rowsPerPart < N) expect(gpu[0].parts.length).toBe(Math.ceil(N / c.rowsPerPart));
-  return { lin: { desc, weight: gpu[0], scales: gpu[1], biases: gpu[2] }, codes, scales, biases, w: dequantAffine(words, scales, biases, N, K, bits, gs) };
+  const cpu = affineMatrix(words, scales, biases, N, K, bits, gs);
+  expect(cpu.codes).toEqual(codes);
+  return { lin: { desc, weight: gpu[0], scales: gpu[1], biases: gpu[2] }, ...cpu };
 }
 
 export type DenseDtype = 'BF16' | 'F16' | 'F32';
@@ -95,47 +94,19 @@ export async function denseLinear(lab: Lab, r: Rand, N: number, K: number, dtype
 }
 
 /**
- * y = W x for one row of x (at xOff) through dequantized affine weights (src/format/dequant.ts +
- * src/reference/ops.ts matvec), with the magnitudes of what the kernels add up: `mag` for codes as
- * stored (matmul.wgsl affine: sum over groups of |scale| sum|q x| + |bias| sum|x|) and `magC` for
- * centred codes (the exact kernels: |scale| sum|(q - 2^(bits-1)) x| + |bias + 2^(bits-1) scale| sum|x|).
+ * y = W x for one row of x (at xOff) by the CPU twin (src/reference/quantized-matmul.ts affineMatvec),
+ * with the magnitudes of what the kernels add up: `mag` for codes as stored (matmul.wgsl affine) and
+ * `magC` for centred codes (the exact kernels lanes, tile and coop).
  */
-export function affineReference(A: AffineWeights, c: AffineCase, x: Float64Array, xOff: number): { ref: Float64Array; mag: Float64Array; magC: Float64Array } {
-  const groups = c.K / c.gs;
-  const half = 2 ** (c.bits - 1);
-  const ref = matvec(A.w, c.N, c.K, x, xOff);
-  const mag = new Float64Array(c.N);
-  const magC = new Float64Array(c.N);
-  for (let n = 0; n < c.N; n++) {
-    let s = 0, sc = 0;
-    for (let g = 0; g < groups; g++) {
-      let qx = 0, qcx = 0, ax = 0;
-      for (let k = g * c.gs; k < (g + 1) * c.gs; k++) {
-        const q = A.codes[n * c.K + k];
-        qx += Math.abs(q * x[xOff + k]);
-        qcx += Math.abs((q - half) * x[xOff + k]);
-        ax += Math.abs(x[xOff + k]);
-      }
-      const scale = A.scales[n * groups + g], bias = A.biases[n * groups + g];
-      s += Math.abs(scale) * qx + Math.abs(bias) * ax;
-      sc += Math.abs(scale) * qcx + Math.abs(bias + half * scale) * ax;
-    }
-    mag[n] = s;
-    magC[n] = sc;
-  }
-  return { ref, mag, magC };
+export function affineReference(A: AffineWeights, _c: AffineCase, x: Float64Array, xOff: number): { ref: Float64Array; mag: Float64Array; magC: Float64Array } {
+  const o = affineMatvec(A, x, xOff);
+  return { ref: o.y, mag: o.mag, magC: o.magCentred };
 }
 
-/** M rows of a random x through an affine linear on the CPU: the reference and both magnitudes, row after row. */
+/** M rows of x (row m at m * xStride) through an affine linear on the CPU (affineMatmul): the reference and both magnitudes. */
 export function affineRows(A: AffineWeights, c: AffineCase, x: Float64Array, M: number, xStride = c.K): { ref: Float64Array; mag: Float64Array; magC: Float64Array } {
-  const ref = new Float64Array(M * c.N), mag = new Float64Array(M * c.N), magC = new Float64Array(M * c.N);
-  for (let m = 0; m < M; m++) {
-    const o = affineReference(A, c, x, m * xStride);
-    ref.set(o.ref, m * c.N);
-    mag.set(o.mag, m * c.N);
-    magC.set(o.magC, m * c.N);
-  }
-  return { ref, mag, magC };
+  const o = affineMatmul(A, x, M, xStride);
+  return { ref: o.y, mag: o.mag, magC: o.magCentred };
 }
 
 /**
