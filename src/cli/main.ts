@@ -16,6 +16,7 @@ import { compare } from './commands/compare.ts';
 import { trace } from './commands/trace.ts';
 import { bench } from './commands/bench.ts';
 import { isGpuError } from '../gpu/errors.ts';
+import { setVerbose } from './node-gpu.ts';
 
 const COMMANDS: Command[] = [info, selftest, forward, generate, compare, policies, probe, trace, synth, loadBench, bench];
 
@@ -23,6 +24,7 @@ function help(): string {
   const lines = ['Ringside: block-versus-chain parity lab for Gemma 4 MTP (WebGPU).', '', 'usage: npm run cli -- <command> [options]', '', 'commands:'];
   for (const c of COMMANDS) lines.push(`  ${c.name.padEnd(12)} ${c.summary}`);
   lines.push('', 'npm run cli -- <command> --help  shows the options of one command.');
+  lines.push('--verbose (any command; or RINGSIDE_VERBOSE=1)  asks Dawn for an adapter even without a Vulkan driver, to show its own messages.');
   return lines.join('\n');
 }
 
@@ -37,7 +39,8 @@ function commandHelp(c: Command): string {
 }
 
 export async function main(argv: string[], io: CommandIO): Promise<number> {
-  const [name, ...rest] = argv;
+  if (argv.includes('--verbose')) setVerbose(true);
+  const [name, ...rest] = argv.filter((a) => a !== '--verbose');
   if (!name || name === '--help' || name === '-h' || name === 'help') {
     io.out(help());
     return 0;

@@ -27,11 +27,14 @@ const HINTS: Record<GpuErrorKind, string> = {
 
 export class GpuError extends Error {
   override readonly name = 'GpuError';
+  /** `hint` replaces the kind's browser-oriented hint where the caller knows better (the CLI in Node). */
   constructor(
     readonly kind: GpuErrorKind,
-    detail: string,
+    /** What happened, without the hint. */
+    readonly detail: string,
+    hint: string = HINTS[kind],
   ) {
-    super(`${detail} ${HINTS[kind]}`);
+    super(hint ? `${detail} ${hint}` : detail);
   }
 }
 

@@ -23,12 +23,30 @@ describe('GPU error paths', () => {
     expect(err.message).toMatch(/No WebGPU adapter was found/);
   });
 
-  it('the CLI on a machine with no Vulkan driver fails with the no-adapter message, not a crash', async () => {
-    const env = { ...process.env, VK_ICD_FILENAMES: '/nonexistent/icd.json' };
+  it('the CLI on a machine with no Vulkan driver says what Node lacks: the driver and the provisioning script', async () => {
+    const env = { ...process.env, VK_ICD_FILENAMES: '/nonexistent/icd.json', RINGSIDE_VERBOSE: '' };
     const err = await run('npm', ['run', '-s', 'cli', '--', 'info'], { env, timeout: 60_000 }).catch((e) => e);
     expect(err.code).toBe(1);
-    expect(err.stderr).toMatch(/error: No WebGPU adapter was found/);
-    expect(err.stderr).toMatch(/Vulkan driver/);
+    expect(err.stdout).toBe('');
+    // one message, nothing from Dawn before it (Dawn is not asked without a driver)
+    expect(err.stderr).toMatch(/^error: No WebGPU adapter\. /);
+    expect(err.stderr.trim().split('\n')).toHaveLength(1);
+    expect(err.stderr).toMatch(/no Vulkan driver to use: VK_ICD_FILENAMES=\/nonexistent\/icd\.json names no ICD manifest that exists/);
+    expect(err.stderr).toMatch(/lavapipe/);
+    expect(err.stderr).toMatch(/scripts\/provision-webgpu\.sh/);
+    expect(err.stderr).toMatch(/--verbose/);
+    expect(err.stderr).not.toMatch(/chrome:\/\/gpu|browser/i);
+  });
+
+  it('with --verbose the CLI lets Dawn try and shows its messages before the same advice', async () => {
+    const env = { ...process.env, VK_ICD_FILENAMES: '/nonexistent/icd.json' };
+    const err = await run('npm', ['run', '-s', 'cli', '--', 'info', '--verbose'], { env, timeout: 60_000 }).catch((e) => e);
+    expect(err.code).toBe(1);
+    const at = err.stderr.indexOf('error: No WebGPU adapter.');
+    expect(at).toBeGreaterThan(0);
+    expect(err.stderr.slice(0, at)).toMatch(/vkCreateInstance|Vulkan|\/nonexistent\/icd\.json/); // Dawn's own
+    expect(err.stderr.slice(at)).toMatch(/scripts\/provision-webgpu\.sh.*Dawn's own messages are above/);
+    expect(err.stderr).not.toMatch(/chrome:\/\/gpu/);
   });
 
   it('`cli info` prints valid JSON with adapter info, limits and features', async () => {
