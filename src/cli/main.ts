@@ -54,6 +54,7 @@ export async function main(argv: string[], io: CommandIO): Promise<number> {
     io.out(commandHelp(cmd));
     return 0;
   }
+  // biome-ignore lint/suspicious/noImplicitAnyLet: typed by the parseArgs overload at the assignment below
   let args;
   try {
     args = parseArgs({
@@ -79,7 +80,7 @@ export async function main(argv: string[], io: CommandIO): Promise<number> {
   }
 }
 
-const io: CommandIO = { out: (t) => process.stdout.write(t + '\n'), err: (t) => process.stderr.write(t + '\n') };
+const io: CommandIO = { out: (t) => process.stdout.write(`${t}\n`), err: (t) => process.stderr.write(`${t}\n`) };
 main(process.argv.slice(2), io).then(
   (code) => {
     // Dawn can keep the event loop alive; exit explicitly once output is flushed.

@@ -23,7 +23,7 @@ export interface VulkanDrivers {
 
 /** The standard ICD folders of the Vulkan loader on Linux (XDG config and data directories, /etc). */
 export function standardIcdFolders(env: NodeJS.ProcessEnv = process.env): string[] {
-  const split = (v: string | undefined, dflt: string) => (v && v.length ? v : dflt).split(':').filter(Boolean);
+  const split = (v: string | undefined, dflt: string) => (v?.length ? v : dflt).split(':').filter(Boolean);
   const home = env.HOME ?? os.homedir();
   const dirs = [
     ...split(env.XDG_CONFIG_DIRS, '/etc/xdg'),

@@ -97,5 +97,5 @@ export async function locateCheckpointFiles(files: ByteSource[], label: string):
 
 function summarise(files: ByteSource[]): string {
   const names = files.map((f) => f.name);
-  return names.length <= 8 ? names.join(', ') || 'none' : names.slice(0, 8).join(', ') + `, ... ${names.length - 8} more`;
+  return names.length <= 8 ? names.join(', ') || 'none' : `${names.slice(0, 8).join(', ')}, ... ${names.length - 8} more`;
 }

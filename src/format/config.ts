@@ -174,12 +174,12 @@ function layerTypes(ctx: Ctx, tc: Obj, numLayers: number): LayerType[] {
     return Array.from({ length: numLayers }, (_, i) => (i === numLayers - 1 || (i + 1) % 6 === 0 ? 'full' : 'sliding'));
   }
   if (!Array.isArray(lt) || lt.length !== numLayers) {
-    throw new FormatError(`${ctx.file}: ${ctx.where}layer_types must list ${numLayers} layer types (num_hidden_layers), found ${Array.isArray(lt) ? lt.length + ' entries' : JSON.stringify(lt)}`, ctx.file, ctx.where + 'layer_types');
+    throw new FormatError(`${ctx.file}: ${ctx.where}layer_types must list ${numLayers} layer types (num_hidden_layers), found ${Array.isArray(lt) ? `${lt.length} entries` : JSON.stringify(lt)}`, ctx.file, `${ctx.where}layer_types`);
   }
   return lt.map((t, i) => {
     if (t === 'sliding_attention') return 'sliding';
     if (t === 'full_attention') return 'full';
-    throw new FormatError(`${ctx.file}: ${ctx.where}layer_types[${i}] is ${JSON.stringify(t)} (expected "sliding_attention" or "full_attention")`, ctx.file, ctx.where + 'layer_types');
+    throw new FormatError(`${ctx.file}: ${ctx.where}layer_types[${i}] is ${JSON.stringify(t)} (expected "sliding_attention" or "full_attention")`, ctx.file, `${ctx.where}layer_types`);
   });
 }
 

@@ -91,7 +91,7 @@ function bitsHint(shape: readonly number[], out: number, inF: number): string {
 
 /** Says which group size the stored scales would fit, to make a wrong group_size obvious. */
 function groupHint(shape: readonly number[] | undefined, out: number, inF: number, groups: number): string {
-  if (!shape || shape.length !== 2 || shape[0] !== out || shape[1] === groups || inF % shape[1] !== 0) return '';
+  if (shape?.length !== 2 || shape[0] !== out || shape[1] === groups || inF % shape[1] !== 0) return '';
   return `; the stored shape fits group size ${inF / shape[1]} — check config.json "quantization"`;
 }
 

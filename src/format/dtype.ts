@@ -8,7 +8,7 @@ export const DTYPE_SIZE: Readonly<Record<Dtype, number>> = {
 };
 
 export function isDtype(x: unknown): x is Dtype {
-  return typeof x === 'string' && Object.prototype.hasOwnProperty.call(DTYPE_SIZE, x);
+  return typeof x === 'string' && Object.hasOwn(DTYPE_SIZE, x);
 }
 
 /** Float dtypes a dense (unquantized) weight or a norm may use. */

@@ -153,14 +153,18 @@ export async function createGpuContext(gpu: GPU | undefined, opts: DeviceOptions
 export async function withErrorScopes<T>(device: GPUDevice, what: string, fn: () => T | Promise<T>): Promise<T> {
   device.pushErrorScope('out-of-memory');
   device.pushErrorScope('validation');
-  let value: T;
+  // The scopes are popped whatever fn does; a captured GPU error explains more than fn's own failure
+  // (usually a consequence of it), so it takes precedence.
+  let outcome: { value: T } | { error: unknown };
   try {
-    value = await fn();
-  } finally {
-    const validation = await device.popErrorScope();
-    const oom = await device.popErrorScope();
-    if (oom) throw new GpuError('out-of-memory', `Out of GPU memory while ${what}: ${oom.message}.`);
-    if (validation) throw new GpuError('validation', `WebGPU validation error while ${what}: ${validation.message}.`);
+    outcome = { value: await fn() };
+  } catch (error) {
+    outcome = { error };
   }
-  return value;
+  const validation = await device.popErrorScope();
+  const oom = await device.popErrorScope();
+  if (oom) throw new GpuError('out-of-memory', `Out of GPU memory while ${what}: ${oom.message}.`);
+  if (validation) throw new GpuError('validation', `WebGPU validation error while ${what}: ${validation.message}.`);
+  if ('error' in outcome) throw outcome.error;
+  return outcome.value;
 }

@@ -1,4 +1,4 @@
-import { KernelCache, dispatch, type Binding } from './kernels.ts';
+import { type KernelCache, dispatch, type Binding } from './kernels.ts';
 import type { KernelProfiler } from './profiler.ts';
 import { boundSize, packParams, paramsLayout, type ParamValues } from './params-layout.ts';
 

@@ -133,7 +133,7 @@ export class AssistantModel {
         });
         op.matmul(rec, w.oProj, ws.attn, ws.a, rows);
         // the same fused steps as the target's layers (ops.rmsnorm then/sums, ops.gateUp; one dispatch each on GPUs)
-        const xsMlp = norm(ws.a, w.postAttnNorm, ws.x, 1, a.hidden, { residual: { postScale: 1 }, then: { weight: w.preFfNorm, out: ws.xn }, sums: { lin: w.gate, rows, slot: 'mlp' } });
+        const xsMlp = norm(ws.a, w.postAttnNorm, ws.x, 1, a.hidden, { residual: { postScale: 1 }, nextNorm: { weight: w.preFfNorm, out: ws.xn }, sums: { lin: w.gate, rows, slot: 'mlp' } });
         op.gateUp(rec, w.gate, w.up, ws.xn, ws.g, ws.u, rows, xsMlp);
         op.matmul(rec, w.down, ws.g, ws.a, rows);
         norm(ws.a, w.postFfNorm, ws.x, 1, a.hidden, { residual: { postScale: w.layerScalar } });

@@ -307,10 +307,11 @@ export interface NormArgs {
   outStride?: number;
   /** Residual mode: out = (out + norm(x)) * postScale. */
   residual?: { postScale: number };
-  /** Then normalise the rows just written (out) again into `out` here, with `weight` (null: weightless). */
-  then?: { weight: GPUBuffer | null; out: GPUBuffer };
+  /** Then normalise the rows just written (out) again into `out` here, with `weight` (null: weightless).
+   * (Not called `then`: an object with a `then` member is a thenable, and `await` would call it.) */
+  nextNorm?: { weight: GPUBuffer | null; out: GPUBuffer };
   /**
-   * Then compute the group sums that the exact kernels of `lin` read from the final rows (the `then`
+   * Then compute the group sums that the exact kernels of `lin` read from the final rows (the `nextNorm`
    * output, else `out`), as groupSums would (undefined result where they would not be used).
    */
   sums?: { lin: GpuLinear; rows: Rows; slot: string };
@@ -326,7 +327,7 @@ const NORM_WG = 256;
 
 /**
  * RMSNorm of `rows` rows of length D; `weight` null = weightless (v_norm); optionally followed by a
- * second norm and by the group sums of the result (NormArgs.then / .sums). On GPUs one `rows_wg`
+ * second norm and by the group sums of the result (NormArgs.nextNorm / .sums). On GPUs one `rows_wg`
  * dispatch does all of it (a workgroup per row; see rmsnorm.wgsl); on software adapters, where
  * workgroup barriers are costly, one invocation per row (`main`) and separate dispatches, in the same
  * order of operations per value.
@@ -341,16 +342,16 @@ export function rmsnorm(rec: Recorder, x: GPUBuffer, weight: GPUBuffer | null, o
     const params = rec.params('rmsnorm.wgsl', {
       rows: a.rows, D, in_stride: inStride, out_stride: outStride,
       eps: a.eps, has_weight: weight !== null, mode: a.residual !== undefined, round: a.round,
-      post_scale: a.residual?.postScale ?? 1, then_norm: a.then !== undefined, has_weight2: !!a.then?.weight, sums_group: gs,
+      post_scale: a.residual?.postScale ?? 1, then_norm: a.nextNorm !== undefined, has_weight2: !!a.nextNorm?.weight, sums_group: gs,
       rot_pairs: a.rope?.table.rotPairs ?? 0, heads: a.rope?.heads ?? 1, pos0: a.rope?.pos0 ?? 0, table_half: a.rope?.table.half ?? 0,
     });
     // Unused writable bindings get placeholders of their own (WebGPU forbids two writable bindings of one range).
     const xs = gs ? rec.kernels.scratch(`xsums.${a.sums!.slot}`, a.rows * (D / gs) * 4) : rec.kernels.scratch('unused.xs', 16);
-    const out2 = a.then?.out ?? rec.kernels.scratch('unused.out2', 16);
+    const out2 = a.nextNorm?.out ?? rec.kernels.scratch('unused.out2', 16);
     const [cos, sin] = a.rope ? [a.rope.table.cos, a.rope.table.sin] : [dummy, dummy];
-    rec.run('rmsnorm.wgsl', 'rows_wg', { WG: NORM_WG }, [params, x, weight ?? dummy, out, a.then?.weight ?? dummy, out2, xs, cos, sin], a.rows);
+    rec.run('rmsnorm.wgsl', 'rows_wg', { WG: NORM_WG }, [params, x, weight ?? dummy, out, a.nextNorm?.weight ?? dummy, out2, xs, cos, sin], a.rows);
     if (!gs) return undefined;
-    const final = a.then?.out ?? out;
+    const final = a.nextNorm?.out ?? out;
     return { buffer: xs, x: final, M: a.rows, K: D, xStride: D, groupSize: gs };
   }
   const one = (src: GPUBuffer, w: GPUBuffer | null, dst: GPUBuffer, o: { inStride: number; outStride: number; residual?: { postScale: number } }) => {
@@ -364,9 +365,9 @@ export function rmsnorm(rec: Recorder, x: GPUBuffer, weight: GPUBuffer | null, o
   };
   one(x, weight, out, { inStride, outStride, residual: a.residual });
   if (a.rope) rope(rec, out, a.rope.table, a.rope.heads, D, a.rope.pos0, { M: a.rows / a.rope.heads, round: a.round });
-  if (a.then) one(out, a.then.weight, a.then.out, { inStride: outStride, outStride });
+  if (a.nextNorm) one(out, a.nextNorm.weight, a.nextNorm.out, { inStride: outStride, outStride });
   if (!sumsLin) return undefined;
-  return groupSums(rec, sumsLin, a.then?.out ?? out, a.sums!.rows, D, a.sums!.slot);
+  return groupSums(rec, sumsLin, a.nextNorm?.out ?? out, a.sums!.rows, D, a.sums!.slot);
 }
 
 export interface RopeTable {

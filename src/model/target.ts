@@ -401,7 +401,7 @@ export class TargetModel {
       op.matmul(rec, w.oProj, ws.attn, ws.a, rows);
       capture(`attn.${i}`, ws.a, M * H);
       // post-attention residual, pre-feedforward norm and the group sums gate and up share: one dispatch on GPUs
-      const xsMlp = norm(ws.a, w.postAttnNorm, ws.h, M, H, { residual: { postScale: 1 }, then: { weight: w.preFfNorm, out: ws.xn }, sums: { lin: w.gate, rows, slot: 'mlp' } });
+      const xsMlp = norm(ws.a, w.postAttnNorm, ws.h, M, H, { residual: { postScale: 1 }, nextNorm: { weight: w.preFfNorm, out: ws.xn }, sums: { lin: w.gate, rows, slot: 'mlp' } });
 
       // MLP block.
       op.gateUp(rec, w.gate, w.up, ws.xn, ws.g, ws.u, rows, xsMlp);
@@ -409,7 +409,7 @@ export class TargetModel {
       capture(`mlp.${i}`, ws.a, M * H);
       // post-feedforward residual, fused with the next layer's input norm (and its q/k/v group sums)
       const next = i + 1 < d.layers.length && !forcedInputs[i + 1] ? this.weights.layers[i + 1] : undefined;
-      const fuseNext = next ? { then: { weight: next.inputNorm, out: ws.xn }, sums: { lin: next.qProj, rows, slot: 'attn' } } : {};
+      const fuseNext = next ? { nextNorm: { weight: next.inputNorm, out: ws.xn }, sums: { lin: next.qProj, rows, slot: 'attn' } } : {};
       const carried = norm(ws.a, w.postFfNorm, ws.h, M, H, { residual: { postScale: w.layerScalar }, ...fuseNext });
       inputNormed = next ? { sums: carried } : undefined;
       capture(`layer.${i}`, ws.h, M * H);

@@ -29,7 +29,7 @@ export function ropeFrequencies(headDim: number, spec: RopeSpec, precision: Rope
   const invFreq = new Float64Array(half);
   for (let i = 0; i < rotatingPairs; i++) {
     const expo = r((2 * i) / headDim);
-    invFreq[i] = r(1 / r(Math.pow(spec.theta, expo)));
+    invFreq[i] = r(1 / r(spec.theta ** expo));
   }
   return { headDim, precision, invFreq, rotatingPairs };
 }

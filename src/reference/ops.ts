@@ -23,7 +23,7 @@ export function matvec(w: Float64Array, out: number, inF: number, x: Float64Arra
 export function rmsNorm(x: Float64Array, off: number, n: number, w: Float64Array | null, eps: number, out: Float64Array = new Float64Array(n), outOff = 0): Float64Array {
   let ss = 0;
   for (let i = 0; i < n; i++) ss += x[off + i] * x[off + i];
-  const r = Math.pow(ss / n + eps, -0.5);
+  const r = (ss / n + eps) ** -0.5;
   for (let i = 0; i < n; i++) out[outOff + i] = w ? x[off + i] * r * w[i] : x[off + i] * r;
   return out;
 }
@@ -39,7 +39,7 @@ export function rmsNormF32(x: Float64Array, off: number, n: number, w: Float64Ar
   let ss = 0;
   for (let i = 0; i < n; i++) { const v = f(x[off + i]); ss += f(v * v); }
   const ms = f(f(f(ss) / n) + f(eps));
-  const r = f(Math.pow(ms, -0.5));
+  const r = f(ms ** -0.5);
   for (let i = 0; i < n; i++) {
     const y = f(f(x[off + i]) * r);
     out[outOff + i] = w ? f(y * f(w[i])) : y;

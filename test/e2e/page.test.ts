@@ -53,7 +53,7 @@ describe('the page in headless Chromium (WebGPU in a module Worker)', () => {
     });
     await page.route('**/src/worker/engine-worker.ts*', async (route) => {
       const res = await route.fetch();
-      const body = "Object.defineProperty(Object.getPrototypeOf(navigator), 'gpu', { get: () => undefined });\n" + (await res.text());
+      const body = `Object.defineProperty(Object.getPrototypeOf(navigator), 'gpu', { get: () => undefined });\n${await res.text()}`;
       await route.fulfill({ response: res, body });
     });
     await page.goto(env.url);

@@ -71,7 +71,7 @@ describe('fused residual norm + next norm + group sums (rmsnorm rows_wg)', () =>
     let sums: op.GroupSums | undefined;
     const base = { rows: M, D, eps: 1e-6, round, residual: { postScale: 0.75 } };
     if (fused) {
-      sums = op.rmsnorm(rec, a, w1, h, dummy, { ...base, then: { weight: w2, out: xn }, sums: { lin, rows, slot: 'test' } });
+      sums = op.rmsnorm(rec, a, w1, h, dummy, { ...base, nextNorm: { weight: w2, out: xn }, sums: { lin, rows, slot: 'test' } });
     } else {
       op.rmsnorm(rec, a, w1, h, dummy, base);
       op.rmsnorm(rec, h, w2, xn, dummy, { rows: M, D, eps: 1e-6, round });

@@ -178,7 +178,7 @@ describe('reference vs transformers goldens (tiny-a)', () => {
     // Only the F32 storage of the golden inputs and the f32 norms separate us here: the assistant itself is exact.
     expect(le).toBeLessThan(2e-5);
     expect(hn).toBeLessThan(1e-12);
-    console.log('reference vs goldens:\n  ' + report.join('\n  '));
+    console.log(`reference vs goldens:\n  ${report.join('\n  ')}`);
   });
 });
 
@@ -261,6 +261,6 @@ describe('reference (numerics exact) vs float64 goldens (tiny-a-f64): logits and
     lines.push(`draft (golden inputs): logits max abs ${le.toExponential(2)}; hidden max abs ${he.toExponential(2)}`);
     expect(le).toBeLessThanOrEqual(TOL);
     expect(he).toBeLessThanOrEqual(TOL);
-    console.log('reference (exact) vs float64 goldens:\n  ' + lines.join('\n  '));
+    console.log(`reference (exact) vs float64 goldens:\n  ${lines.join('\n  ')}`);
   });
 });

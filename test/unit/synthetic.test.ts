@@ -7,7 +7,7 @@ import { openCheckpoint } from '../../src/format/checkpoint.ts';
 import { checkCompatibility } from '../../src/format/compat.ts';
 import { dequantizeLinear } from '../../src/format/dequant.ts';
 import type { AssistantDescription, TargetDescription } from '../../src/format/model-description.ts';
-import { SyntheticFile, synthGeometry, syntheticCheckpoint } from '../../src/format/synthetic.ts';
+import { type SyntheticFile, synthGeometry, syntheticCheckpoint } from '../../src/format/synthetic.ts';
 import { nodeFileSource, openCheckpointDir } from '../../src/node/file-source.ts';
 import { writeSynthetic } from '../../src/node/synthetic.ts';
 import { loadReferenceWeights, referenceForward } from '../../src/reference/index.ts';

@@ -148,20 +148,20 @@ describe('share link codec', () => {
     const r = divergingReport();
     const frag = encodeShareFragment(r);
     expect(frag).toMatch(/^report=[A-Za-z0-9_-]+$/);
-    expect(decodeShareFragment('#' + frag)).toEqual(r);
+    expect(decodeShareFragment(`#${frag}`)).toEqual(r);
     expect(decodeShareFragment('#other=1')).toBeUndefined();
     expect(decodeShareFragment('')).toBeUndefined();
   });
 
   it('says what is wrong with a damaged link', () => {
     expect(() => decodeShareFragment('#report=ab$cd')).toThrow(/damaged.*base64url/);
-    expect(() => decodeShareFragment('#report=' + toBase64Url(new TextEncoder().encode('not deflate at all, just text')))).toThrow(/damaged/);
-    expect(() => decodeShareFragment('#report=' + toBase64Url(deflateSync(new TextEncoder().encode('{"a": ')))) ).toThrow(/not JSON/);
+    expect(() => decodeShareFragment(`#report=${toBase64Url(new TextEncoder().encode('not deflate at all, just text'))}`)).toThrow(/damaged/);
+    expect(() => decodeShareFragment(`#report=${toBase64Url(deflateSync(new TextEncoder().encode('{"a": ')))}`) ).toThrow(/not JSON/);
   });
 
   it('refuses a deflate bomb before it fills memory', () => {
     const bomb = deflateSync(new Uint8Array(MAX_REPORT_BYTES + 1024).fill(32), { level: 9 });
-    expect(() => decodeShareFragment('#report=' + toBase64Url(bomb))).toThrow(/more than 32 MiB/);
+    expect(() => decodeShareFragment(`#report=${toBase64Url(bomb)}`)).toThrow(/more than 32 MiB/);
   });
 
   it('writes Markdown with markup escaped and a safe file stem', () => {

@@ -63,7 +63,7 @@ export const bench: Command = {
       const report = await runBench(ctx, o);
       io.out(formatBench(report));
       if (typeof v.json === 'string') {
-        await writeFile(v.json, JSON.stringify(report, null, 2) + '\n');
+        await writeFile(v.json, `${JSON.stringify(report, null, 2)}\n`);
         io.err(`bench: wrote ${v.json}`);
       }
       return 0;

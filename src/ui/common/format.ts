@@ -17,7 +17,7 @@ export function count(v: unknown): number {
 
 /** A string (cut to `max` characters so a crafted report cannot blow up the layout), or ''. */
 export function str(v: unknown, max = 4000): string {
-  return typeof v === 'string' ? (v.length > max ? v.slice(0, max) + '…' : v) : '';
+  return typeof v === 'string' ? (v.length > max ? `${v.slice(0, max)}…` : v) : '';
 }
 
 const DASH = '—';
@@ -26,7 +26,7 @@ const DASH = '—';
 export function fmtInt(n: number): string {
   if (!Number.isFinite(n)) return DASH;
   const s = Math.round(Math.abs(n)).toString().replace(/\B(?=(\d{3})+(?!\d))/g, ',');
-  return n < 0 ? '-' + s : s;
+  return n < 0 ? `-${s}` : s;
 }
 
 /** Bytes in decimal units, as MLX and Finder show checkpoint sizes. */

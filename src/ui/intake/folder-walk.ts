@@ -23,7 +23,7 @@ export function fromFileList(list: FileList | readonly File[]): PickedFolder {
   const rel = (f: File) => f.webkitRelativePath || f.name;
   const top = all.length && rel(all[0]).includes('/') ? rel(all[0]).split('/')[0] : '';
   const files = all
-    .map((file) => ({ path: top && rel(file).startsWith(top + '/') ? rel(file).slice(top.length + 1) : rel(file), file }))
+    .map((file) => ({ path: top && rel(file).startsWith(`${top}/`) ? rel(file).slice(top.length + 1) : rel(file), file }))
     .filter((f) => !f.path.split('/').some(skip))
     .slice(0, MAX_FILES);
   return { label: top || (all.length === 1 ? all[0].name : 'selected files'), files };

@@ -181,7 +181,7 @@ function wireFolderInputs(
 ): void {
   choose.addEventListener('click', () => input.click());
   input.addEventListener('change', () => {
-    if (input.files && input.files.length) void load(fromFileList(input.files));
+    if (input.files?.length) void load(fromFileList(input.files));
     input.value = '';
   });
   zone.addEventListener('dragover', (e) => {

@@ -108,7 +108,7 @@ export function reportMarkdown(r: ProbeReport, link?: string): string {
       `${mdEscape(p.target.modelType)} \`${shortDigest(p.target.digest)}\` | ${p.assistant ? `${mdEscape(p.assistant.modelType)} \`${shortDigest(p.assistant.digest)}\`` : '—'} | ${fmtMs(r.timings.totalMs)} |`,
   ];
   if (link) lines.push('', `[Open the full report](${link})`);
-  return lines.join('\n') + '\n';
+  return `${lines.join('\n')}\n`;
 }
 
 const safe = (s: string) => s.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '').slice(0, 40) || 'x';
@@ -154,5 +154,5 @@ export function traceMarkdown(r: TraceReport, link?: string): string {
       `${mdEscape(p.target.modelType)} \`${shortDigest(p.target.digest)}\` | ${fmtMs(r.timings.totalMs)} |`,
   ];
   if (link) lines.push('', `[Open the full trace](${link})`);
-  return lines.join('\n') + '\n';
+  return `${lines.join('\n')}\n`;
 }

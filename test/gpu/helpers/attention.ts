@@ -309,7 +309,7 @@ export const exactPlan = (cap = SEG_MAX_EXACT) => (n: number) => segmentCount(n,
 export function expRefF32(x: number): number {
   const f = Math.fround;
   if (x < -103) return 0;
-  const y = f(x * f(1.4426950408889634));
+  const y = f(x * f(Math.LOG2E));
   let n = Math.round(y);
   if (n - y === 0.5 && n % 2 !== 0) n -= 1;
   const r = f(f(x - f(n * f(0.693145751953125))) - f(n * f(1.428606765330187e-6)));
