@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: `npm test` (or `bash scripts/test.sh <paths>` for part of it). Provisions the
 # software WebGPU adapters first (lavapipe for Node/Dawn, Debian chromium for the browser tests), then
-# type-checks and runs vitest on lavapipe. The kernel tests then run a second time on SwiftShader
+# type-checks, lints and format-checks (Biome), and runs vitest on lavapipe. The kernel tests then run a second time on SwiftShader
 # (another subgroup size and other limits). Ends with the line "N passed, N failed" that CI reads,
 # summed over both passes.
 set -uo pipefail
@@ -19,6 +19,9 @@ results=$(mktemp -d test-results/.run.XXXXXX)
 trap 'rm -rf "$results"' EXIT
 typecheck_failed=0
 if ! npx tsc --noEmit -p tsconfig.json; then typecheck_failed=1; echo "typecheck FAILED" >&2; fi
+# Lint (import cycles included) and format check, one tool configured in biome.jsonc.
+lint_failed=0
+if ! npx biome ci --colors=off .; then lint_failed=1; echo "lint/format check FAILED (npx biome check --write . fixes formatting)" >&2; fi
 
 # run_vitest <json report> <vitest args...>
 run_vitest() {
@@ -73,7 +76,7 @@ if report_has "$results/vitest.json" test/gpu/mtp.test.ts; then
   reports+=("$results/vitest-gpu-kernels-mtp.json")
 fi
 
-node scripts/test-summary.mjs "$typecheck_failed" "${reports[@]}"
+node scripts/test-summary.mjs "$typecheck_failed" "$lint_failed" "${reports[@]}"
 mv -f "${reports[@]}" test-results/ 2>/dev/null
-[ "$typecheck_failed" = 0 ] || rc=1
+[ "$typecheck_failed" = 0 ] && [ "$lint_failed" = 0 ] || rc=1
 exit $rc

@@ -42,12 +42,26 @@ export interface E2EResult {
   timing: 'wall-clock';
   prefill: { tokens: number; seconds: number; tokensPerSecond: number; dispatches: number; submits: number };
   chain: {
-    tokens: number; msPerToken: number; minMs: number; dispatchesPerToken: number; submitsPerToken: number; context: number;
+    tokens: number;
+    msPerToken: number;
+    minMs: number;
+    dispatchesPerToken: number;
+    submitsPerToken: number;
+    context: number;
     /** decodeBytesPerToken at this context, and that over the fastest token's time (GB/s). */
-    bytesPerToken: number; effectiveGBps: number;
+    bytesPerToken: number;
+    effectiveGBps: number;
     breakdown: StepBreakdown;
   };
-  verify: { block: number; blocks: number; msPerBlock: number; minMs: number; msPerToken: number; dispatchesPerBlock: number; submitsPerBlock: number };
+  verify: {
+    block: number;
+    blocks: number;
+    msPerBlock: number;
+    minMs: number;
+    msPerToken: number;
+    dispatchesPerBlock: number;
+    submitsPerBlock: number;
+  };
   /** ms per verify block / ms per chain token (1 = a block of K costs one chain step; K = no gain). */
   blockVsChain: number;
   /**
@@ -88,10 +102,18 @@ export interface ProbePhases {
 }
 
 function phases(r: ProbeReport): ProbePhases {
-  const sum = (k: 'prefillMs' | 'chainMs' | 'blockMs' | 'localizeMs') => r.draws.reduce((a, d) => a + (d.timings[k] ?? 0), 0);
+  const sum = (k: 'prefillMs' | 'chainMs' | 'blockMs' | 'localizeMs') =>
+    r.draws.reduce((a, d) => a + (d.timings[k] ?? 0), 0);
   return {
-    policy: r.provenance.policy, verdict: r.verdict, drawLengths: r.provenance.drawLengths, block: r.provenance.block,
-    prefillMs: sum('prefillMs'), chainMs: sum('chainMs'), blockMs: sum('blockMs'), localizeMs: sum('localizeMs'), totalMs: r.timings.totalMs,
+    policy: r.provenance.policy,
+    verdict: r.verdict,
+    drawLengths: r.provenance.drawLengths,
+    block: r.provenance.block,
+    prefillMs: sum('prefillMs'),
+    chainMs: sum('chainMs'),
+    blockMs: sum('blockMs'),
+    localizeMs: sum('localizeMs'),
+    totalMs: r.timings.totalMs,
   };
 }
 
@@ -109,7 +131,8 @@ export function decodeBytesPerToken(desc: TargetDescription, context: number): n
   let bytes = linearBytes(desc.embed) * (1 + 1 / desc.vocab) + desc.finalNorm.byteLength;
   for (const l of desc.layers) {
     for (const x of [l.qProj, l.kProj, l.vProj, l.oProj, l.gate, l.up, l.down]) if (x) bytes += linearBytes(x);
-    for (const x of [l.inputNorm, l.qNorm, l.kNorm, l.postAttnNorm, l.preFfNorm, l.postFfNorm, l.layerScalar]) if (x) bytes += x.byteLength;
+    for (const x of [l.inputNorm, l.qNorm, l.kNorm, l.postAttnNorm, l.preFfNorm, l.postFfNorm, l.layerScalar])
+      if (x) bytes += x.byteLength;
     const keys = l.type === 'sliding' ? Math.min(context + 1, desc.window) : context + 1;
     bytes += 2 * keys * l.numKvHeads * l.headDim * 4;
   }
@@ -128,25 +151,42 @@ export async function presetDecodeBytes(preset: SynthPreset, context: number): P
 export async function benchEndToEnd(ctx: GpuContext, o: E2EOptions): Promise<E2EResult> {
   const log = o.log ?? (() => {});
   const g = synthGeometry(o.preset, { layers: o.layers, assistant: null, ...(o.vocab ? { vocab: o.vocab } : {}) });
-  const ck = await openCheckpoint(syntheticCheckpoint(g, { seed: o.seed ?? 0 }).target, `synthetic ${o.preset} x${o.layers}`);
+  const ck = await openCheckpoint(
+    syntheticCheckpoint(g, { seed: o.seed ?? 0 }).target,
+    `synthetic ${o.preset} x${o.layers}`,
+  );
   const desc = ck.description as TargetDescription;
   const t0 = performance.now();
   const weights = await uploadWeights(ctx.device, desc);
   await ctx.device.queue.onSubmittedWorkDone();
   const uploadSeconds = (performance.now() - t0) / 1000;
-  log(`e2e: synthetic ${o.preset} with ${o.layers} layers (${desc.layers.map((l) => l.type).join(', ')}), ${(weights.bytes / 1e9).toFixed(2)} GB uploaded in ${uploadSeconds.toFixed(1)} s`);
+  log(
+    `e2e: synthetic ${o.preset} with ${o.layers} layers (${desc.layers.map((l) => l.type).join(', ')}), ${(weights.bytes / 1e9).toFixed(2)} GB uploaded in ${uploadSeconds.toFixed(1)} s`,
+  );
   const context = o.promptTokens + Math.max(o.chainTokens, o.blocks * o.block);
-  const model = new TargetModel(ctx, weights, { maxContext: context + 8, maxBlock: Math.max(8, o.block), prefillChunk: Math.min(64, Math.max(o.promptTokens, 8)), precision: 'f32' });
+  const model = new TargetModel(ctx, weights, {
+    maxContext: context + 8,
+    maxBlock: Math.max(8, o.block),
+    prefillChunk: Math.min(64, Math.max(o.promptTokens, 8)),
+    precision: 'f32',
+  });
   try {
     const V = desc.vocab;
     const s = model.stats;
     const prompt = tokens(o.promptTokens, 11, V);
-    let d0 = s.dispatches, u0 = s.submits;
+    let d0 = s.dispatches,
+      u0 = s.submits;
     let t = performance.now();
     await model.prefill(prompt, { logits: 'none' });
     await ctx.device.queue.onSubmittedWorkDone();
     const prefillSeconds = (performance.now() - t) / 1000;
-    const prefill = { tokens: o.promptTokens, seconds: prefillSeconds, tokensPerSecond: o.promptTokens / prefillSeconds, dispatches: s.dispatches - d0, submits: s.submits - u0 };
+    const prefill = {
+      tokens: o.promptTokens,
+      seconds: prefillSeconds,
+      tokensPerSecond: o.promptTokens / prefillSeconds,
+      dispatches: s.dispatches - d0,
+      submits: s.submits - u0,
+    };
     log(`e2e: prefill ${o.promptTokens} tokens in ${prefillSeconds.toFixed(2)} s`);
     const snap = model.snapshot();
     // One untimed chain token first: it compiles the step's pipelines and creates its bind groups.
@@ -154,7 +194,8 @@ export async function benchEndToEnd(ctx: GpuContext, o: E2EOptions): Promise<E2E
     model.restore(snap);
 
     const chainMs: number[] = [];
-    d0 = s.dispatches; u0 = s.submits;
+    d0 = s.dispatches;
+    u0 = s.submits;
     const s0 = { ...s };
     const bg0 = model.kernels.bindGroups.created;
     for (const tok of tokens(o.chainTokens, 22, V)) {
@@ -168,18 +209,28 @@ export async function benchEndToEnd(ctx: GpuContext, o: E2EOptions): Promise<E2E
     const minMs = Math.min(...chainMs);
     const per = (k: 'encodeMs' | 'submitMs' | 'waitMs') => (s[k] - s0[k]) / o.chainTokens;
     const breakdown: StepBreakdown = {
-      encodeMs: per('encodeMs'), submitMs: per('submitMs'), waitMs: per('waitMs'),
+      encodeMs: per('encodeMs'),
+      submitMs: per('submitMs'),
+      waitMs: per('waitMs'),
       bindGroupsPerToken: (model.kernels.bindGroups.created - bg0) / o.chainTokens,
     };
     const chain = {
-      tokens: o.chainTokens, msPerToken: mean(chainMs), minMs, dispatchesPerToken: (s.dispatches - d0) / o.chainTokens, submitsPerToken: (s.submits - u0) / o.chainTokens,
-      context: o.promptTokens, bytesPerToken, effectiveGBps: bytesPerToken / (minMs / 1000) / 1e9, breakdown,
+      tokens: o.chainTokens,
+      msPerToken: mean(chainMs),
+      minMs,
+      dispatchesPerToken: (s.dispatches - d0) / o.chainTokens,
+      submitsPerToken: (s.submits - u0) / o.chainTokens,
+      context: o.promptTokens,
+      bytesPerToken,
+      effectiveGBps: bytesPerToken / (minMs / 1000) / 1e9,
+      breakdown,
     };
     Object.assign(breakdown, await profileChain(ctx, model, tokens(2, 44, V)));
 
     model.restore(snap);
     const blockMs: number[] = [];
-    d0 = s.dispatches; u0 = s.submits;
+    d0 = s.dispatches;
+    u0 = s.submits;
     for (let b = 0; b < o.blocks; b++) {
       const block = tokens(o.block, 33 + b, V);
       t = performance.now();
@@ -200,10 +251,28 @@ export async function benchEndToEnd(ctx: GpuContext, o: E2EOptions): Promise<E2E
       log(`e2e: probe (${policy}): ${r.verdict} in ${(r.timings.totalMs / 1000).toFixed(1)} s`);
     }
     const msPerBlock = mean(blockMs);
-    const verify = { block: o.block, blocks: o.blocks, msPerBlock, minMs: Math.min(...blockMs), msPerToken: msPerBlock / o.block, dispatchesPerBlock: (s.dispatches - d0) / o.blocks, submitsPerBlock: (s.submits - u0) / o.blocks };
+    const verify = {
+      block: o.block,
+      blocks: o.blocks,
+      msPerBlock,
+      minMs: Math.min(...blockMs),
+      msPerToken: msPerBlock / o.block,
+      dispatchesPerBlock: (s.dispatches - d0) / o.blocks,
+      submitsPerBlock: (s.submits - u0) / o.blocks,
+    };
     return {
-      model: `synthetic ${g.modelType} ${o.preset} geometry, ${o.layers} layer${o.layers === 1 ? '' : 's'}`, layers: o.layers, layerTypes: desc.layers.map((l) => l.type), vocab: V,
-      weightBytes: weights.bytes, uploadSeconds, timing: 'wall-clock', prefill, chain, verify, blockVsChain: msPerBlock / chain.msPerToken, probe,
+      model: `synthetic ${g.modelType} ${o.preset} geometry, ${o.layers} layer${o.layers === 1 ? '' : 's'}`,
+      layers: o.layers,
+      layerTypes: desc.layers.map((l) => l.type),
+      vocab: V,
+      weightBytes: weights.bytes,
+      uploadSeconds,
+      timing: 'wall-clock',
+      prefill,
+      chain,
+      verify,
+      blockVsChain: msPerBlock / chain.msPerToken,
+      probe,
     };
   } finally {
     model.destroy();
@@ -212,7 +281,11 @@ export async function benchEndToEnd(ctx: GpuContext, o: E2EOptions): Promise<E2E
 }
 
 /** GPU time per kernel over a few chain tokens, each dispatch timestamped (see StepBreakdown). */
-async function profileChain(ctx: GpuContext, model: TargetModel, toks: number[]): Promise<Pick<StepBreakdown, 'gpuMs' | 'kernels' | 'gpuNote'>> {
+async function profileChain(
+  ctx: GpuContext,
+  model: TargetModel,
+  toks: number[],
+): Promise<Pick<StepBreakdown, 'gpuMs' | 'kernels' | 'gpuNote'>> {
   if (!ctx.device.features.has('timestamp-query')) return { gpuNote: 'no timestamp-query on this adapter' };
   const profiler = new KernelProfiler(ctx.device);
   model.profiler = profiler;

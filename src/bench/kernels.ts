@@ -16,7 +16,19 @@ import type { AffineKernel } from '../model/ops.ts';
 export type { AffineKernel };
 
 /** Shapes of one target geometry that the kernel benchmarks use (GEMMA4.md section 1). */
-export type BenchShapes = Pick<SynthGeometry, 'hidden' | 'intermediate' | 'vocab' | 'heads' | 'kvHeads' | 'headDim' | 'globalKvHeads' | 'globalHeadDim' | 'window' | 'groupSize'> & {
+export type BenchShapes = Pick<
+  SynthGeometry,
+  | 'hidden'
+  | 'intermediate'
+  | 'vocab'
+  | 'heads'
+  | 'kvHeads'
+  | 'headDim'
+  | 'globalKvHeads'
+  | 'globalHeadDim'
+  | 'window'
+  | 'groupSize'
+> & {
   name: string;
   /** Keys of the full-attention decode benchmark (default 4096). */
   fullKeys?: number;
@@ -25,7 +37,19 @@ export type BenchShapes = Pick<SynthGeometry, 'hidden' | 'intermediate' | 'vocab
 /** The real geometries come from one place: the synthetic checkpoint presets (GEMMA4.md section 1). */
 function shapesOf(name: string, g: SynthGeometry): BenchShapes {
   const { hidden, intermediate, vocab, heads, kvHeads, headDim, globalKvHeads, globalHeadDim, window, groupSize } = g;
-  return { name, hidden, intermediate, vocab, heads, kvHeads, headDim, globalKvHeads, globalHeadDim, window, groupSize };
+  return {
+    name,
+    hidden,
+    intermediate,
+    vocab,
+    heads,
+    kvHeads,
+    headDim,
+    globalKvHeads,
+    globalHeadDim,
+    window,
+    groupSize,
+  };
 }
 
 export const BENCH_SHAPES: Record<'12b' | '31b', BenchShapes> = {
@@ -63,7 +87,10 @@ export interface Yardsticks {
   fmaGflops: number;
 }
 
-function result(base: Omit<KernelResult, 'gbPerS' | 'gflopPerS' | 'bwRatio' | 'flopRatio' | 'seconds'>, y: Yardsticks): KernelResult {
+function result(
+  base: Omit<KernelResult, 'gbPerS' | 'gflopPerS' | 'bwRatio' | 'flopRatio' | 'seconds'>,
+  y: Yardsticks,
+): KernelResult {
   const seconds = base.timing.seconds;
   const gbPerS = base.bytes / seconds / 1e9;
   const gflopPerS = base.flops / seconds / 1e9;
@@ -92,7 +119,13 @@ export interface MatmulCase {
  * One linear at several M and kernels: weights + x + y bytes, 2 M N K flops. The timed dispatches are
  * the matmul kernel alone (its x group sums precomputed, as the engine's fused norms provide them).
  */
-export async function benchMatmul(timer: GpuTimer, model: string, c: MatmulCase, y: Yardsticks, onResult: (r: KernelResult) => void): Promise<KernelResult[]> {
+export async function benchMatmul(
+  timer: GpuTimer,
+  model: string,
+  c: MatmulCase,
+  y: Yardsticks,
+  onResult: (r: KernelResult) => void,
+): Promise<KernelResult[]> {
   const { N, K } = { N: c.lin.desc.outFeatures, K: c.lin.desc.inFeatures };
   const maxM = Math.max(...c.Ms);
   const device = timer.device;
@@ -106,7 +139,10 @@ export async function benchMatmul(timer: GpuTimer, model: string, c: MatmulCase,
   try {
     // A discarded measurement first: fresh buffers (and clocks after the CPU filled them) run slowly
     // for a while on real GPUs, which would otherwise land on whichever case comes first.
-    if (c.warm !== false) await timer.measure((rec) => each((lin) => op.matmul(rec, lin, x, out, { M: maxM, round: false }, K, N, c.kernels[0])));
+    if (c.warm !== false)
+      await timer.measure((rec) =>
+        each((lin) => op.matmul(rec, lin, x, out, { M: maxM, round: false }, K, N, c.kernels[0])),
+      );
     for (const kernel of c.kernels) {
       for (const M of c.Ms) {
         // The group sums of x are computed once, outside the timed dispatches: the engine computes them
@@ -114,12 +150,35 @@ export async function benchMatmul(timer: GpuTimer, model: string, c: MatmulCase,
         const pre = new Recorder(device, timer.kernels, 'bench-sums');
         const sums = op.groupSums(pre, c.lin, x, { M, round: false }, K, 'bench');
         pre.submit();
-        const all = await timer.measure((rec) => each((lin) => op.matmul(rec, lin, x, out, { M, round: false }, K, N, kernel, sums)));
-        const timing = { ...all, seconds: all.seconds / copies.length, wallSeconds: all.wallSeconds / copies.length, dispatches: all.dispatches / copies.length };
-        const r = result({
-          class: c.cls, name: c.label, model, M, kernel, engine: kernel === c.engineKernel,
-          bytes: c.lin.weightBytes + M * (K + N) * 4, flops: 2 * M * N * K, timing, note: copies.length > 1 ? [c.note, `cycles through ${copies.length} copies of the weights (cold cache)`].filter(Boolean).join('; ') : c.note,
-        }, y);
+        const all = await timer.measure((rec) =>
+          each((lin) => op.matmul(rec, lin, x, out, { M, round: false }, K, N, kernel, sums)),
+        );
+        const timing = {
+          ...all,
+          seconds: all.seconds / copies.length,
+          wallSeconds: all.wallSeconds / copies.length,
+          dispatches: all.dispatches / copies.length,
+        };
+        const r = result(
+          {
+            class: c.cls,
+            name: c.label,
+            model,
+            M,
+            kernel,
+            engine: kernel === c.engineKernel,
+            bytes: c.lin.weightBytes + M * (K + N) * 4,
+            flops: 2 * M * N * K,
+            timing,
+            note:
+              copies.length > 1
+                ? [c.note, `cycles through ${copies.length} copies of the weights (cold cache)`]
+                    .filter(Boolean)
+                    .join('; ')
+                : c.note,
+          },
+          y,
+        );
         results.push(r);
         onResult(r);
       }
@@ -134,7 +193,14 @@ export async function benchMatmul(timer: GpuTimer, model: string, c: MatmulCase,
 
 const MAX_COPIES = 16;
 
-export function makeLinear(device: GPUDevice, name: string, N: number, K: number, bits: AffineBits, gs: number): SyntheticLinear {
+export function makeLinear(
+  device: GPUDevice,
+  name: string,
+  N: number,
+  K: number,
+  bits: AffineBits,
+  gs: number,
+): SyntheticLinear {
   return syntheticAffine(device, name, N, K, bits, gs, N ^ (K << 3) ^ bits);
 }
 
@@ -155,12 +221,28 @@ export interface AttentionCase {
  * order, p past the window) or a full-attention cache of `keys` rows (linear, p = keys - M).
  * Bytes: K and V rows read once + q + out; flops: 2 (q.k) + 2 (p.v) per key and channel per head.
  */
-export async function benchAttention(timer: GpuTimer, model: string, c: AttentionCase, y: Yardsticks, onResult: (r: KernelResult) => void): Promise<KernelResult[]> {
+export async function benchAttention(
+  timer: GpuTimer,
+  model: string,
+  c: AttentionCase,
+  y: Yardsticks,
+  onResult: (r: KernelResult) => void,
+): Promise<KernelResult[]> {
   const device = timer.device;
   const maxM = Math.max(...c.Ms);
   const row = c.kvHeads * c.d;
   const slots = c.mode === 'physical' ? c.window : c.keys;
-  const scratch = createAttentionScratch(device, { heads: c.heads, qWidth: c.heads * c.d, maxKeys: c.mode === 'physical' ? c.window : c.keys, prefillRows: 0, stepRows: maxM }, 'bench-attn');
+  const scratch = createAttentionScratch(
+    device,
+    {
+      heads: c.heads,
+      qWidth: c.heads * c.d,
+      maxKeys: c.mode === 'physical' ? c.window : c.keys,
+      prefillRows: 0,
+      stepRows: maxM,
+    },
+    'bench-attn',
+  );
   const bufs = {
     q: randomF32(device, maxM * c.heads * c.d, 'bench-q', 3),
     k: randomF32(device, slots * row, 'bench-k', 4),
@@ -173,16 +255,34 @@ export async function benchAttention(timer: GpuTimer, model: string, c: Attentio
   try {
     for (const M of c.Ms) {
       const p = c.mode === 'physical' ? 2 * c.window + 5 : c.keys - M;
-      const timing = await timer.measure((rec) => op.attention(rec, {
-        M, heads: c.heads, kvHeads: c.kvHeads, d: c.d, mode: c.mode, window: c.window, base: 0, p, round: false, split: 0,
-        q: bufs.q, kCache: bufs.k, vCache: bufs.v,
-        kStage: c.mode === 'linear' ? bufs.k : bufs.kStage, vStage: c.mode === 'linear' ? bufs.v : bufs.vStage,
-        out: bufs.out, scratch: scratch.step,
-      }));
+      const timing = await timer.measure((rec) =>
+        op.attention(rec, {
+          M,
+          heads: c.heads,
+          kvHeads: c.kvHeads,
+          d: c.d,
+          mode: c.mode,
+          window: c.window,
+          base: 0,
+          p,
+          round: false,
+          split: 0,
+          q: bufs.q,
+          kCache: bufs.k,
+          vCache: bufs.v,
+          kStage: c.mode === 'linear' ? bufs.k : bufs.kStage,
+          vStage: c.mode === 'linear' ? bufs.v : bufs.vStage,
+          out: bufs.out,
+          scratch: scratch.step,
+        }),
+      );
       const keysRead = c.mode === 'physical' ? c.window : c.keys;
       const bytes = 2 * keysRead * row * 4 + 2 * M * c.heads * c.d * 4;
       const flops = 4 * M * c.heads * keysRead * c.d;
-      const r = result({ class: 'attention', name: c.label, model, M, kernel: c.mode, engine: true, bytes, flops, timing }, y);
+      const r = result(
+        { class: 'attention', name: c.label, model, M, kernel: c.mode, engine: true, bytes, flops, timing },
+        y,
+      );
       results.push(r);
       onResult(r);
     }

@@ -25,7 +25,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 const CHAINS = 8;
 function fmaWgsl(t: 'f32' | 'f16'): string {
   const v = `vec4<${t}>`;
-  const decl = Array.from({ length: CHAINS }, (_, c) => `  var a${c} = ${v}(${t}(seed) * ${t}(${(c + 1) * 0.001}));`).join('\n');
+  const decl = Array.from(
+    { length: CHAINS },
+    (_, c) => `  var a${c} = ${v}(${t}(seed) * ${t}(${(c + 1) * 0.001}));`,
+  ).join('\n');
   const step = Array.from({ length: CHAINS }, (_, c) => `    a${c} = fma(a${c}, b, k);`).join('\n');
   const sum = Array.from({ length: CHAINS }, (_, c) => `a${c}`).join(' + ');
   return /* wgsl */ `${t === 'f16' ? 'enable f16;' : ''}
@@ -65,7 +68,11 @@ function pipeline(device: GPUDevice, name: string, code: string): GPUComputePipe
   if (!m) pipelines.set(device, (m = new Map()));
   let p = m.get(name);
   if (!p) {
-    p = device.createComputePipeline({ label: name, layout: 'auto', compute: { module: device.createShaderModule({ label: name, code }), entryPoint: 'main' } });
+    p = device.createComputePipeline({
+      label: name,
+      layout: 'auto',
+      compute: { module: device.createShaderModule({ label: name, code }), entryPoint: 'main' },
+    });
     m.set(name, p);
   }
   return p;
@@ -82,9 +89,21 @@ export async function copyBandwidth(timer: GpuTimer, mib: number): Promise<Probe
   const dst = device.createBuffer({ label: 'bench-copy-dst', size: bytes, usage: U.STORAGE });
   const params = uniformBuffer(device, Uint32Array.of(n, 0, 0, 0), 'bench-copy-params');
   try {
-    const timing = await timer.measureDispatches([{ pipeline: pipeline(device, 'bench-copy', COPY_WGSL), bindings: [params, src, dst], workgroups: Math.ceil(n / WG) }]);
+    const timing = await timer.measureDispatches([
+      {
+        pipeline: pipeline(device, 'bench-copy', COPY_WGSL),
+        bindings: [params, src, dst],
+        workgroups: Math.ceil(n / WG),
+      },
+    ]);
     const gbs = (2 * bytes) / timing.seconds / 1e9;
-    return { name: 'copy', value: gbs, unit: 'GB/s', timing, detail: `vec4 read+write over ${(bytes / 2 ** 20).toFixed(0)} MiB` };
+    return {
+      name: 'copy',
+      value: gbs,
+      unit: 'GB/s',
+      timing,
+      detail: `vec4 read+write over ${(bytes / 2 ** 20).toFixed(0)} MiB`,
+    };
   } finally {
     src.destroy();
     dst.destroy();
@@ -93,7 +112,12 @@ export async function copyBandwidth(timer: GpuTimer, mib: number): Promise<Probe
 }
 
 /** fma throughput in GFLOP/s (one fma = 2 flops) over `invocations` invocations of `rounds` rounds. */
-export async function fmaThroughput(timer: GpuTimer, type: 'f32' | 'f16', invocations: number, rounds: number): Promise<ProbeResult> {
+export async function fmaThroughput(
+  timer: GpuTimer,
+  type: 'f32' | 'f16',
+  invocations: number,
+  rounds: number,
+): Promise<ProbeResult> {
   const device = timer.device;
   const name = `bench-fma-${type}`;
   const out = device.createBuffer({ label: name, size: invocations * 4, usage: GPUBufferUsage.STORAGE });
@@ -102,9 +126,21 @@ export async function fmaThroughput(timer: GpuTimer, type: 'f32' | 'f16', invoca
   new Float32Array(p, 8, 2).set([0.999, 0.001]);
   const params = uniformBuffer(device, p, `${name}-params`);
   try {
-    const timing = await timer.measureDispatches([{ pipeline: pipeline(device, name, fmaWgsl(type)), bindings: [params, out], workgroups: Math.ceil(invocations / WG) }]);
+    const timing = await timer.measureDispatches([
+      {
+        pipeline: pipeline(device, name, fmaWgsl(type)),
+        bindings: [params, out],
+        workgroups: Math.ceil(invocations / WG),
+      },
+    ]);
     const flops = 2 * 4 * CHAINS * rounds * invocations;
-    return { name: `fma ${type}`, value: flops / timing.seconds / 1e9, unit: 'GFLOP/s', timing, detail: `${invocations} invocations x ${CHAINS} vec4 chains x ${rounds} rounds` };
+    return {
+      name: `fma ${type}`,
+      value: flops / timing.seconds / 1e9,
+      unit: 'GFLOP/s',
+      timing,
+      detail: `${invocations} invocations x ${CHAINS} vec4 chains x ${rounds} rounds`,
+    };
   } finally {
     out.destroy();
     params.destroy();

@@ -8,7 +8,16 @@ import type { GpuContext } from '../gpu/device.ts';
 import * as op from '../model/ops.ts';
 import { GpuTimer, type TimingMethod } from './timer.ts';
 import { copyBandwidth, fmaThroughput, type ProbeResult } from './probes.ts';
-import { BENCH_SHAPES, benchAttention, benchMatmul, makeLinear, type AffineKernel, type BenchShapes, type KernelResult, type Yardsticks } from './kernels.ts';
+import {
+  BENCH_SHAPES,
+  benchAttention,
+  benchMatmul,
+  makeLinear,
+  type AffineKernel,
+  type BenchShapes,
+  type KernelResult,
+  type Yardsticks,
+} from './kernels.ts';
 import { isSoftwareAdapter } from '../gpu/kernel-class.ts';
 import { benchEndToEnd, presetDecodeBytes, type E2EOptions, type E2EResult } from './e2e.ts';
 
@@ -86,7 +95,16 @@ export function defaultBenchOptions(quick = false, full = false): BenchOptions {
 export function pageBenchOptions(): BenchOptions {
   // End to end on one 12B layer with a 32768-word vocabulary (about 0.2 GB generated in the page):
   // a chain token's time, tokens/s and where the time goes, without the probes.
-  const e2e = { preset: '12b' as const, layers: 1, vocab: 32768, promptTokens: 8, chainTokens: 2, blocks: 1, block: 4, probe: false };
+  const e2e = {
+    preset: '12b' as const,
+    layers: 1,
+    vocab: 32768,
+    promptTokens: 8,
+    chainTokens: 2,
+    blocks: 1,
+    block: 4,
+    probe: false,
+  };
   return { ...defaultBenchOptions(true), headRows: [], e2e, prefillBudgetSeconds: 1 };
 }
 
@@ -120,7 +138,15 @@ export interface BenchSummary {
    * The whole preset model's decode on a device with REFERENCE_BANDWIDTH_GBPS, at this adapter's
    * measured decode efficiency: tokens/s = bandwidth x decodeBwRatio / bytes per token.
    */
-  projection?: { device: string; bandwidthGBps: number; /** The adapter whose measured efficiency is projected. */ from: string; model: string; context: number; bytesPerToken: number; tokensPerSecond: number };
+  projection?: {
+    device: string;
+    bandwidthGBps: number /** The adapter whose measured efficiency is projected. */;
+    from: string;
+    model: string;
+    context: number;
+    bytesPerToken: number;
+    tokensPerSecond: number;
+  };
 }
 
 /** The projection's reference device (issue 8: an M5 Max, 614 GB/s). */
@@ -129,7 +155,14 @@ export const REFERENCE_DEVICE = { name: 'M5 Max', bandwidthGBps: 614 };
 export interface BenchReport {
   version: number;
   date: string;
-  adapter: { description: string; vendor: string; architecture: string; device: string; features: string[]; platform: string };
+  adapter: {
+    description: string;
+    vendor: string;
+    architecture: string;
+    device: string;
+    features: string[];
+    platform: string;
+  };
   /** How kernel times were taken (end-to-end figures always use the wall clock). */
   timing: TimingMethod;
   timingNote?: string;
@@ -150,19 +183,26 @@ export async function runBench(ctx: GpuContext, opts: BenchOptions): Promise<Ben
   const t0 = performance.now();
   const log = opts.log ?? (() => {});
   const device = ctx.device;
-  const timer = new GpuTimer(device, { targetSeconds: opts.targetSeconds, maxIters: opts.maxIters, timestamps: opts.timestamps });
+  const timer = new GpuTimer(device, {
+    targetSeconds: opts.targetSeconds,
+    maxIters: opts.maxIters,
+    timestamps: opts.timestamps,
+  });
   const notes: string[] = [];
   const kernels: KernelResult[] = [];
   const onResult = (r: KernelResult) => {
     kernels.push(r);
-    log(`${r.class} ${r.name} M=${r.M} ${r.kernel}: ${(r.seconds * 1e3).toFixed(2)} ms, ${r.gbPerS.toFixed(2)} GB/s (${r.bwRatio.toFixed(3)} x copy), ${r.gflopPerS.toFixed(2)} GFLOP/s (${r.flopRatio.toFixed(3)} x FMA)`);
+    log(
+      `${r.class} ${r.name} M=${r.M} ${r.kernel}: ${(r.seconds * 1e3).toFixed(2)} ms, ${r.gbPerS.toFixed(2)} GB/s (${r.bwRatio.toFixed(3)} x copy), ${r.gflopPerS.toFixed(2)} GFLOP/s (${r.flopRatio.toFixed(3)} x FMA)`,
+    );
   };
   try {
     // (a) yardsticks
     const yardsticks: ProbeResult[] = [];
     yardsticks.push(await copyBandwidth(timer, opts.copyMiB));
     yardsticks.push(await fmaThroughput(timer, 'f32', opts.fmaInvocations, opts.fmaRounds));
-    if (device.features.has('shader-f16')) yardsticks.push(await fmaThroughput(timer, 'f16', opts.fmaInvocations, opts.fmaRounds));
+    if (device.features.has('shader-f16'))
+      yardsticks.push(await fmaThroughput(timer, 'f16', opts.fmaInvocations, opts.fmaRounds));
     else notes.push('no shader-f16 on this device: f16 FMA throughput not measured');
     for (const p of yardsticks) log(`${p.name}: ${p.value.toFixed(2)} ${p.unit} (${p.detail})`);
     const y: Yardsticks = { copyGBps: yardsticks[0].value, fmaGflops: yardsticks[1].value };
@@ -175,30 +215,86 @@ export async function runBench(ctx: GpuContext, opts: BenchOptions): Promise<Ben
       const S = typeof model === 'string' ? BENCH_SHAPES[model] : model;
       const m = S.name.toLowerCase();
       for (const bits of opts.bits) {
-        for (const [proj, N, K] of [['mlp.gate/up', S.intermediate, S.hidden], ['mlp.down', S.hidden, S.intermediate]] as const) {
+        for (const [proj, N, K] of [
+          ['mlp.gate/up', S.intermediate, S.hidden],
+          ['mlp.down', S.hidden, S.intermediate],
+        ] as const) {
           const lin = makeLinear(device, `${m}.${proj}`, N, K, bits, S.groupSize);
           try {
             const label = `${proj} ${bits}-bit [${N} x ${K}]`;
-            await benchMatmul(timer, S.name, { cls: 'matmul', label, lin, Ms: opts.matmulRows, kernels: [engineKernel], engineKernel, coldBytes }, y, onResult);
+            await benchMatmul(
+              timer,
+              S.name,
+              { cls: 'matmul', label, lin, Ms: opts.matmulRows, kernels: [engineKernel], engineKernel, coldBytes },
+              y,
+              onResult,
+            );
             const others = opts.compareKernels.filter((k) => k !== engineKernel);
             if (others.length && bits === 4) {
-              await benchMatmul(timer, S.name, { cls: 'matmul', label, lin, Ms: opts.compareRows, kernels: others, engineKernel, warm: false, coldBytes }, y, onResult);
+              await benchMatmul(
+                timer,
+                S.name,
+                {
+                  cls: 'matmul',
+                  label,
+                  lin,
+                  Ms: opts.compareRows,
+                  kernels: others,
+                  engineKernel,
+                  warm: false,
+                  coldBytes,
+                },
+                y,
+                onResult,
+              );
             }
             if (bits === 4 && proj === 'mlp.gate/up' && opts.prefillRows > 0) {
               // Project the prefill matmul's time from one run at M = 8 of the prefill kernel.
-              const [ref] = await benchMatmul(timer, S.name, { cls: 'prefill', label, lin, Ms: [8], kernels: [prefillKernel], engineKernel: prefillKernel, warm: false }, y, () => {});
+              const [ref] = await benchMatmul(
+                timer,
+                S.name,
+                {
+                  cls: 'prefill',
+                  label,
+                  lin,
+                  Ms: [8],
+                  kernels: [prefillKernel],
+                  engineKernel: prefillKernel,
+                  warm: false,
+                },
+                y,
+                () => {},
+              );
               const projected = (ref.seconds * opts.prefillRows) / ref.M;
               let M = opts.prefillRows;
               let note: string | undefined;
               if (projected > opts.prefillBudgetSeconds) {
-                M = Math.max(8, Math.min(opts.prefillRows, Math.floor(((opts.prefillBudgetSeconds / ref.seconds) * ref.M) / 8) * 8));
+                M = Math.max(
+                  8,
+                  Math.min(opts.prefillRows, Math.floor(((opts.prefillBudgetSeconds / ref.seconds) * ref.M) / 8) * 8),
+                );
                 note = `M reduced from ${opts.prefillRows} to ${M}: one matmul at M = ${opts.prefillRows} projects to ${projected.toFixed(1)} s on this adapter`;
                 notes.push(`${S.name} prefill ${label}: ${note}`);
               }
               const budget = { ...timer.opts };
               timer.opts.targetSeconds = Math.min(timer.opts.targetSeconds, 1e-3); // one timed run
               try {
-                await benchMatmul(timer, S.name, { cls: 'prefill', label, lin, Ms: [M], kernels: [prefillKernel], engineKernel: prefillKernel, note, warm: false }, y, onResult);
+                await benchMatmul(
+                  timer,
+                  S.name,
+                  {
+                    cls: 'prefill',
+                    label,
+                    lin,
+                    Ms: [M],
+                    kernels: [prefillKernel],
+                    engineKernel: prefillKernel,
+                    note,
+                    warm: false,
+                  },
+                  y,
+                  onResult,
+                );
               } finally {
                 Object.assign(timer.opts, budget);
               }
@@ -209,16 +305,59 @@ export async function runBench(ctx: GpuContext, opts: BenchOptions): Promise<Ben
         }
       }
       // Attention decode: sliding ring (W slots, d 256) and full cache (4096 keys, d 512).
-      await benchAttention(timer, S.name, { label: `sliding ring ${S.window} slots, ${S.heads} q / ${S.kvHeads} kv heads, d ${S.headDim}`, mode: 'physical', heads: S.heads, kvHeads: S.kvHeads, d: S.headDim, keys: S.window, window: S.window, Ms: opts.attentionRows }, y, onResult);
-      await benchAttention(timer, S.name, { label: `full cache ${S.fullKeys ?? 4096} keys, ${S.heads} q / ${S.globalKvHeads} kv heads, d ${S.globalHeadDim}`, mode: 'linear', heads: S.heads, kvHeads: S.globalKvHeads, d: S.globalHeadDim, keys: S.fullKeys ?? 4096, window: S.window, Ms: opts.attentionRows }, y, onResult);
+      await benchAttention(
+        timer,
+        S.name,
+        {
+          label: `sliding ring ${S.window} slots, ${S.heads} q / ${S.kvHeads} kv heads, d ${S.headDim}`,
+          mode: 'physical',
+          heads: S.heads,
+          kvHeads: S.kvHeads,
+          d: S.headDim,
+          keys: S.window,
+          window: S.window,
+          Ms: opts.attentionRows,
+        },
+        y,
+        onResult,
+      );
+      await benchAttention(
+        timer,
+        S.name,
+        {
+          label: `full cache ${S.fullKeys ?? 4096} keys, ${S.heads} q / ${S.globalKvHeads} kv heads, d ${S.globalHeadDim}`,
+          mode: 'linear',
+          heads: S.heads,
+          kvHeads: S.globalKvHeads,
+          d: S.globalHeadDim,
+          keys: S.fullKeys ?? 4096,
+          window: S.window,
+          Ms: opts.attentionRows,
+        },
+        y,
+        onResult,
+      );
       // LM head: the tied 4-bit embedding over the whole vocabulary (skipped when headRows is empty).
       if (!opts.headRows.length) continue;
       const head = makeLinear(device, `${m}.lm_head`, S.vocab, S.hidden, 4, S.groupSize);
       try {
         const label = `4-bit [${S.vocab} x ${S.hidden}]`;
-        await benchMatmul(timer, S.name, { cls: 'lm-head', label, lin: head, Ms: opts.headRows, kernels: [engineKernel], engineKernel, coldBytes }, y, onResult);
+        await benchMatmul(
+          timer,
+          S.name,
+          { cls: 'lm-head', label, lin: head, Ms: opts.headRows, kernels: [engineKernel], engineKernel, coldBytes },
+          y,
+          onResult,
+        );
         const others = opts.compareKernels.filter((k) => k !== engineKernel);
-        if (opts.compareHead && others.length) await benchMatmul(timer, S.name, { cls: 'lm-head', label, lin: head, Ms: opts.headRows, kernels: others, engineKernel, warm: false }, y, onResult);
+        if (opts.compareHead && others.length)
+          await benchMatmul(
+            timer,
+            S.name,
+            { cls: 'lm-head', label, lin: head, Ms: opts.headRows, kernels: others, engineKernel, warm: false },
+            y,
+            onResult,
+          );
       } finally {
         head.destroy();
       }
@@ -231,11 +370,22 @@ export async function runBench(ctx: GpuContext, opts: BenchOptions): Promise<Ben
     // (a') the yardsticks once more, at the end: a shared or throttling machine drifts during a run, and
     // ratios against a yardstick caught in a slow moment would flatter the kernels. Each yardstick keeps
     // its best value, and every ratio is recomputed against it.
-    const again = [await copyBandwidth(timer, opts.copyMiB), await fmaThroughput(timer, 'f32', opts.fmaInvocations, opts.fmaRounds)];
+    const again = [
+      await copyBandwidth(timer, opts.copyMiB),
+      await fmaThroughput(timer, 'f32', opts.fmaInvocations, opts.fmaRounds),
+    ];
     again.forEach((p, i) => {
       log(`${p.name} (again): ${p.value.toFixed(2)} ${p.unit}`);
-      if (p.value > yardsticks[i].value) yardsticks[i] = { ...p, detail: `${p.detail}; best of two runs (${yardsticks[i].value.toFixed(2)} at the start)` };
-      else yardsticks[i] = { ...yardsticks[i], detail: `${yardsticks[i].detail}; best of two runs (${p.value.toFixed(2)} at the end)` };
+      if (p.value > yardsticks[i].value)
+        yardsticks[i] = {
+          ...p,
+          detail: `${p.detail}; best of two runs (${yardsticks[i].value.toFixed(2)} at the start)`,
+        };
+      else
+        yardsticks[i] = {
+          ...yardsticks[i],
+          detail: `${yardsticks[i].detail}; best of two runs (${p.value.toFixed(2)} at the end)`,
+        };
     });
     y.copyGBps = yardsticks[0].value;
     y.fmaGflops = yardsticks[1].value;
@@ -243,7 +393,8 @@ export async function runBench(ctx: GpuContext, opts: BenchOptions): Promise<Ben
 
     // Summary figures: the first geometry (12B by default).
     const first = kernels[0]?.model;
-    const find = (cls: string, name: string, M: number) => kernels.find((r) => r.class === cls && r.model === first && r.name.startsWith(name) && r.M === M && r.engine);
+    const find = (cls: string, name: string, M: number) =>
+      kernels.find((r) => r.class === cls && r.model === first && r.name.startsWith(name) && r.M === M && r.engine);
     const g1 = find('matmul', 'mlp.gate/up 4-bit', 1);
     const g4 = find('matmul', 'mlp.gate/up 4-bit', 4);
     const pre = kernels.find((r) => r.class === 'prefill' && r.model === first);
@@ -262,7 +413,14 @@ export async function runBench(ctx: GpuContext, opts: BenchOptions): Promise<Ben
       dispatchesPerToken: e2e?.chain.dispatchesPerToken,
       e2eModel: e2e ? `${e2e.model}, vocab ${e2e.vocab}` : undefined,
       chainTokensPerSecond: e2e ? 1000 / e2e.chain.msPerToken : undefined,
-      breakdown: e2e ? { encodeMs: e2e.chain.breakdown.encodeMs, submitMs: e2e.chain.breakdown.submitMs, waitMs: e2e.chain.breakdown.waitMs, gpuMs: e2e.chain.breakdown.gpuMs } : undefined,
+      breakdown: e2e
+        ? {
+            encodeMs: e2e.chain.breakdown.encodeMs,
+            submitMs: e2e.chain.breakdown.submitMs,
+            waitMs: e2e.chain.breakdown.waitMs,
+            gpuMs: e2e.chain.breakdown.gpuMs,
+          }
+        : undefined,
       submitsPerToken: e2e?.chain.submitsPerToken,
       decodeEffectiveGBps: e2e?.chain.effectiveGBps,
       decodeBwRatio: e2e ? e2e.chain.effectiveGBps / y.copyGBps : undefined,
@@ -273,20 +431,34 @@ export async function runBench(ctx: GpuContext, opts: BenchOptions): Promise<Ben
       const bytesPerToken = await presetDecodeBytes(opts.e2e.preset, e2e.chain.context);
       const bw = REFERENCE_DEVICE.bandwidthGBps;
       summary.projection = {
-        device: REFERENCE_DEVICE.name, bandwidthGBps: bw, from: ctx.report.description || ctx.report.vendor, model: `${opts.e2e.preset} (all layers)`, context: e2e.chain.context, bytesPerToken,
+        device: REFERENCE_DEVICE.name,
+        bandwidthGBps: bw,
+        from: ctx.report.description || ctx.report.vendor,
+        model: `${opts.e2e.preset} (all layers)`,
+        context: e2e.chain.context,
+        bytesPerToken,
         tokensPerSecond: (bw * 1e9 * summary.decodeBwRatio!) / bytesPerToken,
       };
     }
-    if (timer.timestampProblem) notes.push(`timestamp queries looked wrong (${timer.timestampProblem}); later kernel times use the wall clock`);
+    if (timer.timestampProblem)
+      notes.push(`timestamp queries looked wrong (${timer.timestampProblem}); later kernel times use the wall clock`);
     const methods = new Set(kernels.map((k) => k.timing.method).concat(yardsticks.map((p) => p.timing.method)));
     const r = ctx.report;
     const { log: _log, ...optionsOut } = opts;
     return {
       version: BENCH_VERSION,
       date: new Date().toISOString(),
-      adapter: { description: r.description, vendor: r.vendor, architecture: r.architecture, device: r.device, features: r.features, platform: r.platform },
+      adapter: {
+        description: r.description,
+        vendor: r.vendor,
+        architecture: r.architecture,
+        device: r.device,
+        features: r.features,
+        platform: r.platform,
+      },
       timing: methods.has('wall-clock') ? 'wall-clock' : 'timestamp-query',
-      timingNote: methods.size > 1 ? 'mixed: some kernel times fell back to the wall clock (see each entry)' : undefined,
+      timingNote:
+        methods.size > 1 ? 'mixed: some kernel times fell back to the wall clock (see each entry)' : undefined,
       engineKernel,
       prefillKernel,
       options: optionsOut,
@@ -304,70 +476,160 @@ export async function runBench(ctx: GpuContext, opts: BenchOptions): Promise<Ben
 
 // ---- text output -----------------------------------------------------------------------------
 
-const fx = (v: number | undefined, d = 2) => (v === undefined || !Number.isFinite(v) ? '-' : v >= 1000 ? v.toFixed(0) : v.toFixed(d));
+const fx = (v: number | undefined, d = 2) =>
+  v === undefined || !Number.isFinite(v) ? '-' : v >= 1000 ? v.toFixed(0) : v.toFixed(d);
 
 function table(rows: string[][], align: ('l' | 'r')[]): string[] {
   const w = rows[0].map((_, c) => Math.max(...rows.map((r) => r[c].length)));
-  return rows.map((r) => r.map((cell, c) => (align[c] === 'l' ? cell.padEnd(w[c]) : cell.padStart(w[c]))).join('  ').trimEnd());
+  return rows.map((r) =>
+    r
+      .map((cell, c) => (align[c] === 'l' ? cell.padEnd(w[c]) : cell.padStart(w[c])))
+      .join('  ')
+      .trimEnd(),
+  );
 }
 
 export function formatBench(b: BenchReport): string {
   const out: string[] = [];
   out.push(`Ringside bench v${b.version}: ${b.adapter.description || b.adapter.vendor} (${b.adapter.platform})`);
-  out.push(`kernel timing: ${b.timing}${b.timingNote ? ` (${b.timingNote})` : ''}; end to end: wall clock; engine's exact affine kernels: ${b.engineKernel} (decode, verify), ${b.prefillKernel} (prefill)`);
+  out.push(
+    `kernel timing: ${b.timing}${b.timingNote ? ` (${b.timingNote})` : ''}; end to end: wall clock; engine's exact affine kernels: ${b.engineKernel} (decode, verify), ${b.prefillKernel} (prefill)`,
+  );
   out.push('');
-  out.push(...table([
-    ['adapter yardstick', 'value', 'detail'],
-    ...b.yardsticks.map((p) => [p.name, `${fx(p.value)} ${p.unit}`, p.detail]),
-  ], ['l', 'r', 'l']));
+  out.push(
+    ...table(
+      [
+        ['adapter yardstick', 'value', 'detail'],
+        ...b.yardsticks.map((p) => [p.name, `${fx(p.value)} ${p.unit}`, p.detail]),
+      ],
+      ['l', 'r', 'l'],
+    ),
+  );
   out.push('');
-  out.push(...table([
-    ['class', 'model', 'shape', 'M', 'kernel', 'ms', 'GB/s', 'x copy', 'GFLOP/s', 'x FMA', 'iters'],
-    ...b.kernels.map((k) => [k.class, k.model, k.name, String(k.M), `${k.kernel}${k.engine ? '*' : ''}`, fx(k.seconds * 1e3), fx(k.gbPerS), fx(k.bwRatio, 3), fx(k.gflopPerS), fx(k.flopRatio, 3), String(k.timing.iters)]),
-  ], ['l', 'l', 'l', 'r', 'l', 'r', 'r', 'r', 'r', 'r', 'r']));
-  out.push('(* = the kernel the engine runs; x copy / x FMA: ratio to this adapter\'s copy bandwidth / f32 FMA throughput)');
+  out.push(
+    ...table(
+      [
+        ['class', 'model', 'shape', 'M', 'kernel', 'ms', 'GB/s', 'x copy', 'GFLOP/s', 'x FMA', 'iters'],
+        ...b.kernels.map((k) => [
+          k.class,
+          k.model,
+          k.name,
+          String(k.M),
+          `${k.kernel}${k.engine ? '*' : ''}`,
+          fx(k.seconds * 1e3),
+          fx(k.gbPerS),
+          fx(k.bwRatio, 3),
+          fx(k.gflopPerS),
+          fx(k.flopRatio, 3),
+          String(k.timing.iters),
+        ]),
+      ],
+      ['l', 'l', 'l', 'r', 'l', 'r', 'r', 'r', 'r', 'r', 'r'],
+    ),
+  );
+  out.push(
+    "(* = the kernel the engine runs; x copy / x FMA: ratio to this adapter's copy bandwidth / f32 FMA throughput)",
+  );
   if (b.e2e) {
     const e = b.e2e;
     out.push('');
-    out.push(`end to end: ${e.model} (${e.layerTypes.join(', ')}), vocab ${e.vocab}, ${(e.weightBytes / 1e9).toFixed(2)} GB of weights`);
-    out.push(...table([
-      ['measure', 'value', 'dispatches', 'submits'],
-      [`prefill ${e.prefill.tokens} tokens`, `${fx(e.prefill.tokensPerSecond)} tokens/s`, String(e.prefill.dispatches), String(e.prefill.submits)],
-      [`chain token (M = 1) at context ${e.chain.context}`, `${fx(e.chain.msPerToken, 1)} ms (min ${fx(e.chain.minMs, 1)})`, fx(e.chain.dispatchesPerToken, 1), fx(e.chain.submitsPerToken, 1)],
-      [`verify block (K = ${e.verify.block})`, `${fx(e.verify.msPerBlock, 1)} ms (min ${fx(e.verify.minMs, 1)})`, fx(e.verify.dispatchesPerBlock, 1), fx(e.verify.submitsPerBlock, 1)],
-      ['verify block / chain token', `${fx(e.blockVsChain, 2)} x`, '', ''],
-    ], ['l', 'r', 'r', 'r']));
+    out.push(
+      `end to end: ${e.model} (${e.layerTypes.join(', ')}), vocab ${e.vocab}, ${(e.weightBytes / 1e9).toFixed(2)} GB of weights`,
+    );
+    out.push(
+      ...table(
+        [
+          ['measure', 'value', 'dispatches', 'submits'],
+          [
+            `prefill ${e.prefill.tokens} tokens`,
+            `${fx(e.prefill.tokensPerSecond)} tokens/s`,
+            String(e.prefill.dispatches),
+            String(e.prefill.submits),
+          ],
+          [
+            `chain token (M = 1) at context ${e.chain.context}`,
+            `${fx(e.chain.msPerToken, 1)} ms (min ${fx(e.chain.minMs, 1)})`,
+            fx(e.chain.dispatchesPerToken, 1),
+            fx(e.chain.submitsPerToken, 1),
+          ],
+          [
+            `verify block (K = ${e.verify.block})`,
+            `${fx(e.verify.msPerBlock, 1)} ms (min ${fx(e.verify.minMs, 1)})`,
+            fx(e.verify.dispatchesPerBlock, 1),
+            fx(e.verify.submitsPerBlock, 1),
+          ],
+          ['verify block / chain token', `${fx(e.blockVsChain, 2)} x`, '', ''],
+        ],
+        ['l', 'r', 'r', 'r'],
+      ),
+    );
     const bd = e.chain.breakdown;
     out.push('');
-    out.push(`chain token breakdown (wall ms per token): recording ${fx(bd.encodeMs, 2)}, submit ${fx(bd.submitMs, 2)}, waiting for results ${fx(bd.waitMs, 2)}; ${fx(bd.bindGroupsPerToken, 1)} bind groups created per token`);
+    out.push(
+      `chain token breakdown (wall ms per token): recording ${fx(bd.encodeMs, 2)}, submit ${fx(bd.submitMs, 2)}, waiting for results ${fx(bd.waitMs, 2)}; ${fx(bd.bindGroupsPerToken, 1)} bind groups created per token`,
+    );
     if (bd.kernels) {
       out.push(`GPU time per chain token (profiled, each dispatch timestamped): ${fx(bd.gpuMs, 3)} ms`);
-      out.push(...table([
-        ['kernel', 'ms / token', 'dispatches', 'share'],
-        ...bd.kernels.map((k) => [k.kernel, fx(k.ms, 3), fx(k.dispatches, 1), `${fx((100 * k.ms) / (bd.gpuMs || 1), 1)}%`]),
-      ], ['l', 'r', 'r', 'r']));
+      out.push(
+        ...table(
+          [
+            ['kernel', 'ms / token', 'dispatches', 'share'],
+            ...bd.kernels.map((k) => [
+              k.kernel,
+              fx(k.ms, 3),
+              fx(k.dispatches, 1),
+              `${fx((100 * k.ms) / (bd.gpuMs || 1), 1)}%`,
+            ]),
+          ],
+          ['l', 'r', 'r', 'r'],
+        ),
+      );
     } else if (bd.gpuNote) out.push(`GPU time per kernel: not measured (${bd.gpuNote})`);
     out.push('');
-    out.push(...table([
-      ['probe (wall ms, summed over draws)', 'prefill', 'chain arm', 'block arm', 'localize', 'total', 'verdict'],
-      ...e.probe.map((p) => [`${p.policy}, draws ${p.drawLengths.join('/')}, K = ${p.block}`, fx(p.prefillMs, 0), fx(p.chainMs, 0), fx(p.blockMs, 0), fx(p.localizeMs, 0), fx(p.totalMs, 0), p.verdict]),
-    ], ['l', 'r', 'r', 'r', 'r', 'r', 'l']));
+    out.push(
+      ...table(
+        [
+          ['probe (wall ms, summed over draws)', 'prefill', 'chain arm', 'block arm', 'localize', 'total', 'verdict'],
+          ...e.probe.map((p) => [
+            `${p.policy}, draws ${p.drawLengths.join('/')}, K = ${p.block}`,
+            fx(p.prefillMs, 0),
+            fx(p.chainMs, 0),
+            fx(p.blockMs, 0),
+            fx(p.localizeMs, 0),
+            fx(p.totalMs, 0),
+            p.verdict,
+          ]),
+        ],
+        ['l', 'r', 'r', 'r', 'r', 'r', 'l'],
+      ),
+    );
   }
   const s = b.summary;
   out.push('');
   out.push('summary:');
-  out.push(`  copy ${fx(s.copyGBps)} GB/s; FMA f32 ${fx(s.fmaF32Gflops)} GFLOP/s${s.fmaF16Gflops !== undefined ? `, f16 ${fx(s.fmaF16Gflops)} GFLOP/s` : ''}`);
+  out.push(
+    `  copy ${fx(s.copyGBps)} GB/s; FMA f32 ${fx(s.fmaF32Gflops)} GFLOP/s${s.fmaF16Gflops !== undefined ? `, f16 ${fx(s.fmaF16Gflops)} GFLOP/s` : ''}`,
+  );
   if (s.model) {
     out.push(`  ${s.model} matvec (gate/up 4-bit, M = 1): ${fx(s.matvec4bitBwRatio, 3)} x copy bandwidth`);
     out.push(`  ${s.model} gate/up 4-bit: M = 4 costs ${fx(s.k4VsM1, 2)} x M = 1`);
-    out.push(`  ${s.model} prefill matmul (M = ${s.prefillRows ?? '-'}): ${fx(s.prefillFlopRatio, 3)} x FMA throughput`);
+    out.push(
+      `  ${s.model} prefill matmul (M = ${s.prefillRows ?? '-'}): ${fx(s.prefillFlopRatio, 3)} x FMA throughput`,
+    );
   }
   if (b.e2e) {
-    out.push(`  ${fx(s.msPerChainToken, 1)} ms per chain token, ${fx(s.msPerVerifyBlock, 1)} ms per verify block, ${fx(s.prefillTokensPerSecond)} prefill tokens/s, ${fx(s.dispatchesPerToken, 1)} dispatches and ${fx(s.submitsPerToken, 1)} submits per chain token`);
-    out.push(`  chain decode reads ${fx(b.e2e.chain.bytesPerToken / 1e6, 1)} MB per token: ${fx(s.decodeEffectiveGBps)} GB/s effective (fastest token) = ${fx(s.decodeBwRatio, 3)} x copy bandwidth`);
+    out.push(
+      `  ${fx(s.msPerChainToken, 1)} ms per chain token, ${fx(s.msPerVerifyBlock, 1)} ms per verify block, ${fx(s.prefillTokensPerSecond)} prefill tokens/s, ${fx(s.dispatchesPerToken, 1)} dispatches and ${fx(s.submitsPerToken, 1)} submits per chain token`,
+    );
+    out.push(
+      `  chain decode reads ${fx(b.e2e.chain.bytesPerToken / 1e6, 1)} MB per token: ${fx(s.decodeEffectiveGBps)} GB/s effective (fastest token) = ${fx(s.decodeBwRatio, 3)} x copy bandwidth`,
+    );
   }
   const pr = s.projection;
-  if (pr) out.push(`  projection: ${pr.model} on a ${pr.bandwidthGBps} GB/s ${pr.device} at the decode efficiency measured on ${pr.from}: ${pr.bandwidthGBps} GB/s x ${fx(s.decodeBwRatio, 3)} / ${fx(pr.bytesPerToken / 1e9, 3)} GB per token (context ${pr.context}) = ${fx(pr.tokensPerSecond, 1)} tokens/s`);
+  if (pr)
+    out.push(
+      `  projection: ${pr.model} on a ${pr.bandwidthGBps} GB/s ${pr.device} at the decode efficiency measured on ${pr.from}: ${pr.bandwidthGBps} GB/s x ${fx(s.decodeBwRatio, 3)} / ${fx(pr.bytesPerToken / 1e9, 3)} GB per token (context ${pr.context}) = ${fx(pr.tokensPerSecond, 1)} tokens/s`,
+    );
   for (const n of b.notes) out.push(`note: ${n}`);
   out.push(`bench took ${b.seconds.toFixed(1)} s`);
   return out.join('\n');

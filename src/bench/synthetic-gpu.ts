@@ -37,7 +37,14 @@ function fillBuffer(device: GPUDevice, buffer: GPUBuffer, byteSize: number, fill
 
 function ref(name: string, dtype: 'U32' | 'BF16', shape: number[]): TensorRef {
   const byteLength = shape.reduce((a, d) => a * d, 1) * (dtype === 'U32' ? 4 : 2);
-  return { name, file: bytesSource(`${name} (synthetic, on the GPU only)`, new Uint8Array(0)), dtype, shape, offset: 0, byteLength };
+  return {
+    name,
+    file: bytesSource(`${name} (synthetic, on the GPU only)`, new Uint8Array(0)),
+    dtype,
+    shape,
+    offset: 0,
+    byteLength,
+  };
 }
 
 export interface SyntheticLinear extends GpuLinear {
@@ -47,15 +54,29 @@ export interface SyntheticLinear extends GpuLinear {
 }
 
 /** An affine linear W [N, K] at `bits` with group size `gs`, split into parts like uploadWeights. */
-export function syntheticAffine(device: GPUDevice, name: string, N: number, K: number, bits: AffineBits, gs: number, seed = 1): SyntheticLinear {
-  if (K % gs !== 0 || (K * bits) % 32 !== 0) throw new Error(`${name}: K ${K} must be a multiple of the group size ${gs} and of ${32 / bits}`);
+export function syntheticAffine(
+  device: GPUDevice,
+  name: string,
+  N: number,
+  K: number,
+  bits: AffineBits,
+  gs: number,
+  seed = 1,
+): SyntheticLinear {
+  if (K % gs !== 0 || (K * bits) % 32 !== 0)
+    throw new Error(`${name}: K ${K} must be a multiple of the group size ${gs} and of ${32 / bits}`);
   const wordsPerRow = (K * bits) / 32;
   const groups = K / gs;
   const limit = Math.min(device.limits.maxStorageBufferBindingSize, device.limits.maxBufferSize);
   const rowsPerPart = Math.floor(limit / Math.max(wordsPerRow * 4, groups * 2));
   if (rowsPerPart < 1) throw new Error(`${name}: one row exceeds the binding limit`);
   const desc: AffineLinear = {
-    kind: 'affine', name, outFeatures: N, inFeatures: K, bits, groupSize: gs,
+    kind: 'affine',
+    name,
+    outFeatures: N,
+    inFeatures: K,
+    bits,
+    groupSize: gs,
     weight: ref(`${name}.weight`, 'U32', [N, wordsPerRow]),
     scales: ref(`${name}.scales`, 'BF16', [N, groups]),
     biases: ref(`${name}.biases`, 'BF16', [N, groups]),
@@ -124,7 +145,13 @@ export function copyLinear(device: GPUDevice, lin: SyntheticLinear): SyntheticLi
       return { ...p, buffer };
     }),
   });
-  const out: SyntheticLinear = { ...lin, weight: copy(lin.weight), scales: copy(lin.scales!), biases: copy(lin.biases!), destroy: () => buffers.forEach((b) => b.destroy()) };
+  const out: SyntheticLinear = {
+    ...lin,
+    weight: copy(lin.weight),
+    scales: copy(lin.scales!),
+    biases: copy(lin.biases!),
+    destroy: () => buffers.forEach((b) => b.destroy()),
+  };
   device.queue.submit([enc.finish()]);
   return out;
 }

@@ -34,7 +34,11 @@ export class CaptureRecorder extends Recorder {
 
   override params(shader: string, values: ParamValues): Binding {
     const data = paramsBytes(paramsLayout(shader), values);
-    const buffer = this.device.createBuffer({ label: 'bench-params', size: data.byteLength, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
+    const buffer = this.device.createBuffer({
+      label: 'bench-params',
+      size: data.byteLength,
+      usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST,
+    });
     this.device.queue.writeBuffer(buffer, 0, data);
     this.owned.push(buffer);
     return tagParams(buffer, shader);
@@ -49,9 +53,20 @@ export class CaptureRecorder extends Recorder {
     this.temporaries.splice(0).forEach((b) => b.destroy());
   }
 
-  override run(shader: string, entry: string, constants: Record<string, number>, bindings: (Binding | undefined)[], workgroups: number): void {
+  override run(
+    shader: string,
+    entry: string,
+    constants: Record<string, number>,
+    bindings: (Binding | undefined)[],
+    workgroups: number,
+  ): void {
     checkParams(shader, bindings[0]);
-    this.captured.push({ pipeline: this.kernels.pipeline(shader, constants, entry), key: `${shader}#${entry}#${JSON.stringify(constants)}`, bindings, workgroups });
+    this.captured.push({
+      pipeline: this.kernels.pipeline(shader, constants, entry),
+      key: `${shader}#${entry}#${JSON.stringify(constants)}`,
+      bindings,
+      workgroups,
+    });
     this.dispatches++;
   }
 
@@ -100,7 +115,11 @@ export class GpuTimer {
     this.kernels = kernels ?? new KernelCache(device);
     if (opts.timestamps && device.features.has('timestamp-query')) {
       this.querySet = device.createQuerySet({ type: 'timestamp', count: 2 });
-      this.resolve = device.createBuffer({ label: 'bench-timestamps', size: 16, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC });
+      this.resolve = device.createBuffer({
+        label: 'bench-timestamps',
+        size: 16,
+        usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC,
+      });
     }
   }
 
@@ -144,14 +163,22 @@ export class GpuTimer {
     const device = this.device;
     const useTs = timed && this.method === 'timestamp-query';
     const enc = device.createCommandEncoder({ label: 'bench' });
-    const pass = enc.beginComputePass(useTs ? { timestampWrites: { querySet: this.querySet!, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } } : {});
+    const pass = enc.beginComputePass(
+      useTs
+        ? { timestampWrites: { querySet: this.querySet!, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } }
+        : {},
+    );
     for (let it = 0; it < iters; it++) {
       for (const c of ops) dispatch(device, pass, c.pipeline, c.bindings, c.workgroups);
     }
     pass.end();
     let readback: GPUBuffer | undefined;
     if (useTs) {
-      readback = device.createBuffer({ label: 'bench-ts-read', size: 16, usage: GPUBufferUsage.COPY_DST | GPUBufferUsage.MAP_READ });
+      readback = device.createBuffer({
+        label: 'bench-ts-read',
+        size: 16,
+        usage: GPUBufferUsage.COPY_DST | GPUBufferUsage.MAP_READ,
+      });
       enc.resolveQuerySet(this.querySet!, 0, 2, this.resolve!, 0);
       enc.copyBufferToBuffer(this.resolve!, 0, readback, 0, 16);
     }

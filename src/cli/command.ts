@@ -9,5 +9,8 @@ export interface Command {
   summary: string;
   usage: string;
   options: Record<string, OptionSpec>;
-  run(args: { values: Record<string, string | boolean | undefined>; positionals: string[] }, io: CommandIO): Promise<number>;
+  run(
+    args: { values: Record<string, string | boolean | undefined>; positionals: string[] },
+    io: CommandIO,
+  ): Promise<number>;
 }

@@ -20,18 +20,27 @@ export interface LoadedModels {
 
 export async function loadModels(targetDir: string, draftDir?: string): Promise<LoadedModels> {
   const target = await openCheckpointDir(targetDir);
-  if (target.description.role !== 'target') throw new Error(`${target.label}: not a target model (model_type "${target.modelType}")`);
+  if (target.description.role !== 'target')
+    throw new Error(`${target.label}: not a target model (model_type "${target.modelType}")`);
   const assistant = draftDir ? await openCheckpointDir(draftDir) : undefined;
   if (assistant) {
-    if (assistant.description.role !== 'assistant') throw new Error(`${assistant.label}: not an MTP assistant (model_type "${assistant.modelType}")`);
+    if (assistant.description.role !== 'assistant')
+      throw new Error(`${assistant.label}: not an MTP assistant (model_type "${assistant.modelType}")`);
     checkCompatibility(target.description as TargetDescription, assistant.description as AssistantDescription);
   }
   const ctx = await nodeGpuContext();
   const targetWeights = await uploadWeights(ctx.device, target.description as TargetDescription);
-  const assistantWeights = assistant ? await uploadWeights(ctx.device, assistant.description as AssistantDescription) : undefined;
+  const assistantWeights = assistant
+    ? await uploadWeights(ctx.device, assistant.description as AssistantDescription)
+    : undefined;
   const tokenizer = target.tokenizer ? await loadTokenizer(target.tokenizer) : undefined;
   return {
-    ctx, target, targetWeights, assistant, assistantWeights, tokenizer,
+    ctx,
+    target,
+    targetWeights,
+    assistant,
+    assistantWeights,
+    tokenizer,
     close() {
       targetWeights.destroy();
       assistantWeights?.destroy();

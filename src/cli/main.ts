@@ -18,13 +18,33 @@ import { bench } from './commands/bench.ts';
 import { isGpuError } from '../gpu/errors.ts';
 import { setVerbose } from './node-gpu.ts';
 
-const COMMANDS: Command[] = [info, selftest, forward, generate, compare, policies, probe, trace, synth, loadBench, bench];
+const COMMANDS: Command[] = [
+  info,
+  selftest,
+  forward,
+  generate,
+  compare,
+  policies,
+  probe,
+  trace,
+  synth,
+  loadBench,
+  bench,
+];
 
 function help(): string {
-  const lines = ['Ringside: block-versus-chain parity lab for Gemma 4 MTP (WebGPU).', '', 'usage: npm run cli -- <command> [options]', '', 'commands:'];
+  const lines = [
+    'Ringside: block-versus-chain parity lab for Gemma 4 MTP (WebGPU).',
+    '',
+    'usage: npm run cli -- <command> [options]',
+    '',
+    'commands:',
+  ];
   for (const c of COMMANDS) lines.push(`  ${c.name.padEnd(12)} ${c.summary}`);
   lines.push('', 'npm run cli -- <command> --help  shows the options of one command.');
-  lines.push('--verbose (any command; or RINGSIDE_VERBOSE=1)  asks Dawn for an adapter even without a Vulkan driver, to show its own messages.');
+  lines.push(
+    '--verbose (any command; or RINGSIDE_VERBOSE=1)  asks Dawn for an adapter even without a Vulkan driver, to show its own messages.',
+  );
   return lines.join('\n');
 }
 
@@ -33,7 +53,8 @@ function commandHelp(c: Command): string {
   const opts = Object.entries(c.options);
   if (opts.length) {
     lines.push('', 'options:');
-    for (const [k, o] of opts) lines.push(`  --${k.padEnd(16)} ${o.help}${o.default !== undefined ? ` (default ${o.default})` : ''}`);
+    for (const [k, o] of opts)
+      lines.push(`  --${k.padEnd(16)} ${o.help}${o.default !== undefined ? ` (default ${o.default})` : ''}`);
   }
   return lines.join('\n');
 }
@@ -68,14 +89,16 @@ export async function main(argv: string[], io: CommandIO): Promise<number> {
     return 2;
   }
   for (const [k, o] of Object.entries(cmd.options)) {
-    if (args.values[k] === undefined && o.default !== undefined) (args.values as Record<string, unknown>)[k] = o.default;
+    if (args.values[k] === undefined && o.default !== undefined)
+      (args.values as Record<string, unknown>)[k] = o.default;
   }
   try {
     return await cmd.run(args as never, io);
   } catch (e) {
     const err = e as Error;
     io.err(`error: ${err.message}`);
-    if (!isGpuError(e) && !(err.name === 'FormatError' || err.name === 'CancelledError') && process.env.RINGSIDE_DEBUG) io.err(String(err.stack));
+    if (!isGpuError(e) && !(err.name === 'FormatError' || err.name === 'CancelledError') && process.env.RINGSIDE_DEBUG)
+      io.err(String(err.stack));
     return 1;
   }
 }

@@ -36,7 +36,11 @@ export function standardIcdFolders(env: NodeJS.ProcessEnv = process.env): string
 
 function manifestsIn(entry: string): string[] {
   try {
-    if (statSync(entry).isDirectory()) return readdirSync(entry).filter((f) => f.endsWith('.json')).sort().map((f) => path.join(entry, f));
+    if (statSync(entry).isDirectory())
+      return readdirSync(entry)
+        .filter((f) => f.endsWith('.json'))
+        .sort()
+        .map((f) => path.join(entry, f));
     return [entry];
   } catch {
     return [];
@@ -86,7 +90,9 @@ const REMEDY =
 export function noVulkanDriverMessage(d: VulkanDrivers, dawnAsked: boolean): string {
   const bad = d.unusable.map((u) => `${u.manifest}: ${u.why}`).join('; ');
   const none = d.unusable.length ? `no usable ICD manifest (${bad})` : 'no ICD manifest that exists';
-  const from = d.variable ? `${d.variable.name}=${d.variable.value}` : `the Vulkan ICD folders (${d.searched.join(', ')})`;
+  const from = d.variable
+    ? `${d.variable.name}=${d.variable.value}`
+    : `the Vulkan ICD folders (${d.searched.join(', ')})`;
   let what: string;
   if (d.usable.length === 0) {
     what = d.variable
@@ -97,6 +103,8 @@ export function noVulkanDriverMessage(d: VulkanDrivers, dawnAsked: boolean): str
       `Dawn (npm webgpu) found no usable adapter through the Vulkan driver(s) ${d.usable.join(', ')} (from ${from}): ` +
       "the driver failed to start or is too old for Dawn (Debian 12's own lavapipe is).";
   }
-  const verbose = dawnAsked ? "Dawn's own messages are above." : "Rerun with --verbose (or RINGSIDE_VERBOSE=1) to let Dawn try anyway and show its own messages.";
+  const verbose = dawnAsked
+    ? "Dawn's own messages are above."
+    : 'Rerun with --verbose (or RINGSIDE_VERBOSE=1) to let Dawn try anyway and show its own messages.';
   return `No WebGPU adapter. ${what} ${REMEDY} ${verbose}`;
 }

@@ -15,8 +15,17 @@ export interface ByteSource {
 
 /** Throws unless [offset, offset+length) lies inside a file of `size` bytes. */
 export function checkRange(name: string, size: number, offset: number, length: number): void {
-  if (!Number.isSafeInteger(offset) || !Number.isSafeInteger(length) || offset < 0 || length < 0 || offset + length > size) {
-    throw new FormatError(`${name}: read of ${length} bytes at offset ${offset} is outside the file (${size} bytes)`, name);
+  if (
+    !Number.isSafeInteger(offset) ||
+    !Number.isSafeInteger(length) ||
+    offset < 0 ||
+    length < 0 ||
+    offset + length > size
+  ) {
+    throw new FormatError(
+      `${name}: read of ${length} bytes at offset ${offset} is outside the file (${size} bytes)`,
+      name,
+    );
   }
 }
 

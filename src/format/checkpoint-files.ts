@@ -21,7 +21,10 @@ const baseName = (n: string) => n.slice(n.lastIndexOf('/') + 1);
 /** Finds the file with this base name; refuses ambiguity (two config.json in one drop). */
 function findOne(files: ByteSource[], name: string, label: string): ByteSource | undefined {
   const hits = files.filter((f) => baseName(f.name) === name);
-  if (hits.length > 1) throw new FormatError(`${label}: more than one ${name} (${hits.map((h) => h.name).join(', ')}); drop one checkpoint folder at a time`);
+  if (hits.length > 1)
+    throw new FormatError(
+      `${label}: more than one ${name} (${hits.map((h) => h.name).join(', ')}); drop one checkpoint folder at a time`,
+    );
   return hits[0];
 }
 
@@ -34,7 +37,8 @@ function resolveSibling(files: ByteSource[], indexFile: ByteSource, rel: string)
 /** Locates config, weights (single file or shards + index) and tokenizer; reads and cross-checks all headers. */
 export async function locateCheckpointFiles(files: ByteSource[], label: string): Promise<CheckpointFiles> {
   const config = findOne(files, 'config.json', label);
-  if (!config) throw new FormatError(`${label}: no config.json among the ${files.length} files given (${summarise(files)})`);
+  if (!config)
+    throw new FormatError(`${label}: no config.json among the ${files.length} files given (${summarise(files)})`);
   const configBytes = await readAll(config);
   const genFile = findOne(files, 'generation_config.json', label);
   const generationConfig = genFile ? await readJson(genFile) : undefined;
@@ -44,7 +48,12 @@ export async function locateCheckpointFiles(files: ByteSource[], label: string):
   const tensors = new Map<string, TensorRef>();
   const add = (t: TensorRef) => {
     const prev = tensors.get(t.name);
-    if (prev) throw new FormatError(`${label}: tensor "${t.name}" appears in both ${prev.file.name} and ${t.file.name}`, t.file.name, t.name);
+    if (prev)
+      throw new FormatError(
+        `${label}: tensor "${t.name}" appears in both ${prev.file.name} and ${t.file.name}`,
+        t.file.name,
+        t.name,
+      );
     tensors.set(t.name, t);
   };
 
@@ -58,11 +67,18 @@ export async function locateCheckpointFiles(files: ByteSource[], label: string):
     const shardNames = [...new Set(Object.values(map))];
     const weightFiles: ByteSource[] = [];
     for (const s of shardNames) {
-      if (typeof s !== 'string') throw new FormatError(`${index.name}: weight_map values must be file names, found ${JSON.stringify(s)}`, index.name);
+      if (typeof s !== 'string')
+        throw new FormatError(
+          `${index.name}: weight_map values must be file names, found ${JSON.stringify(s)}`,
+          index.name,
+        );
       const f = resolveSibling(files, index, s);
       if (!f) {
         const n = Object.values(map).filter((v) => v === s).length;
-        throw new FormatError(`${index.name}: weight_map points ${n} tensors to "${s}", which is not among the files given (${summarise(files)})`, index.name);
+        throw new FormatError(
+          `${index.name}: weight_map points ${n} tensors to "${s}", which is not among the files given (${summarise(files)})`,
+          index.name,
+        );
       }
       weightFiles.push(f);
     }
@@ -70,15 +86,29 @@ export async function locateCheckpointFiles(files: ByteSource[], label: string):
       const h = await readSafetensorsHeader(f);
       for (const t of h.tensors) {
         const mapped = map[t.name];
-        if (mapped === undefined) throw new FormatError(`${f.name}: tensor "${t.name}" is not listed in ${index.name}'s weight_map`, f.name, t.name);
+        if (mapped === undefined)
+          throw new FormatError(
+            `${f.name}: tensor "${t.name}" is not listed in ${index.name}'s weight_map`,
+            f.name,
+            t.name,
+          );
         if (resolveSibling(files, index, mapped as string) !== f) {
-          throw new FormatError(`${index.name}: weight_map says tensor "${t.name}" is in "${mapped}" but it is in ${f.name}`, index.name, t.name);
+          throw new FormatError(
+            `${index.name}: weight_map says tensor "${t.name}" is in "${mapped}" but it is in ${f.name}`,
+            index.name,
+            t.name,
+          );
         }
         add(t);
       }
     }
     for (const [name, file] of Object.entries(map)) {
-      if (!tensors.has(name)) throw new FormatError(`${index.name}: weight_map lists tensor "${name}" in "${file}" but that file has no such tensor`, index.name, name);
+      if (!tensors.has(name))
+        throw new FormatError(
+          `${index.name}: weight_map lists tensor "${name}" in "${file}" but that file has no such tensor`,
+          index.name,
+          name,
+        );
     }
     return { config, configBytes, generationConfig, tokenizer, weightFiles, tensors };
   }
@@ -86,9 +116,11 @@ export async function locateCheckpointFiles(files: ByteSource[], label: string):
   const st = files.filter((f) => f.name.endsWith('.safetensors'));
   const single = findOne(files, 'model.safetensors', label) ?? (st.length === 1 ? st[0] : undefined);
   if (!single) {
-    throw new FormatError(st.length === 0
-      ? `${label}: no .safetensors weights among the files given (${summarise(files)})`
-      : `${label}: ${st.length} .safetensors shards but no ${INDEX} to say which tensor is where`);
+    throw new FormatError(
+      st.length === 0
+        ? `${label}: no .safetensors weights among the files given (${summarise(files)})`
+        : `${label}: ${st.length} .safetensors shards but no ${INDEX} to say which tensor is where`,
+    );
   }
   const h = await readSafetensorsHeader(single);
   for (const t of h.tensors) add(t);
@@ -97,5 +129,7 @@ export async function locateCheckpointFiles(files: ByteSource[], label: string):
 
 function summarise(files: ByteSource[]): string {
   const names = files.map((f) => f.name);
-  return names.length <= 8 ? names.join(', ') || 'none' : `${names.slice(0, 8).join(', ')}, ... ${names.length - 8} more`;
+  return names.length <= 8
+    ? names.join(', ') || 'none'
+    : `${names.slice(0, 8).join(', ')}, ... ${names.length - 8} more`;
 }

@@ -41,17 +41,34 @@ export async function openCheckpoint(files: ByteSource[], label = 'checkpoint'):
   const tensors = new Map<string, TensorRef>();
   let ignored = 0;
   for (const t of f.tensors.values()) {
-    if (isIgnoredTensor(t.name)) { ignored++; continue; }
+    if (isIgnoredTensor(t.name)) {
+      ignored++;
+      continue;
+    }
     const n = normaliseTensorName(t.name);
     const prev = tensors.get(n);
-    if (prev) throw new FormatError(`${label}: tensors "${prev.name}" and "${t.name}" both normalise to "${n}"`, t.file.name, t.name);
+    if (prev)
+      throw new FormatError(
+        `${label}: tensors "${prev.name}" and "${t.name}" both normalise to "${n}"`,
+        t.file.name,
+        t.name,
+      );
     tensors.set(n, t);
   }
   const fileSet = f.weightFiles.map((w) => w.name).join(', ');
   const description = describeModel(config, new TensorTable(tensors, fileSet));
   const digest = await checkpointDigest(f.configBytes, f.tensors);
   const totalBytes = f.weightFiles.reduce((a, w) => a + w.size, 0);
-  return { label, modelType: config.modelType, description, tensors, tokenizer: f.tokenizer, digest, totalBytes, ignoredTensors: ignored };
+  return {
+    label,
+    modelType: config.modelType,
+    description,
+    tensors,
+    tokenizer: f.tokenizer,
+    digest,
+    totalBytes,
+    ignoredTensors: ignored,
+  };
 }
 
 /** Digest over config bytes and a canonical (name-sorted) listing of every tensor's header entry. */

@@ -11,15 +11,24 @@ export function checkCompatibility(target: TargetDescription, assistant: Assista
   if (assistant.backboneHidden !== target.hidden) {
     problems.push(`assistant backbone_hidden_size ${assistant.backboneHidden} != target hidden_size ${target.hidden}`);
   }
-  if (assistant.vocab !== target.vocab) problems.push(`assistant vocab_size ${assistant.vocab} != target vocab_size ${target.vocab}`);
+  if (assistant.vocab !== target.vocab)
+    problems.push(`assistant vocab_size ${assistant.vocab} != target vocab_size ${target.vocab}`);
   for (const a of assistant.layers) {
     const t = lastOfType(target.layers, a.type);
-    if (!t) { problems.push(`assistant layer ${a.index} is ${a.type} but the target has no ${a.type} layer to read K/V from`); continue; }
+    if (!t) {
+      problems.push(`assistant layer ${a.index} is ${a.type} but the target has no ${a.type} layer to read K/V from`);
+      continue;
+    }
     const where = `assistant layer ${a.index} (${a.type}) vs target layer ${t.index}`;
     if (a.headDim !== t.headDim) problems.push(`${where}: head dim ${a.headDim} != ${t.headDim}`);
     if (a.numKvHeads !== t.numKvHeads) problems.push(`${where}: KV heads ${a.numKvHeads} != ${t.numKvHeads}`);
-    if (a.numHeads % t.numKvHeads !== 0) problems.push(`${where}: ${a.numHeads} query heads not a multiple of the target's ${t.numKvHeads} KV heads`);
-    if (a.rope.theta !== t.rope.theta || a.rope.partialRotary !== t.rope.partialRotary || a.rope.ropeType !== t.rope.ropeType) {
+    if (a.numHeads % t.numKvHeads !== 0)
+      problems.push(`${where}: ${a.numHeads} query heads not a multiple of the target's ${t.numKvHeads} KV heads`);
+    if (
+      a.rope.theta !== t.rope.theta ||
+      a.rope.partialRotary !== t.rope.partialRotary ||
+      a.rope.ropeType !== t.rope.ropeType
+    ) {
       problems.push(`${where}: RoPE ${fmtRope(a)} != ${fmtRope(t)}`);
     }
   }
@@ -27,7 +36,9 @@ export function checkCompatibility(target: TargetDescription, assistant: Assista
     problems.push(`assistant sliding_window ${assistant.window} != target sliding_window ${target.window}`);
   }
   if (problems.length > 0) {
-    throw new FormatError(`assistant (${assistant.modelType}) does not fit target (${target.modelType}): ${problems.join('; ')}`);
+    throw new FormatError(
+      `assistant (${assistant.modelType}) does not fit target (${target.modelType}): ${problems.join('; ')}`,
+    );
   }
 }
 

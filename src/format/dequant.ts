@@ -8,7 +8,13 @@ import type { TensorRef } from './safetensors.ts';
  * first: for 4-bit, element k is bits 4*(k%8) of word k/8; 3/5/6-bit codes straddle word boundaries.
  * `wordOffset` is where the row starts in `words`.
  */
-export function unpackRow(words: Uint32Array, wordOffset: number, inFeatures: number, bits: number, out: Uint32Array | number[] = new Uint32Array(inFeatures) as Uint32Array): Uint32Array | number[] {
+export function unpackRow(
+  words: Uint32Array,
+  wordOffset: number,
+  inFeatures: number,
+  bits: number,
+  out: Uint32Array | number[] = new Uint32Array(inFeatures) as Uint32Array,
+): Uint32Array | number[] {
   const mask = bits === 32 ? 0xffffffff : (1 << bits) - 1;
   for (let k = 0; k < inFeatures; k++) {
     const bit = k * bits;
@@ -25,7 +31,11 @@ export function unpackRow(words: Uint32Array, wordOffset: number, inFeatures: nu
 export async function readRows(t: TensorRef, start: number, count: number): Promise<Uint8Array> {
   const rowBytes = (t.byteLength / t.shape[0]) | 0;
   if (start < 0 || count < 0 || start + count > t.shape[0]) {
-    throw new FormatError(`${t.file.name}: rows [${start}, ${start + count}) outside tensor "${t.name}" with ${t.shape[0]} rows`, t.file.name, t.name);
+    throw new FormatError(
+      `${t.file.name}: rows [${start}, ${start + count}) outside tensor "${t.name}" with ${t.shape[0]} rows`,
+      t.file.name,
+      t.name,
+    );
   }
   const b = await t.file.read(t.offset + start * rowBytes, count * rowBytes);
   return b.slice(); // fresh aligned copy: file offsets of MLX tensors are not aligned
@@ -47,7 +57,15 @@ export async function dequantizeLinear(lin: Linear, start = 0, count = lin.outFe
 }
 
 /** Pure dequantization of `rows` packed rows (used by dequantizeLinear and tests). */
-export function dequantAffine(words: Uint32Array, scales: Float64Array, biases: Float64Array, rows: number, inF: number, bits: number, groupSize: number): Float64Array {
+export function dequantAffine(
+  words: Uint32Array,
+  scales: Float64Array,
+  biases: Float64Array,
+  rows: number,
+  inF: number,
+  bits: number,
+  groupSize: number,
+): Float64Array {
   const wordsPerRow = (inF * bits) / 32;
   const groups = inF / groupSize;
   const out = new Float64Array(rows * inF);

@@ -1,7 +1,13 @@
 import type { ModelConfig } from './config.ts';
 import { isFloatDtype, roundToBf16 } from './dtype.ts';
 import { FormatError, fmtShape } from './errors.ts';
-import type { AssistantDescription, DecoderLayer, Linear, ModelDescription, TargetDescription } from './model-description.ts';
+import type {
+  AssistantDescription,
+  DecoderLayer,
+  Linear,
+  ModelDescription,
+  TargetDescription,
+} from './model-description.ts';
 import { quantParamsFor } from './quantization.ts';
 import type { TensorRef } from './safetensors.ts';
 
@@ -24,9 +30,18 @@ export class TensorTable {
   /** The tensor, which must exist, be F32/F16/BF16 and have exactly `shape`; `what` describes it in errors. */
   take(name: string, shape: readonly number[], what = 'a float tensor'): TensorRef {
     const t = this.byName.get(name);
-    if (!t) throw new FormatError(`missing tensor "${name}" (${what} of shape ${fmtShape(shape)}) in ${this.fileSet}`, undefined, name);
+    if (!t)
+      throw new FormatError(
+        `missing tensor "${name}" (${what} of shape ${fmtShape(shape)}) in ${this.fileSet}`,
+        undefined,
+        name,
+      );
     if (!isFloatDtype(t.dtype)) {
-      throw new FormatError(`${t.file.name}: tensor "${t.name}" should be F32, F16 or BF16 (${what}) but is ${t.dtype}`, t.file.name, t.name);
+      throw new FormatError(
+        `${t.file.name}: tensor "${t.name}" should be F32, F16 or BF16 (${what}) but is ${t.dtype}`,
+        t.file.name,
+        t.name,
+      );
     }
     checkShape(t, shape, what);
     this.used.add(name);
@@ -47,7 +62,11 @@ export class TensorTable {
 
 function checkShape(t: TensorRef, shape: readonly number[], what: string): void {
   if (t.shape.length !== shape.length || t.shape.some((d, i) => d !== shape[i])) {
-    throw new FormatError(`${t.file.name}: tensor "${t.name}" has shape ${fmtShape(t.shape)}, expected ${fmtShape(shape)} (${what})`, t.file.name, t.name);
+    throw new FormatError(
+      `${t.file.name}: tensor "${t.name}" has shape ${fmtShape(t.shape)}, expected ${fmtShape(shape)} (${what})`,
+      t.file.name,
+      t.name,
+    );
   }
 }
 
@@ -59,21 +78,49 @@ export function takeLinear(table: TensorTable, config: ModelConfig, path: string
     return { kind: 'dense', name: path, outFeatures: out, inFeatures: inF, weight };
   }
   const w = table.takeRaw(wName);
-  if (!w) throw new FormatError(`missing tensor "${wName}" (packed U32 weight; "${path}.scales" exists) in ${table.fileSet}`, undefined, wName);
+  if (!w)
+    throw new FormatError(
+      `missing tensor "${wName}" (packed U32 weight; "${path}.scales" exists) in ${table.fileSet}`,
+      undefined,
+      wName,
+    );
   const file = w.file.name;
   const moduleInFile = w.name.slice(0, -'.weight'.length);
   const q = config.quantization;
-  if (!q) throw new FormatError(`${file}: "${path}.scales" exists (quantized weights) but config.json has no "quantization" block`, file, w.name);
+  if (!q)
+    throw new FormatError(
+      `${file}: "${path}.scales" exists (quantized weights) but config.json has no "quantization" block`,
+      file,
+      w.name,
+    );
   const p = quantParamsFor(q, moduleInFile);
-  if (!p) throw new FormatError(`${file}: config.json marks "${moduleInFile}" unquantized but "${path}.scales" exists`, file, w.name);
+  if (!p)
+    throw new FormatError(
+      `${file}: config.json marks "${moduleInFile}" unquantized but "${path}.scales" exists`,
+      file,
+      w.name,
+    );
   const { bits, groupSize } = p;
   if (inF % groupSize !== 0 || (inF * bits) % 32 !== 0) {
-    throw new FormatError(`${file}: "${moduleInFile}" has ${inF} input features, not a multiple of group size ${groupSize} and of ${32 / gcd(32, bits)} (for ${bits}-bit packing)`, file, w.name);
+    throw new FormatError(
+      `${file}: "${moduleInFile}" has ${inF} input features, not a multiple of group size ${groupSize} and of ${32 / gcd(32, bits)} (for ${bits}-bit packing)`,
+      file,
+      w.name,
+    );
   }
-  if (w.dtype !== 'U32') throw new FormatError(`${file}: tensor "${w.name}" should be U32 packed ${bits}-bit codes but is ${w.dtype}`, file, w.name);
+  if (w.dtype !== 'U32')
+    throw new FormatError(
+      `${file}: tensor "${w.name}" should be U32 packed ${bits}-bit codes but is ${w.dtype}`,
+      file,
+      w.name,
+    );
   const packedCols = (inF * bits) / 32;
   if (w.shape.length !== 2 || w.shape[0] !== out || w.shape[1] !== packedCols) {
-    throw new FormatError(`${file}: tensor "${w.name}" has shape ${fmtShape(w.shape)}, expected ${fmtShape([out, packedCols])} (${out} x ${inF} at ${bits} bits${bitsHint(w.shape, out, inF)})`, file, w.name);
+    throw new FormatError(
+      `${file}: tensor "${w.name}" has shape ${fmtShape(w.shape)}, expected ${fmtShape([out, packedCols])} (${out} x ${inF} at ${bits} bits${bitsHint(w.shape, out, inF)})`,
+      file,
+      w.name,
+    );
   }
   const groups = inF / groupSize;
   const hint = groupHint(table.byName.get(`${path}.scales`)?.shape, out, inF, groups);
@@ -120,8 +167,20 @@ function takeLayer(table: TensorTable, c: ModelConfig, i: number, assistant: boo
   const oProj = takeLinear(table, c, `${a}.o_proj`, H, qDim);
   const qNorm = norm(`${a}.q_norm.weight`, g.headDim);
   return {
-    index: i, type: g.type, headDim: g.headDim, numHeads: g.numHeads, numKvHeads: g.numKvHeads, kEqV: g.kEqV, rope: g.rope,
-    inputNorm, qProj, kProj, vProj, oProj, qNorm, kNorm,
+    index: i,
+    type: g.type,
+    headDim: g.headDim,
+    numHeads: g.numHeads,
+    numKvHeads: g.numKvHeads,
+    kEqV: g.kEqV,
+    rope: g.rope,
+    inputNorm,
+    qProj,
+    kProj,
+    vProj,
+    oProj,
+    qNorm,
+    kNorm,
     postAttnNorm: norm(`${p}.post_attention_layernorm.weight`, H),
     preFfNorm: norm(`${p}.pre_feedforward_layernorm.weight`, H),
     gate: takeLinear(table, c, `${p}.mlp.gate_proj`, c.intermediate, H),
@@ -134,28 +193,52 @@ function takeLayer(table: TensorTable, c: ModelConfig, i: number, assistant: boo
 
 /** Builds the description; every tensor of the table must be used, or it is an error. */
 export function describeModel(c: ModelConfig, table: TensorTable): ModelDescription {
-  if (!c.tieWordEmbeddings) throw new FormatError('config.json: tie_word_embeddings is false (separate LM head); this variant is not supported yet');
+  if (!c.tieWordEmbeddings)
+    throw new FormatError(
+      'config.json: tie_word_embeddings is false (separate LM head); this variant is not supported yet',
+    );
   const assistant = c.role === 'assistant';
   const embed = takeLinear(table, c, 'embed_tokens', c.vocab, c.hidden);
   const layers = c.layers.map((_, i) => takeLayer(table, c, i, assistant));
   const finalNorm = table.take('norm.weight', [c.hidden], 'final norm weight');
   const base = {
-    modelType: c.modelType, config: c, hidden: c.hidden, intermediate: c.intermediate, vocab: c.vocab, window: c.window,
-    eps: c.eps, finalSoftcap: c.finalSoftcap, embed, layers, finalNorm, eosIds: c.eosIds,
+    modelType: c.modelType,
+    config: c,
+    hidden: c.hidden,
+    intermediate: c.intermediate,
+    vocab: c.vocab,
+    window: c.window,
+    eps: c.eps,
+    finalSoftcap: c.finalSoftcap,
+    embed,
+    layers,
+    finalNorm,
+    eosIds: c.eosIds,
   };
   let desc: ModelDescription;
   if (assistant) {
     const bb = c.backboneHidden as number;
     const preProjection = takeLinear(table, c, 'pre_projection', c.hidden, 2 * bb);
     const postProjection = takeLinear(table, c, 'post_projection', bb, c.hidden);
-    desc = { ...base, role: 'assistant', backboneHidden: bb, preProjection, postProjection } satisfies AssistantDescription;
+    desc = {
+      ...base,
+      role: 'assistant',
+      backboneHidden: bb,
+      preProjection,
+      postProjection,
+    } satisfies AssistantDescription;
   } else {
     desc = { ...base, role: 'target', embedScale: roundToBf16(Math.sqrt(c.hidden)) } satisfies TargetDescription;
   }
   const left = table.leftovers();
   if (left.length > 0) {
-    const shown = left.slice(0, 6).map((n) => `"${table.byName.get(n)!.name}"`).join(', ');
-    throw new FormatError(`${table.fileSet}: ${left.length} unexpected language-model tensor${left.length > 1 ? 's' : ''} that this ${c.modelType} description does not use: ${shown}${left.length > 6 ? ', ...' : ''}`);
+    const shown = left
+      .slice(0, 6)
+      .map((n) => `"${table.byName.get(n)!.name}"`)
+      .join(', ');
+    throw new FormatError(
+      `${table.fileSet}: ${left.length} unexpected language-model tensor${left.length > 1 ? 's' : ''} that this ${c.modelType} description does not use: ${shown}${left.length > 6 ? ', ...' : ''}`,
+    );
   }
   return desc;
 }

@@ -1,10 +1,35 @@
 import { FormatError } from './errors.ts';
 
 /** The safetensors dtypes this project accepts (the safetensors spec's common numeric set). */
-export type Dtype = 'F64' | 'F32' | 'F16' | 'BF16' | 'I64' | 'I32' | 'I16' | 'I8' | 'U64' | 'U32' | 'U16' | 'U8' | 'BOOL';
+export type Dtype =
+  | 'F64'
+  | 'F32'
+  | 'F16'
+  | 'BF16'
+  | 'I64'
+  | 'I32'
+  | 'I16'
+  | 'I8'
+  | 'U64'
+  | 'U32'
+  | 'U16'
+  | 'U8'
+  | 'BOOL';
 
 export const DTYPE_SIZE: Readonly<Record<Dtype, number>> = {
-  F64: 8, F32: 4, F16: 2, BF16: 2, I64: 8, I32: 4, I16: 2, I8: 1, U64: 8, U32: 4, U16: 2, U8: 1, BOOL: 1,
+  F64: 8,
+  F32: 4,
+  F16: 2,
+  BF16: 2,
+  I64: 8,
+  I32: 4,
+  I16: 2,
+  I8: 1,
+  U64: 8,
+  U32: 4,
+  U16: 2,
+  U8: 1,
+  BOOL: 1,
 };
 
 export function isDtype(x: unknown): x is Dtype {
@@ -58,18 +83,43 @@ export function toFloat64(bytes: Uint8Array, dtype: Dtype): Float64Array {
   const out = new Float64Array(n);
   const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   switch (dtype) {
-    case 'F64': for (let i = 0; i < n; i++) out[i] = dv.getFloat64(i * 8, true); break;
-    case 'F32': for (let i = 0; i < n; i++) out[i] = dv.getFloat32(i * 4, true); break;
-    case 'F16': for (let i = 0; i < n; i++) out[i] = f16ToNumber(dv.getUint16(i * 2, true)); break;
-    case 'BF16': for (let i = 0; i < n; i++) out[i] = bf16ToNumber(dv.getUint16(i * 2, true)); break;
-    case 'I64': for (let i = 0; i < n; i++) out[i] = Number(dv.getBigInt64(i * 8, true)); break;
-    case 'U64': for (let i = 0; i < n; i++) out[i] = Number(dv.getBigUint64(i * 8, true)); break;
-    case 'I32': for (let i = 0; i < n; i++) out[i] = dv.getInt32(i * 4, true); break;
-    case 'U32': for (let i = 0; i < n; i++) out[i] = dv.getUint32(i * 4, true); break;
-    case 'I16': for (let i = 0; i < n; i++) out[i] = dv.getInt16(i * 2, true); break;
-    case 'U16': for (let i = 0; i < n; i++) out[i] = dv.getUint16(i * 2, true); break;
-    case 'I8': for (let i = 0; i < n; i++) out[i] = dv.getInt8(i); break;
-    case 'U8': case 'BOOL': for (let i = 0; i < n; i++) out[i] = dv.getUint8(i); break;
+    case 'F64':
+      for (let i = 0; i < n; i++) out[i] = dv.getFloat64(i * 8, true);
+      break;
+    case 'F32':
+      for (let i = 0; i < n; i++) out[i] = dv.getFloat32(i * 4, true);
+      break;
+    case 'F16':
+      for (let i = 0; i < n; i++) out[i] = f16ToNumber(dv.getUint16(i * 2, true));
+      break;
+    case 'BF16':
+      for (let i = 0; i < n; i++) out[i] = bf16ToNumber(dv.getUint16(i * 2, true));
+      break;
+    case 'I64':
+      for (let i = 0; i < n; i++) out[i] = Number(dv.getBigInt64(i * 8, true));
+      break;
+    case 'U64':
+      for (let i = 0; i < n; i++) out[i] = Number(dv.getBigUint64(i * 8, true));
+      break;
+    case 'I32':
+      for (let i = 0; i < n; i++) out[i] = dv.getInt32(i * 4, true);
+      break;
+    case 'U32':
+      for (let i = 0; i < n; i++) out[i] = dv.getUint32(i * 4, true);
+      break;
+    case 'I16':
+      for (let i = 0; i < n; i++) out[i] = dv.getInt16(i * 2, true);
+      break;
+    case 'U16':
+      for (let i = 0; i < n; i++) out[i] = dv.getUint16(i * 2, true);
+      break;
+    case 'I8':
+      for (let i = 0; i < n; i++) out[i] = dv.getInt8(i);
+      break;
+    case 'U8':
+    case 'BOOL':
+      for (let i = 0; i < n; i++) out[i] = dv.getUint8(i);
+      break;
   }
   return out;
 }
@@ -79,7 +129,8 @@ export function toFloat64(bytes: Uint8Array, dtype: Dtype): Float64Array {
  * The copy is what makes unaligned file offsets (MLX writes no padding) safe.
  */
 export function toUint32(bytes: Uint8Array): Uint32Array {
-  if (bytes.byteLength % 4 !== 0) throw new FormatError(`toUint32: ${bytes.byteLength} bytes is not a whole number of u32 words`);
+  if (bytes.byteLength % 4 !== 0)
+    throw new FormatError(`toUint32: ${bytes.byteLength} bytes is not a whole number of u32 words`);
   const copy = new Uint8Array(bytes.byteLength);
   copy.set(bytes);
   return new Uint32Array(copy.buffer);
@@ -87,7 +138,8 @@ export function toUint32(bytes: Uint8Array): Uint32Array {
 
 /** Same as toUint32 for 16-bit raw values (bf16/f16 bits). */
 export function toUint16(bytes: Uint8Array): Uint16Array {
-  if (bytes.byteLength % 2 !== 0) throw new FormatError(`toUint16: ${bytes.byteLength} bytes is not a whole number of u16 values`);
+  if (bytes.byteLength % 2 !== 0)
+    throw new FormatError(`toUint16: ${bytes.byteLength} bytes is not a whole number of u16 values`);
   const copy = new Uint8Array(bytes.byteLength);
   copy.set(bytes);
   return new Uint16Array(copy.buffer);

@@ -21,7 +21,9 @@ export function writeSafetensors(tensors: readonly TensorToWrite[], metadata?: R
   for (const t of tensors) {
     const bytes = t.shape.reduce((a, d) => a * d, 1) * DTYPE_SIZE[t.dtype];
     if (bytes !== t.data.byteLength) {
-      throw new FormatError(`writeSafetensors: tensor "${t.name}" has shape ${fmtShape(t.shape)} x ${t.dtype} = ${bytes} bytes but ${t.data.byteLength} bytes were given`);
+      throw new FormatError(
+        `writeSafetensors: tensor "${t.name}" has shape ${fmtShape(t.shape)} x ${t.dtype} = ${bytes} bytes but ${t.data.byteLength} bytes were given`,
+      );
     }
     if (t.name in header) throw new FormatError(`writeSafetensors: duplicate tensor name "${t.name}"`);
     header[t.name] = { dtype: t.dtype, shape: [...t.shape], data_offsets: [offset, offset + bytes] };

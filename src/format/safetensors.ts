@@ -37,17 +37,26 @@ export const MAX_HEADER_BYTES = 100 * 1024 * 1024;
 export async function readSafetensorsHeader(file: ByteSource): Promise<SafetensorsHeader> {
   const name = file.name;
   if (file.size < 8) {
-    throw new FormatError(`${name}: file is ${file.size} bytes, too short for the 8-byte safetensors header length`, name);
+    throw new FormatError(
+      `${name}: file is ${file.size} bytes, too short for the 8-byte safetensors header length`,
+      name,
+    );
   }
   const lenBytes = await file.read(0, 8);
   const n64 = new DataView(lenBytes.buffer, lenBytes.byteOffset, 8).getBigUint64(0, true);
   if (n64 === 0n) throw new FormatError(`${name}: safetensors header length is 0`, name);
   if (n64 > BigInt(MAX_HEADER_BYTES)) {
-    throw new FormatError(`${name}: safetensors header length ${n64} exceeds the ${MAX_HEADER_BYTES}-byte cap (not a safetensors file?)`, name);
+    throw new FormatError(
+      `${name}: safetensors header length ${n64} exceeds the ${MAX_HEADER_BYTES}-byte cap (not a safetensors file?)`,
+      name,
+    );
   }
   const n = Number(n64);
   if (8 + n > file.size) {
-    throw new FormatError(`${name}: safetensors header length ${n} runs past the end of the file (8 + ${n} > ${file.size} bytes)`, name);
+    throw new FormatError(
+      `${name}: safetensors header length ${n} runs past the end of the file (8 + ${n} > ${file.size} bytes)`,
+      name,
+    );
   }
   const json = await file.read(8, n);
   return parseSafetensorsHeader(file, json);
@@ -66,7 +75,10 @@ export function parseSafetensorsHeader(file: ByteSource, jsonBytes: Uint8Array):
     throw new FormatError(`${name}: safetensors header is not valid UTF-8 JSON (${(e as Error).message})`, name);
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-    throw new FormatError(`${name}: safetensors header must be a JSON object, found ${Array.isArray(parsed) ? 'an array' : typeof parsed}`, name);
+    throw new FormatError(
+      `${name}: safetensors header must be a JSON object, found ${Array.isArray(parsed) ? 'an array' : typeof parsed}`,
+      name,
+    );
   }
   const dataSize = file.size - dataStart;
   const tensors: TensorRef[] = [];
@@ -85,7 +97,11 @@ export function parseSafetensorsHeader(file: ByteSource, jsonBytes: Uint8Array):
     if (t.byteLength === 0) continue;
     if (prev && t.offset < prev.offset + prev.byteLength) {
       const r = (x: TensorRef) => `[${x.offset - dataStart}, ${x.offset - dataStart + x.byteLength})`;
-      throw new FormatError(`${name}: tensor "${t.name}" data ${r(t)} overlaps tensor "${prev.name}" data ${r(prev)}`, name, t.name);
+      throw new FormatError(
+        `${name}: tensor "${t.name}" data ${r(t)} overlaps tensor "${prev.name}" data ${r(prev)}`,
+        name,
+        t.name,
+      );
     }
     prev = t;
   }
@@ -94,12 +110,20 @@ export function parseSafetensorsHeader(file: ByteSource, jsonBytes: Uint8Array):
 
 function parseMetadata(name: string, value: unknown): Record<string, string> {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new FormatError(`${name}: "__metadata__" must be an object of strings, found ${JSON.stringify(value)}`, name, '__metadata__');
+    throw new FormatError(
+      `${name}: "__metadata__" must be an object of strings, found ${JSON.stringify(value)}`,
+      name,
+      '__metadata__',
+    );
   }
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(value)) {
     if (typeof v !== 'string') {
-      throw new FormatError(`${name}: "__metadata__" entry "${k}" must be a string, found ${JSON.stringify(v)}`, name, '__metadata__');
+      throw new FormatError(
+        `${name}: "__metadata__" entry "${k}" must be a string, found ${JSON.stringify(v)}`,
+        name,
+        '__metadata__',
+      );
     }
     out[k] = v;
   }
@@ -109,8 +133,11 @@ function parseMetadata(name: string, value: unknown): Record<string, string> {
 function parseEntry(file: ByteSource, key: string, value: unknown, dataStart: number, dataSize: number): TensorRef {
   const name = file.name;
   const where = `${name}: tensor "${key}"`;
-  const fail = (msg: string): never => { throw new FormatError(`${where} ${msg}`, name, key); };
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) fail(`entry must be an object, found ${JSON.stringify(value)}`);
+  const fail = (msg: string): never => {
+    throw new FormatError(`${where} ${msg}`, name, key);
+  };
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    fail(`entry must be an object, found ${JSON.stringify(value)}`);
   const e = value as Record<string, unknown>;
   if (!isDtype(e.dtype)) {
     fail(`has unknown dtype ${JSON.stringify(e.dtype)} (expected one of ${Object.keys(DTYPE_SIZE).join(', ')})`);
@@ -132,7 +159,9 @@ function parseEntry(file: ByteSource, key: string, value: unknown, dataStart: nu
     fail(`has shape ${fmtShape(dims)} x ${dtype} = ${expected} bytes but its data_offsets span ${end - begin} bytes`);
   }
   if (end > dataSize) {
-    fail(`data_offsets [${begin}, ${end}] run past the end of the data section (${dataSize} bytes after the ${dataStart}-byte header)`);
+    fail(
+      `data_offsets [${begin}, ${end}] run past the end of the data section (${dataSize} bytes after the ${dataStart}-byte header)`,
+    );
   }
   return { name: key, file, dtype, shape: dims, offset: dataStart + begin, byteLength: end - begin };
 }

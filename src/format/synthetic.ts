@@ -41,25 +41,65 @@ export type SynthPreset = 'tiny' | '12b' | '31b';
 /** GEMMA4.md section 1 (12b, 31b) and the tiny-a fixture (tiny). */
 export const SYNTH_PRESETS: Readonly<Record<SynthPreset, SynthGeometry>> = {
   tiny: {
-    modelType: 'gemma4', vocab: 1024, hidden: 256, intermediate: 512, layers: 12, heads: 4, kvHeads: 2, headDim: 64,
-    globalKvHeads: 1, globalHeadDim: 128, window: 16, softcap: 30, bits: 4, groupSize: 64, mlpBits: 8,
+    modelType: 'gemma4',
+    vocab: 1024,
+    hidden: 256,
+    intermediate: 512,
+    layers: 12,
+    heads: 4,
+    kvHeads: 2,
+    headDim: 64,
+    globalKvHeads: 1,
+    globalHeadDim: 128,
+    window: 16,
+    softcap: 30,
+    bits: 4,
+    groupSize: 64,
+    mlpBits: 8,
     assistant: { hidden: 128, intermediate: 256, heads: 4, bits: 4 },
   },
   '12b': {
-    modelType: 'gemma4_unified', vocab: 262144, hidden: 3840, intermediate: 15360, layers: 48, heads: 16, kvHeads: 8, headDim: 256,
-    globalKvHeads: 1, globalHeadDim: 512, window: 1024, softcap: 30, bits: 4, groupSize: 64, mlpBits: null,
+    modelType: 'gemma4_unified',
+    vocab: 262144,
+    hidden: 3840,
+    intermediate: 15360,
+    layers: 48,
+    heads: 16,
+    kvHeads: 8,
+    headDim: 256,
+    globalKvHeads: 1,
+    globalHeadDim: 512,
+    window: 1024,
+    softcap: 30,
+    bits: 4,
+    groupSize: 64,
+    mlpBits: null,
     assistant: { hidden: 1024, intermediate: 8192, heads: 16, bits: 4 },
   },
   '31b': {
-    modelType: 'gemma4', vocab: 262144, hidden: 5376, intermediate: 21504, layers: 60, heads: 32, kvHeads: 16, headDim: 256,
-    globalKvHeads: 4, globalHeadDim: 512, window: 1024, softcap: 30, bits: 4, groupSize: 64, mlpBits: null,
+    modelType: 'gemma4',
+    vocab: 262144,
+    hidden: 5376,
+    intermediate: 21504,
+    layers: 60,
+    heads: 32,
+    kvHeads: 16,
+    headDim: 256,
+    globalKvHeads: 4,
+    globalHeadDim: 512,
+    window: 1024,
+    softcap: 30,
+    bits: 4,
+    groupSize: 64,
+    mlpBits: null,
     assistant: { hidden: 1024, intermediate: 8192, heads: 32, bits: null },
   },
 };
 
 export function synthGeometry(preset: SynthPreset, overrides: Partial<SynthGeometry> = {}): SynthGeometry {
   const base = Object.hasOwn(SYNTH_PRESETS, preset) ? SYNTH_PRESETS[preset] : undefined;
-  if (!base) throw new Error(`unknown synthetic preset "${preset}" (expected ${Object.keys(SYNTH_PRESETS).join(', ')})`);
+  if (!base)
+    throw new Error(`unknown synthetic preset "${preset}" (expected ${Object.keys(SYNTH_PRESETS).join(', ')})`);
   return { ...base, ...overrides };
 }
 
@@ -96,20 +136,38 @@ const ROPE = {
 
 /** Five sliding then one full, repeated; the last layer always full (GEMMA4.md section 1). */
 export function layerTypes(n: number): string[] {
-  return Array.from({ length: n }, (_, i) => ((i + 1) % 6 === 0 || i === n - 1 ? 'full_attention' : 'sliding_attention'));
+  return Array.from({ length: n }, (_, i) =>
+    (i + 1) % 6 === 0 || i === n - 1 ? 'full_attention' : 'sliding_attention',
+  );
 }
 
 function textConfig(g: SynthGeometry, asst: boolean): Record<string, unknown> {
   const a = g.assistant;
   const L = asst ? 4 : g.layers;
   return {
-    vocab_size: g.vocab, hidden_size: asst ? a!.hidden : g.hidden, intermediate_size: asst ? a!.intermediate : g.intermediate,
-    num_hidden_layers: L, num_attention_heads: asst ? a!.heads : g.heads, num_key_value_heads: g.kvHeads, head_dim: g.headDim,
-    global_head_dim: g.globalHeadDim, num_global_key_value_heads: g.globalKvHeads, attention_k_eq_v: true,
-    sliding_window: g.window, layer_types: asst ? ['sliding_attention', 'sliding_attention', 'sliding_attention', 'full_attention'] : layerTypes(L),
-    rms_norm_eps: 1e-6, final_logit_softcapping: asst ? null : g.softcap, hidden_activation: 'gelu_pytorch_tanh',
-    hidden_size_per_layer_input: 0, vocab_size_per_layer_input: 0, num_kv_shared_layers: asst ? L : 0,
-    max_position_embeddings: 131072, tie_word_embeddings: true, rope_parameters: ROPE,
+    vocab_size: g.vocab,
+    hidden_size: asst ? a!.hidden : g.hidden,
+    intermediate_size: asst ? a!.intermediate : g.intermediate,
+    num_hidden_layers: L,
+    num_attention_heads: asst ? a!.heads : g.heads,
+    num_key_value_heads: g.kvHeads,
+    head_dim: g.headDim,
+    global_head_dim: g.globalHeadDim,
+    num_global_key_value_heads: g.globalKvHeads,
+    attention_k_eq_v: true,
+    sliding_window: g.window,
+    layer_types: asst
+      ? ['sliding_attention', 'sliding_attention', 'sliding_attention', 'full_attention']
+      : layerTypes(L),
+    rms_norm_eps: 1e-6,
+    final_logit_softcapping: asst ? null : g.softcap,
+    hidden_activation: 'gelu_pytorch_tanh',
+    hidden_size_per_layer_input: 0,
+    vocab_size_per_layer_input: 0,
+    num_kv_shared_layers: asst ? L : 0,
+    max_position_embeddings: 131072,
+    tie_word_embeddings: true,
+    rope_parameters: ROPE,
     model_type: g.modelType === 'gemma4_unified' ? 'gemma4_unified_text' : 'gemma4_text',
   };
 }
@@ -124,14 +182,18 @@ function targetConfig(g: SynthGeometry): Record<string, unknown> {
   const over: Record<string, unknown> = {};
   if (g.bits !== null && g.mlpBits !== null && g.mlpBits !== g.bits) {
     for (let i = 0; i < g.layers; i++) {
-      for (const p of ['gate_proj', 'up_proj', 'down_proj']) over[`language_model.model.layers.${i}.mlp.${p}`] = { group_size: g.groupSize, bits: g.mlpBits };
+      for (const p of ['gate_proj', 'up_proj', 'down_proj'])
+        over[`language_model.model.layers.${i}.mlp.${p}`] = { group_size: g.groupSize, bits: g.mlpBits };
     }
   }
   const unified = g.modelType === 'gemma4_unified';
   return {
     model_type: g.modelType,
     architectures: [unified ? 'Gemma4UnifiedForConditionalGeneration' : 'Gemma4ForConditionalGeneration'],
-    text_config: textConfig(g, false), tie_word_embeddings: true, synthetic: true, ...quantBlock(g.bits, g, over),
+    text_config: textConfig(g, false),
+    tie_word_embeddings: true,
+    synthetic: true,
+    ...quantBlock(g.bits, g, over),
   };
 }
 
@@ -140,8 +202,13 @@ function assistantConfig(g: SynthGeometry): Record<string, unknown> {
   return {
     model_type: unified ? 'gemma4_unified_assistant' : 'gemma4_assistant',
     architectures: [unified ? 'Gemma4UnifiedAssistantForCausalLM' : 'Gemma4AssistantForCausalLM'],
-    backbone_hidden_size: g.hidden, use_ordered_embeddings: false, text_config: textConfig(g, true),
-    tie_word_embeddings: true, block_size: 4, synthetic: true, ...quantBlock(g.assistant!.bits, g),
+    backbone_hidden_size: g.hidden,
+    use_ordered_embeddings: false,
+    text_config: textConfig(g, true),
+    tie_word_embeddings: true,
+    block_size: 4,
+    synthetic: true,
+    ...quantBlock(g.assistant!.bits, g),
   };
 }
 
@@ -197,13 +264,23 @@ class Planner {
   constructor(private readonly seed: number) {}
 
   private add(name: string, dtype: 'U32' | 'BF16', shape: number[], gen: Gen): void {
-    this.tensors.push({ name, dtype, shape, byteLength: shape.reduce((a, d) => a * d, 1) * (dtype === 'U32' ? 4 : 2), gen });
+    this.tensors.push({
+      name,
+      dtype,
+      shape,
+      byteLength: shape.reduce((a, d) => a * d, 1) * (dtype === 'U32' ? 4 : 2),
+      gen,
+    });
   }
 
   linear(path: string, out: number, inF: number, bits: AffineBits | null, groupSize: number): void {
     if (bits === null) {
       const a = Math.sqrt(3 / inF); // uniform +-a has std 1/sqrt(in)
-      this.add(`${path}.weight`, 'BF16', [out, inF], { kind: 'table', seed: seedOf(this.seed, path), table: table((u) => a * (2 * u - 1)) });
+      this.add(`${path}.weight`, 'BF16', [out, inF], {
+        kind: 'table',
+        seed: seedOf(this.seed, path),
+        table: table((u) => a * (2 * u - 1)),
+      });
       return;
     }
     const t = scaleBiasTables(bits, inF);
@@ -214,13 +291,17 @@ class Planner {
   }
 
   vector(name: string, size: number, center: number, spread: number): void {
-    this.add(name, 'BF16', [size], { kind: 'table', seed: seedOf(this.seed, name), table: table((u) => center + spread * (u - 0.5)) });
+    this.add(name, 'BF16', [size], {
+      kind: 'table',
+      seed: seedOf(this.seed, name),
+      table: table((u) => center + spread * (u - 0.5)),
+    });
   }
 }
 
 /** One decoder layer's tensors (MLX names), target or assistant. */
 function layer(p: Planner, pre: string, i: number, g: SynthGeometry, asst: boolean): void {
-  const full = (asst ? i === 3 : layerTypes(g.layers)[i] === 'full_attention');
+  const full = asst ? i === 3 : layerTypes(g.layers)[i] === 'full_attention';
   const H = asst ? g.assistant!.hidden : g.hidden;
   const I = asst ? g.assistant!.intermediate : g.intermediate;
   const heads = asst ? g.assistant!.heads : g.heads;
@@ -270,22 +351,32 @@ function assistantTensors(g: SynthGeometry, seed: number): PlannedTensor[] {
 
 // ---------------------------------------------------------------- files
 
-const json = (name: string, value: unknown) => bytesSource(name, new TextEncoder().encode(JSON.stringify(value, null, 2)));
+const json = (name: string, value: unknown) =>
+  bytesSource(name, new TextEncoder().encode(JSON.stringify(value, null, 2)));
 
 function files(config: unknown, tensors: PlannedTensor[], shardBytes: number): ByteSource[] {
   const shards: PlannedTensor[][] = [[]];
   let used = 0;
   for (const t of tensors) {
-    if (used > 0 && used + t.byteLength > shardBytes) { shards.push([]); used = 0; }
+    if (used > 0 && used + t.byteLength > shardBytes) {
+      shards.push([]);
+      used = 0;
+    }
     shards[shards.length - 1].push(t);
     used += t.byteLength;
   }
   const out: ByteSource[] = [json('config.json', config)];
   if (shards.length === 1) return [...out, new SyntheticFile('model.safetensors', shards[0])];
   const n = shards.length;
-  const names = shards.map((_, i) => `model-${String(i + 1).padStart(5, '0')}-of-${String(n).padStart(5, '0')}.safetensors`);
+  const names = shards.map(
+    (_, i) => `model-${String(i + 1).padStart(5, '0')}-of-${String(n).padStart(5, '0')}.safetensors`,
+  );
   const weightMap: Record<string, string> = {};
-  shards.forEach((s, i) => s.forEach((t) => { weightMap[t.name] = names[i]; }));
+  shards.forEach((s, i) =>
+    s.forEach((t) => {
+      weightMap[t.name] = names[i];
+    }),
+  );
   const total = tensors.reduce((a, t) => a + t.byteLength, 0);
   out.push(json('model.safetensors.index.json', { metadata: { total_size: total }, weight_map: weightMap }));
   return [...out, ...shards.map((s, i) => new SyntheticFile(names[i], s))];
@@ -303,7 +394,10 @@ export class SyntheticFile implements ByteSource {
   /** Allocated on the first data read, so header-only use (opening a 31B in a test) costs nothing. */
   private scratch?: Uint32Array;
 
-  constructor(readonly name: string, private readonly tensors: readonly PlannedTensor[]) {
+  constructor(
+    readonly name: string,
+    private readonly tensors: readonly PlannedTensor[],
+  ) {
     const h: Record<string, unknown> = { __metadata__: { format: 'mlx' } };
     let off = 0;
     for (const t of tensors) {
@@ -315,7 +409,10 @@ export class SyntheticFile implements ByteSource {
     new DataView(this.header.buffer).setBigUint64(0, BigInt(text.byteLength), true);
     this.header.set(text, 8);
     let start = this.header.byteLength;
-    for (const t of tensors) { this.starts.push(start); start += t.byteLength; }
+    for (const t of tensors) {
+      this.starts.push(start);
+      start += t.byteLength;
+    }
     this.size = start;
   }
 
@@ -350,7 +447,8 @@ export class SyntheticFile implements ByteSource {
     let hi = this.starts.length - 1;
     while (lo < hi) {
       const mid = (lo + hi + 1) >> 1;
-      if (this.starts[mid] <= pos) lo = mid; else hi = mid - 1;
+      if (this.starts[mid] <= pos) lo = mid;
+      else hi = mid - 1;
     }
     return lo;
   }

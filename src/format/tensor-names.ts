@@ -12,8 +12,15 @@ const PREFIXES = ['language_model.model.', 'model.language_model.', 'language_mo
 
 /** Towers of the multimodal checkpoints this text-only engine ignores (checked after dropping "model."). */
 const IGNORED_ROOTS = [
-  'vision_tower.', 'vision_model.', 'embed_vision.', 'audio_tower.', 'audio_model.', 'embed_audio.',
-  'multi_modal_projector.', 'vision_embedder.', 'audio_embedder.',
+  'vision_tower.',
+  'vision_model.',
+  'embed_vision.',
+  'audio_tower.',
+  'audio_model.',
+  'embed_audio.',
+  'multi_modal_projector.',
+  'vision_embedder.',
+  'audio_embedder.',
 ];
 
 /** True for vision/audio tensors that are skipped without error. */

@@ -20,10 +20,14 @@ export async function loadTokenizer(tokenizerJson: ByteSource, tokenizerConfig?:
   try {
     tok = new Tokenizer(json as object, config as object);
   } catch (e) {
-    throw new FormatError(`${tokenizerJson.name}: not a tokenizer this app can read (${(e as Error).message})`, tokenizerJson.name);
+    throw new FormatError(
+      `${tokenizerJson.name}: not a tokenizer this app can read (${(e as Error).message})`,
+      tokenizerJson.name,
+    );
   }
   return {
-    encode: (text, chat) => tok.encode(chat ? `<bos><|turn>user\n${text}<turn|>\n<|turn>model\n` : text, { add_special_tokens: false }).ids,
+    encode: (text, chat) =>
+      tok.encode(chat ? `<bos><|turn>user\n${text}<turn|>\n<|turn>model\n` : text, { add_special_tokens: false }).ids,
     decode: (ids) => decodeLenient(tok, ids),
   };
 }

@@ -16,8 +16,15 @@ export function storageBuffer(device: GPUDevice, byteSize: number, label: string
 
 export function uniformBuffer(device: GPUDevice, data: ArrayBuffer | ArrayBufferView, label: string): GPUBuffer {
   const U = GPUBufferUsage;
-  const bytes = data instanceof ArrayBuffer ? new Uint8Array(data) : new Uint8Array(data.buffer as ArrayBuffer, data.byteOffset, data.byteLength);
-  const buf = device.createBuffer({ label, size: Math.max(16, align16(bytes.byteLength)), usage: U.UNIFORM | U.COPY_DST });
+  const bytes =
+    data instanceof ArrayBuffer
+      ? new Uint8Array(data)
+      : new Uint8Array(data.buffer as ArrayBuffer, data.byteOffset, data.byteLength);
+  const buf = device.createBuffer({
+    label,
+    size: Math.max(16, align16(bytes.byteLength)),
+    usage: U.UNIFORM | U.COPY_DST,
+  });
   device.queue.writeBuffer(buf, 0, bytes);
   return buf;
 }
@@ -49,7 +56,10 @@ export async function readBytes(device: GPUDevice, src: GPUBuffer, byteSize: num
  * Reads several buffers back with one copy submit and one map: a decode step needs its argmax ids,
  * logits and seed hidden state, and every extra map round trip costs latency.
  */
-export async function readMany(device: GPUDevice, sources: { buffer: GPUBuffer; bytes: number; offset?: number }[]): Promise<Uint8Array[]> {
+export async function readMany(
+  device: GPUDevice,
+  sources: { buffer: GPUBuffer; bytes: number; offset?: number }[],
+): Promise<Uint8Array[]> {
   const offsets: number[] = [];
   let total = 0;
   for (const s of sources) {
@@ -57,7 +67,11 @@ export async function readMany(device: GPUDevice, sources: { buffer: GPUBuffer; 
     total += align4(s.bytes);
   }
   if (total === 0) return sources.map(() => new Uint8Array(0));
-  const staging = device.createBuffer({ label: 'readback', size: total, usage: GPUBufferUsage.COPY_DST | GPUBufferUsage.MAP_READ });
+  const staging = device.createBuffer({
+    label: 'readback',
+    size: total,
+    usage: GPUBufferUsage.COPY_DST | GPUBufferUsage.MAP_READ,
+  });
   // A copy WebGPU refuses (a source without COPY_SRC, a range past its end) must fail the read, not
   // hand back the staging buffer's zeros.
   device.pushErrorScope('validation');

@@ -131,7 +131,9 @@ export async function createGpuContext(gpu: GPU | undefined, opts: DeviceOptions
     (l) =>
       new GpuError(
         'device-lost',
-        destroyed ? 'The GPU device was released.' : `The GPU device was lost (${l.reason}): ${l.message || 'no message'}.`,
+        destroyed
+          ? 'The GPU device was released.'
+          : `The GPU device was lost (${l.reason}): ${l.message || 'no message'}.`,
       ),
   );
   return {

@@ -25,7 +25,9 @@ export class KernelCache {
   readonly kernelClass: KernelClass;
 
   constructor(readonly device: GPUDevice) {
-    const info = (device as GPUDevice & { adapterInfo?: GPUAdapterInfo & { subgroupMinSize?: number; isFallbackAdapter?: boolean } }).adapterInfo;
+    const info = (
+      device as GPUDevice & { adapterInfo?: GPUAdapterInfo & { subgroupMinSize?: number; isFallbackAdapter?: boolean } }
+    ).adapterInfo;
     this.subgroupsOf8 = device.features.has('subgroups') && (info?.subgroupMinSize ?? 0) >= 8;
     this.kernelClass = detectKernelClass(info);
   }
@@ -72,7 +74,11 @@ export class KernelCache {
     // and WebGPU keeps a buffer alive while submitted work uses it.
     const size = Math.max(256, 2 ** Math.ceil(Math.log2(Math.max(bytes, 1))));
     // COPY_SRC: captures and tests read scratch values back.
-    const buf = this.device.createBuffer({ label: `scratch.${name}`, size, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC });
+    const buf = this.device.createBuffer({
+      label: `scratch.${name}`,
+      size,
+      usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC,
+    });
     this.scratchBuffers.set(name, buf);
     return buf;
   }
@@ -122,7 +128,10 @@ export class BindGroupCache {
     const entries: GPUBindGroupEntry[] = [];
     bindings.forEach((b, binding) => {
       if (!b) return;
-      const r = 'buffer' in b ? { buffer: b.buffer, offset: b.offset ?? 0, size: b.size } : { buffer: b, offset: 0, size: undefined };
+      const r =
+        'buffer' in b
+          ? { buffer: b.buffer, offset: b.offset ?? 0, size: b.size }
+          : { buffer: b, offset: 0, size: undefined };
       key += `|${binding}:${this.id(r.buffer)}:${r.offset}:${r.size ?? ''}`;
       entries.push({ binding, resource: r.size === undefined ? { buffer: r.buffer, offset: r.offset } : r });
     });

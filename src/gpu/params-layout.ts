@@ -44,9 +44,13 @@ export function parseParamsStruct(wgsl: string, source = 'WGSL'): ParamsLayout {
     const d = decl.trim();
     if (d === '') continue;
     const m = /^([A-Za-z_][A-Za-z0-9_]*)\s*:\s*([A-Za-z0-9_<>]+)$/.exec(d);
-    if (!m) throw new Error(`${source}: cannot read the Params field "${d}" (only "name: u32 | i32 | f32" fields are supported)`);
+    if (!m)
+      throw new Error(
+        `${source}: cannot read the Params field "${d}" (only "name: u32 | i32 | f32" fields are supported)`,
+      );
     const [, name, type] = m;
-    if (!SCALARS.has(type)) throw new Error(`${source}: Params field "${name}" has type ${type}; only u32, i32 and f32 are supported`);
+    if (!SCALARS.has(type))
+      throw new Error(`${source}: Params field "${name}" has type ${type}; only u32, i32 and f32 are supported`);
     if (fields.some((f) => f.name === name)) throw new Error(`${source}: Params field "${name}" is declared twice`);
     fields.push({ name, type: type as ParamType, offset: fields.length * 4 });
   }
@@ -89,7 +93,8 @@ export function packParams(layout: ParamsLayout, values: ParamValues, view: Data
       continue;
     }
     const n = typeof v === 'boolean' ? (v ? 1 : 0) : v;
-    const ok = Number.isInteger(n) && (f.type === 'u32' ? n >= 0 && n <= 0xffffffff : n >= -0x80000000 && n <= 0x7fffffff);
+    const ok =
+      Number.isInteger(n) && (f.type === 'u32' ? n >= 0 && n <= 0xffffffff : n >= -0x80000000 && n <= 0x7fffffff);
     if (!ok) throw new Error(`${layout.source}: Params field "${f.name}" is ${f.type}; ${v} does not fit`);
     if (f.type === 'u32') view.setUint32(f.offset, n, true);
     else view.setInt32(f.offset, n, true);
@@ -97,7 +102,10 @@ export function packParams(layout: ParamsLayout, values: ParamValues, view: Data
   const keys = Object.keys(values);
   if (keys.length !== given) {
     const unknown = keys.filter((k) => values[k] !== undefined && !layout.fields.some((f) => f.name === k));
-    if (unknown.length) throw new Error(`${layout.source}: Params has no field ${unknown.map((k) => `"${k}"`).join(', ')} (fields: ${layout.fields.map((f) => f.name).join(', ')})`);
+    if (unknown.length)
+      throw new Error(
+        `${layout.source}: Params has no field ${unknown.map((k) => `"${k}"`).join(', ')} (fields: ${layout.fields.map((f) => f.name).join(', ')})`,
+      );
   }
 }
 

@@ -28,7 +28,11 @@ export class KernelProfiler {
 
   constructor(private readonly device: GPUDevice) {
     if (!device.features.has('timestamp-query')) throw new Error('kernel profiling needs the timestamp-query feature');
-    this.resolveBuf = device.createBuffer({ label: 'profile-resolve', size: PAIRS * 16, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC });
+    this.resolveBuf = device.createBuffer({
+      label: 'profile-resolve',
+      size: PAIRS * 16,
+      usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC,
+    });
   }
 
   /** The timestampWrites of the next dispatch's pass. */
@@ -46,7 +50,11 @@ export class KernelProfiler {
   resolve(enc: GPUCommandEncoder): void {
     if (!this.labels.length) return;
     const n = this.labels.length;
-    const readback = this.device.createBuffer({ label: 'profile-read', size: n * 16, usage: GPUBufferUsage.COPY_DST | GPUBufferUsage.MAP_READ });
+    const readback = this.device.createBuffer({
+      label: 'profile-read',
+      size: n * 16,
+      usage: GPUBufferUsage.COPY_DST | GPUBufferUsage.MAP_READ,
+    });
     for (let s = 0; s * PAIRS < n; s++) {
       const count = Math.min(PAIRS, n - s * PAIRS);
       enc.resolveQuerySet(this.sets[s], 0, 2 * count, this.resolveBuf, 0);

@@ -17,7 +17,9 @@ export function checkParams(shader: string, binding: Binding | undefined): void 
   if (packed === undefined || packed === shader) return;
   const want = paramsLayout(shader).signature;
   if (paramsLayout(packed).signature !== want) {
-    throw new Error(`${shader}: its parameter block was packed with the struct Params of ${packed}, which differs (${shader}: ${want})`);
+    throw new Error(
+      `${shader}: its parameter block was packed with the struct Params of ${packed}, which differs (${shader}: ${want})`,
+    );
   }
 }
 
@@ -69,7 +71,13 @@ export class Recorder {
     if (size > SLOT) throw new Error(`${shader}: parameter block of ${size} bytes is larger than ${SLOT}`);
     let arena = this.arenas[this.arenas.length - 1];
     if (!arena || arena.used === SLOTS_PER_ARENA) {
-      const buffer = this.kernels.freeArenas.shift() ?? this.device.createBuffer({ label: 'params', size: SLOT * SLOTS_PER_ARENA, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
+      const buffer =
+        this.kernels.freeArenas.shift() ??
+        this.device.createBuffer({
+          label: 'params',
+          size: SLOT * SLOTS_PER_ARENA,
+          usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST,
+        });
       arena = { buffer, data: new ArrayBuffer(SLOT * SLOTS_PER_ARENA), used: 0 };
       this.arenas.push(arena);
     }
@@ -91,7 +99,9 @@ export class Recorder {
     const pipeline = this.kernels.pipeline(shader, constants, entry);
     if (this.profiler) {
       this.endPass();
-      const pass = this.encoder.beginComputePass({ timestampWrites: this.profiler.slot(`${shader.replace(/\.wgsl$/, '')}.${entry}`) });
+      const pass = this.encoder.beginComputePass({
+        timestampWrites: this.profiler.slot(`${shader.replace(/\.wgsl$/, '')}.${entry}`),
+      });
       dispatch(this.device, pass, pipeline, bindings, workgroups, this.kernels.bindGroups);
       pass.end();
     } else {

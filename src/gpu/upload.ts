@@ -44,7 +44,10 @@ export class TensorUploader {
     const rowBytes = Math.max(...refs.map((r) => r.byteLength / r.shape[0]));
     const rows = Math.floor(limit / rowBytes);
     if (rows < 1) {
-      throw new GpuError('limits', `One row of ${refs[0].name} (${rowBytes} bytes) exceeds the binding limit of ${limit} bytes.`);
+      throw new GpuError(
+        'limits',
+        `One row of ${refs[0].name} (${rowBytes} bytes) exceeds the binding limit of ${limit} bytes.`,
+      );
     }
     return rows;
   }
@@ -70,7 +73,9 @@ export class TensorUploader {
       const n = Math.min(CHUNK_BYTES, length - off);
       const bytes = await ref.file.read(ref.offset + from + off, n);
       if (bytes.byteLength !== n) {
-        throw new Error(`${ref.file.name}: short read of tensor "${ref.name}" (${bytes.byteLength} of ${n} bytes): the file is truncated or changed.`);
+        throw new Error(
+          `${ref.file.name}: short read of tensor "${ref.name}" (${bytes.byteLength} of ${n} bytes): the file is truncated or changed.`,
+        );
       }
       writeBytes(this.device, buffer, off, bytes);
       this.done += n;

@@ -63,7 +63,8 @@ export class AssistantModel {
     const BB = a.backboneHidden;
     const qw = Math.max(...a.layers.map((l) => l.numHeads * l.headDim));
     const heads = Math.max(...a.layers.map((l) => l.numHeads));
-    const f = (name: string, floats: number) => (this.ws[name] = storageBuffer(this.device, floats * 4, `asst.${name}`));
+    const f = (name: string, floats: number) =>
+      (this.ws[name] = storageBuffer(this.device, floats * 4, `asst.${name}`));
     f('cat', 2 * BB);
     f('x', a.hidden);
     f('xn', a.hidden);
@@ -76,7 +77,11 @@ export class AssistantModel {
     f('hprev', BB);
     f('logits', a.vocab);
     // One query row per draft step (a chain step: up to SEG_MAX_EXACT segments); in ws, so destroy() frees it.
-    const attn = createAttentionScratch(this.device, { heads, qWidth: qw, maxKeys: Math.max(target.opts.maxContext, t.window + 1), prefillRows: 0, stepRows: 1 }, 'asst.attn');
+    const attn = createAttentionScratch(
+      this.device,
+      { heads, qWidth: qw, maxKeys: Math.max(target.opts.maxContext, t.window + 1), prefillRows: 0, stepRows: 1 },
+      'asst.attn',
+    );
     [this.ws.scores, this.ws.attnStats, this.ws.attnPartial] = attn.buffers;
     f('outLogits', maxSteps * a.vocab);
     f('outHidden', maxSteps * BB);
@@ -95,7 +100,12 @@ export class AssistantModel {
    * Drafts `steps` tokens after `bonus`, seeded with the target's post-final-norm hidden state at the
    * position that produced `bonus`. The target's caches must hold every position before the bonus.
    */
-  async draft(bonus: number, seedHidden: Float32Array, steps: number, o: { capture?: boolean } = {}): Promise<DraftResult> {
+  async draft(
+    bonus: number,
+    seedHidden: Float32Array,
+    steps: number,
+    o: { capture?: boolean } = {},
+  ): Promise<DraftResult> {
     if (steps > this.maxSteps) throw new Error(`at most ${this.maxSteps} draft steps per round`);
     const a = this.desc;
     const t = this.target.desc;
@@ -109,8 +119,14 @@ export class AssistantModel {
     this.device.queue.writeBuffer(ws.hprev, 0, seedHidden.buffer, seedHidden.byteOffset, BB * 4);
     this.device.pushErrorScope('validation');
     const rec = new Recorder(this.device, this.target.kernels, 'draft');
-    const norm = (x: GPUBuffer, w: GPUBuffer | null, out: GPUBuffer, n: number, D: number, extra: Partial<op.NormArgs> = {}) =>
-      op.rmsnorm(rec, x, w, out, ws.dummy, { rows: n, D, eps: a.eps, round: this.round, ...extra });
+    const norm = (
+      x: GPUBuffer,
+      w: GPUBuffer | null,
+      out: GPUBuffer,
+      n: number,
+      D: number,
+      extra: Partial<op.NormArgs> = {},
+    ) => op.rmsnorm(rec, x, w, out, ws.dummy, { rows: n, D, eps: a.eps, round: this.round, ...extra });
     for (let s = 0; s < steps; s++) {
       op.embed(rec, this.target.weights.embed, ws.tok, ws.cat, t.embedScale, rows);
       rec.copy(ws.hprev, 0, ws.cat, BB * 4, BB * 4);
@@ -120,20 +136,37 @@ export class AssistantModel {
         const src = cache.layers[this.sources[l.type]];
         norm(ws.x, w.inputNorm, ws.xn, 1, a.hidden);
         op.matmul(rec, w.qProj, ws.xn, ws.attn, rows);
-        norm(ws.attn, w.qNorm, ws.q, l.numHeads, l.headDim, { rope: { table: this.ropes.get(l.rope, l.headDim), heads: l.numHeads, pos0: pos } });
+        norm(ws.attn, w.qNorm, ws.q, l.numHeads, l.headDim, {
+          rope: { table: this.ropes.get(l.rope, l.headDim), heads: l.numHeads, pos0: pos },
+        });
         const sliding = l.type === 'sliding';
         op.attention(rec, {
-          M: 1, heads: l.numHeads, kvHeads: l.numKvHeads, d: l.headDim,
-          mode: sliding ? 'draft' : 'linear', split: 0,
-          window: t.window, base: state.base, p: sliding ? state.nextPos : state.nextPos - 1,
+          M: 1,
+          heads: l.numHeads,
+          kvHeads: l.numKvHeads,
+          d: l.headDim,
+          mode: sliding ? 'draft' : 'linear',
+          split: 0,
+          window: t.window,
+          base: state.base,
+          p: sliding ? state.nextPos : state.nextPos - 1,
           span: this.convention === 'hf' ? t.window + 1 : t.window,
-          round: this.round, q: ws.q, kCache: src.k, vCache: src.v,
-          kStage: sliding ? src.kEvicted : src.k, vStage: sliding ? src.vEvicted : src.v,
-          out: ws.attn, scratch: { scores: ws.scores, stats: ws.attnStats, partial: ws.attnPartial, segments: SEG_MAX_EXACT },
+          round: this.round,
+          q: ws.q,
+          kCache: src.k,
+          vCache: src.v,
+          kStage: sliding ? src.kEvicted : src.k,
+          vStage: sliding ? src.vEvicted : src.v,
+          out: ws.attn,
+          scratch: { scores: ws.scores, stats: ws.attnStats, partial: ws.attnPartial, segments: SEG_MAX_EXACT },
         });
         op.matmul(rec, w.oProj, ws.attn, ws.a, rows);
         // the same fused steps as the target's layers (ops.rmsnorm then/sums, ops.gateUp; one dispatch each on GPUs)
-        const xsMlp = norm(ws.a, w.postAttnNorm, ws.x, 1, a.hidden, { residual: { postScale: 1 }, nextNorm: { weight: w.preFfNorm, out: ws.xn }, sums: { lin: w.gate, rows, slot: 'mlp' } });
+        const xsMlp = norm(ws.a, w.postAttnNorm, ws.x, 1, a.hidden, {
+          residual: { postScale: 1 },
+          nextNorm: { weight: w.preFfNorm, out: ws.xn },
+          sums: { lin: w.gate, rows, slot: 'mlp' },
+        });
         op.gateUp(rec, w.gate, w.up, ws.xn, ws.g, ws.u, rows, xsMlp);
         op.matmul(rec, w.down, ws.g, ws.a, rows);
         norm(ws.a, w.postFfNorm, ws.x, 1, a.hidden, { residual: { postScale: w.layerScalar } });

@@ -119,19 +119,30 @@ export interface AttentionScratchShape {
 export function attentionScratchBytes(s: AttentionScratchShape): { scores: number; stats: number; partial: number } {
   const rows = Math.max(s.prefillRows, s.stepRows);
   const segRows = Math.max(s.prefillRows, s.stepRows * SEG_MAX); // (row, segment) pairs
-  return { scores: 2 * rows * s.heads * s.maxKeys * 4, stats: 2 * segRows * s.heads * 4, partial: segRows * s.qWidth * 4 };
+  return {
+    scores: 2 * rows * s.heads * s.maxKeys * 4,
+    stats: 2 * segRows * s.heads * 4,
+    partial: segRows * s.qWidth * 4,
+  };
 }
 
 /**
  * Allocates the scratch for `s`, refusing sizes over the adapter's binding limit. Returns the scratch
  * of prefill dispatches and of steps / verify blocks: the same buffers, different exact-plan caps.
  */
-export function createAttentionScratch(device: GPUDevice, s: AttentionScratchShape, label: string): { prefill: AttentionScratch; step: AttentionScratch; buffers: GPUBuffer[] } {
+export function createAttentionScratch(
+  device: GPUDevice,
+  s: AttentionScratchShape,
+  label: string,
+): { prefill: AttentionScratch; step: AttentionScratch; buffers: GPUBuffer[] } {
   const bytes = attentionScratchBytes(s);
   const limit = device.limits.maxStorageBufferBindingSize;
   for (const [name, n] of Object.entries(bytes)) {
     if (n > limit) {
-      throw new GpuError('limits', `Attention ${name} for ${Math.max(s.prefillRows, s.stepRows)} rows x ${s.heads} heads x ${s.maxKeys} keys (${s.stepRows} step rows x ${SEG_MAX} segments) need ${n} bytes, over this adapter's binding limit of ${limit}; use a smaller prefill chunk, block or context.`);
+      throw new GpuError(
+        'limits',
+        `Attention ${name} for ${Math.max(s.prefillRows, s.stepRows)} rows x ${s.heads} heads x ${s.maxKeys} keys (${s.stepRows} step rows x ${SEG_MAX} segments) need ${n} bytes, over this adapter's binding limit of ${limit}; use a smaller prefill chunk, block or context.`,
+      );
     }
   }
   const scores = storageBuffer(device, bytes.scores, `${label}.scores`);
@@ -146,30 +157,86 @@ export function createAttentionScratch(device: GPUDevice, s: AttentionScratchSha
 
 export function attention(rec: Recorder, a: AttentionArgs): void {
   const { scores, stats, partial, segments } = a.scratch;
-  if (!(a.split >= 0 && a.split <= SEG_MAX) || !Number.isInteger(a.split)) throw new Error(`attention split ${a.split} outside 0..${SEG_MAX}`);
+  if (!(a.split >= 0 && a.split <= SEG_MAX) || !Number.isInteger(a.split))
+    throw new Error(`attention split ${a.split} outside 0..${SEG_MAX}`);
   // Strides of the scratch layouts: the dispatch's largest key and segment counts. They place values
   // only (a row's arithmetic never reads them), so a block and its chain steps may differ here.
   const keyStride = Math.max(1, maxKeyCount(a));
   const segStride = segmentCount(keyStride, a.split, segments);
   const rows = a.M * a.heads;
-  const need = { scores: 2 * rows * keyStride * 4, stats: 2 * rows * segStride * 4, partial: rows * segStride * a.d * 4 };
+  const need = {
+    scores: 2 * rows * keyStride * 4,
+    stats: 2 * rows * segStride * 4,
+    partial: rows * segStride * a.d * 4,
+  };
   for (const [name, n] of Object.entries(need)) {
     const have = a.scratch[name as keyof typeof need].size;
-    if (n > have) throw new Error(`attention scratch "${name}" holds ${have} bytes, ${n} needed (M ${a.M}, ${a.heads} heads, ${keyStride} keys, ${segStride} segments)`);
+    if (n > have)
+      throw new Error(
+        `attention scratch "${name}" holds ${have} bytes, ${n} needed (M ${a.M}, ${a.heads} heads, ${keyStride} keys, ${segStride} segments)`,
+      );
   }
   const params = rec.params('attention.wgsl', {
-    M: a.M, heads: a.heads, kv_heads: a.kvHeads, d: a.d, mode: ATTENTION_MODE[a.mode], window: a.window, base: a.base, p: a.p,
-    key_stride: keyStride, round: a.round, span: a.span ?? 0, seg_max: segments, split: a.split, seg_stride: segStride,
+    M: a.M,
+    heads: a.heads,
+    kv_heads: a.kvHeads,
+    d: a.d,
+    mode: ATTENTION_MODE[a.mode],
+    window: a.window,
+    base: a.base,
+    p: a.p,
+    key_stride: keyStride,
+    round: a.round,
+    span: a.span ?? 0,
+    seg_max: segments,
+    split: a.split,
+    seg_stride: segStride,
   });
   const d4 = a.d / 4;
   if (a.fused ?? attentionFused(rec.kernels)) {
     // One workgroup per (row, head, segment slot); slots past a row's segment count return at once.
-    rec.run('attention.wgsl', 'seg_fused', {}, [params, a.q, a.kCache, a.vCache, a.kStage, a.vStage, scores, undefined, stats, partial], rows * segStride);
-    rec.run('attention.wgsl', 'combine', {}, [params, undefined, undefined, undefined, undefined, undefined, undefined, a.out, stats, partial], groups(rows * d4));
+    rec.run(
+      'attention.wgsl',
+      'seg_fused',
+      {},
+      [params, a.q, a.kCache, a.vCache, a.kStage, a.vStage, scores, undefined, stats, partial],
+      rows * segStride,
+    );
+    rec.run(
+      'attention.wgsl',
+      'combine',
+      {},
+      [params, undefined, undefined, undefined, undefined, undefined, undefined, a.out, stats, partial],
+      groups(rows * d4),
+    );
     return;
   }
-  rec.run('attention.wgsl', 'scores', {}, [params, a.q, a.kCache, undefined, a.kStage, undefined, scores], groups(rows * keyStride));
-  rec.run('attention.wgsl', 'seg_softmax', {}, [params, undefined, undefined, undefined, undefined, undefined, scores, undefined, stats], groups(rows * segStride));
-  rec.run('attention.wgsl', 'seg_pv', {}, [params, undefined, undefined, a.vCache, undefined, a.vStage, scores, undefined, undefined, partial], groups(rows * segStride * d4));
-  rec.run('attention.wgsl', 'combine', {}, [params, undefined, undefined, undefined, undefined, undefined, undefined, a.out, stats, partial], groups(rows * d4));
+  rec.run(
+    'attention.wgsl',
+    'scores',
+    {},
+    [params, a.q, a.kCache, undefined, a.kStage, undefined, scores],
+    groups(rows * keyStride),
+  );
+  rec.run(
+    'attention.wgsl',
+    'seg_softmax',
+    {},
+    [params, undefined, undefined, undefined, undefined, undefined, scores, undefined, stats],
+    groups(rows * segStride),
+  );
+  rec.run(
+    'attention.wgsl',
+    'seg_pv',
+    {},
+    [params, undefined, undefined, a.vCache, undefined, a.vStage, scores, undefined, undefined, partial],
+    groups(rows * segStride * d4),
+  );
+  rec.run(
+    'attention.wgsl',
+    'combine',
+    {},
+    [params, undefined, undefined, undefined, undefined, undefined, undefined, a.out, stats, partial],
+    groups(rows * d4),
+  );
 }

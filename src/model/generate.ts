@@ -47,7 +47,10 @@ export interface DraftSource {
 }
 
 export function assistantSource(asst: AssistantModel): DraftSource {
-  return { name: 'assistant', draft: async (bonus, seed, _emitted, count) => (await asst.draft(bonus, seed, count)).tokens };
+  return {
+    name: 'assistant',
+    draft: async (bonus, seed, _emitted, count) => (await asst.draft(bonus, seed, count)).tokens,
+  };
 }
 
 /**
@@ -55,7 +58,11 @@ export function assistantSource(asst: AssistantModel): DraftSource {
  * stream index i by a wrong token whenever `mismatch(i)` says so: any acceptance length and any
  * rollback depth on demand.
  */
-export function oracleSource(stream: readonly number[], vocab: number, mismatch: (streamIndex: number) => boolean): DraftSource {
+export function oracleSource(
+  stream: readonly number[],
+  vocab: number,
+  mismatch: (streamIndex: number) => boolean,
+): DraftSource {
   return {
     name: 'oracle',
     draft: async (_bonus, _seed, emitted, count) =>
@@ -84,7 +91,11 @@ function finish(tokens: number[], maxNew: number, eos: readonly number[]): { tok
 /** Chained greedy steps between two readbacks in classic generation (see generateClassic). */
 const GREEDY_WINDOW = 16;
 
-export async function generateClassic(target: TargetModel, prompt: number[], o: GenerateOptions): Promise<GenerateResult> {
+export async function generateClassic(
+  target: TargetModel,
+  prompt: number[],
+  o: GenerateOptions,
+): Promise<GenerateResult> {
   const eos = o.eosIds ?? [];
   target.reset();
   let t = performance.now();
@@ -113,7 +124,13 @@ export async function generateClassic(target: TargetModel, prompt: number[], o: 
   };
 }
 
-export async function generateMtp(target: TargetModel, source: DraftSource, prompt: number[], K: number, o: GenerateOptions & { draftPosition?: string }): Promise<GenerateResult> {
+export async function generateMtp(
+  target: TargetModel,
+  source: DraftSource,
+  prompt: number[],
+  K: number,
+  o: GenerateOptions & { draftPosition?: string },
+): Promise<GenerateResult> {
   if (K < 2) throw new Error('MTP needs a block of at least 2 (one bonus token and one draft)');
   const eos = o.eosIds ?? [];
   const H = target.desc.hidden;
@@ -124,7 +141,15 @@ export async function generateMtp(target: TargetModel, source: DraftSource, prom
   t = performance.now();
   const tokens = [pre.argmax![0]];
   let seed = pre.finalHidden!.slice((prompt.length - 1) * H, prompt.length * H);
-  const c: GenerateCounters = { rounds: 0, drafted: 0, accepted: 0, acceptanceRate: 0, meanAcceptedLength: 0, acceptedHistogram: new Array(K).fill(0), perPositionAccepted: new Array(K - 1).fill(0) };
+  const c: GenerateCounters = {
+    rounds: 0,
+    drafted: 0,
+    accepted: 0,
+    acceptanceRate: 0,
+    meanAcceptedLength: 0,
+    acceptedHistogram: new Array(K).fill(0),
+    perPositionAccepted: new Array(K - 1).fill(0),
+  };
   while (tokens.length < o.maxNew && !eos.includes(tokens[tokens.length - 1])) {
     o.cancel?.throwIfCancelled();
     const bonus = tokens[tokens.length - 1];

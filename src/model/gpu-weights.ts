@@ -1,4 +1,10 @@
-import { linearTensors, type DecoderLayer, type Linear, type ModelDescription, type TensorRef } from '../format/model-description.ts';
+import {
+  linearTensors,
+  type DecoderLayer,
+  type Linear,
+  type ModelDescription,
+  type TensorRef,
+} from '../format/model-description.ts';
 import { readTensorBytes } from '../format/safetensors.ts';
 import { toFloat64 } from '../format/dtype.ts';
 import { TensorUploader, type GpuTensor } from '../gpu/upload.ts';
@@ -53,7 +59,9 @@ const SUPPORTED_BITS = new Set([2, 4, 8]);
 
 function layerTensors(l: DecoderLayer): TensorRef[] {
   const lin = [l.qProj, l.kProj, l.vProj, l.oProj, l.gate, l.up, l.down].filter((x): x is Linear => x !== null);
-  const norms = [l.inputNorm, l.qNorm, l.kNorm, l.postAttnNorm, l.preFfNorm, l.postFfNorm].filter((x): x is TensorRef => x !== null);
+  const norms = [l.inputNorm, l.qNorm, l.kNorm, l.postAttnNorm, l.preFfNorm, l.postFfNorm].filter(
+    (x): x is TensorRef => x !== null,
+  );
   return [...lin.flatMap(linearTensors), ...norms];
 }
 
@@ -79,25 +87,44 @@ export async function uploadWeights<D extends ModelDescription>(
 ): Promise<GpuWeights<D>> {
   const total = gpuTensorsOf(desc).reduce((a, t) => a + t.byteLength, 0);
   if (availableBytes !== undefined && total > availableBytes) {
-    throw new GpuError('out-of-memory', `${desc.modelType} needs ${fmtBytes(total)} of GPU memory for its weights, over the budget of ${fmtBytes(availableBytes)}.`);
+    throw new GpuError(
+      'out-of-memory',
+      `${desc.modelType} needs ${fmtBytes(total)} of GPU memory for its weights, over the budget of ${fmtBytes(availableBytes)}.`,
+    );
   }
   const up = new TensorUploader(device, total, onProgress, cancel);
   try {
-    return await withErrorScopes(device, `uploading the ${desc.modelType} weights (${(total / 1e9).toFixed(2)} GB)`, () => uploadAll(up, desc, total));
+    return await withErrorScopes(
+      device,
+      `uploading the ${desc.modelType} weights (${(total / 1e9).toFixed(2)} GB)`,
+      () => uploadAll(up, desc, total),
+    );
   } catch (e) {
     up.buffers.forEach((b) => b.destroy());
     throw e;
   }
 }
 
-async function uploadAll<D extends ModelDescription>(up: TensorUploader, desc: D, total: number): Promise<GpuWeights<D>> {
+async function uploadAll<D extends ModelDescription>(
+  up: TensorUploader,
+  desc: D,
+  total: number,
+): Promise<GpuWeights<D>> {
   const linear = async (l: Linear): Promise<GpuLinear> => {
     if (l.kind === 'affine') {
       if (!SUPPORTED_BITS.has(l.bits)) {
-        throw new GpuError('limits', `${l.name}: ${l.bits}-bit affine weights are not supported by the GPU kernels yet (2, 4 and 8 are).`);
+        throw new GpuError(
+          'limits',
+          `${l.name}: ${l.bits}-bit affine weights are not supported by the GPU kernels yet (2, 4 and 8 are).`,
+        );
       }
       const rows = up.rowsPerPart([l.weight, l.scales, l.biases]);
-      return { desc: l, weight: await up.upload(l.weight, rows), scales: await up.upload(l.scales, rows), biases: await up.upload(l.biases, rows) };
+      return {
+        desc: l,
+        weight: await up.upload(l.weight, rows),
+        scales: await up.upload(l.scales, rows),
+        biases: await up.upload(l.biases, rows),
+      };
     }
     return { desc: l, weight: await up.upload(l.weight) };
   };

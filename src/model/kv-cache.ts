@@ -173,7 +173,14 @@ export class KvCache {
     const v = this.layers.map((l) => copyOf(l.v, size(l)));
     const kEvicted = this.layers.map((l) => copyOf(l.kEvicted, l.rowFloats * 4));
     const vEvicted = this.layers.map((l) => copyOf(l.vEvicted, l.rowFloats * 4));
-    return { state: { ...this.state }, k, v, kEvicted, vEvicted, destroy: () => [...k, ...v, ...kEvicted, ...vEvicted].forEach((b) => b.destroy()) };
+    return {
+      state: { ...this.state },
+      k,
+      v,
+      kEvicted,
+      vEvicted,
+      destroy: () => [...k, ...v, ...kEvicted, ...vEvicted].forEach((b) => b.destroy()),
+    };
   }
 
   restore(rec: Recorder, s: CacheSnapshot): void {

@@ -9,7 +9,14 @@
  * (target.ts), attention scratch as createAttentionScratch (attention-op.ts, attentionScratchBytes).
  * Each buffer is rounded as storageBuffer rounds it (multiple of 4, at least 16 bytes).
  */
-import { linearTensors, type AssistantDescription, type Linear, type ModelDescription, type TargetDescription, type TensorRef } from '../format/model-description.ts';
+import {
+  linearTensors,
+  type AssistantDescription,
+  type Linear,
+  type ModelDescription,
+  type TargetDescription,
+  type TensorRef,
+} from '../format/model-description.ts';
 import { GpuError } from '../gpu/errors.ts';
 import { attentionScratchBytes, type AttentionScratchShape } from './attention-op.ts';
 
@@ -60,8 +67,20 @@ class Planner {
 
   constructor(limits: BufferLimits, options: MemoryOptions) {
     this.limit = Math.min(limits.maxBufferSize, limits.maxStorageBufferBindingSize);
-    this.limitName = limits.maxStorageBufferBindingSize <= limits.maxBufferSize ? 'maxStorageBufferBindingSize' : 'maxBufferSize';
-    this.plan = { models: [], weights: 0, cache: 0, workspace: 0, total: 0, buffers: 0, largest: { what: '', bytes: 0 }, oversize: [], limits, options };
+    this.limitName =
+      limits.maxStorageBufferBindingSize <= limits.maxBufferSize ? 'maxStorageBufferBindingSize' : 'maxBufferSize';
+    this.plan = {
+      models: [],
+      weights: 0,
+      cache: 0,
+      workspace: 0,
+      total: 0,
+      buffers: 0,
+      largest: { what: '', bytes: 0 },
+      oversize: [],
+      limits,
+      options,
+    };
   }
 
   buffer(cat: Category, what: string, bytes: number): void {
@@ -89,7 +108,11 @@ class Planner {
       const rows = r.shape.length === 0 ? 1 : r.shape[0];
       const rb = r.byteLength / rows;
       for (let start = 0; start < rows; start += perPart) {
-        this.buffer('weights', `${r.name}[${start}:${Math.min(rows, start + perPart)}]`, Math.min(perPart, rows - start) * rb);
+        this.buffer(
+          'weights',
+          `${r.name}[${start}:${Math.min(rows, start + perPart)}]`,
+          Math.min(perPart, rows - start) * rb,
+        );
       }
     }
   }
@@ -114,7 +137,11 @@ function caches(p: Planner, d: TargetDescription, o: MemoryOptions): void {
     const slots = l.type === 'sliding' ? d.window : o.maxContext;
     const stage = l.type === 'sliding' ? o.maxBlock : 1;
     for (const kv of ['K', 'V']) {
-      p.buffer('cache', `${kv} cache of layer ${i} (${l.type}, ${slots} positions x ${l.numKvHeads} x ${l.headDim})`, slots * row);
+      p.buffer(
+        'cache',
+        `${kv} cache of layer ${i} (${l.type}, ${slots} positions x ${l.numKvHeads} x ${l.headDim})`,
+        slots * row,
+      );
       p.buffer('cache', `${kv} staging of layer ${i}`, stage * row);
     }
   });
@@ -123,7 +150,11 @@ function caches(p: Planner, d: TargetDescription, o: MemoryOptions): void {
 /** The three buffers of createAttentionScratch for shape `s` (scores, per-segment stats and partial P.V). */
 function attentionScratch(p: Planner, who: string, s: AttentionScratchShape): void {
   for (const [name, bytes] of Object.entries(attentionScratchBytes(s))) {
-    p.buffer('workspace', `attention ${name} of the ${who} (${s.heads} heads x ${s.maxKeys} keys, ${s.prefillRows} prefill / ${s.stepRows} step rows)`, bytes);
+    p.buffer(
+      'workspace',
+      `attention ${name} of the ${who} (${s.heads} heads x ${s.maxKeys} keys, ${s.prefillRows} prefill / ${s.stepRows} step rows)`,
+      bytes,
+    );
   }
 }
 
@@ -139,7 +170,13 @@ function targetWorkspace(p: Planner, d: TargetDescription, o: MemoryOptions): vo
   for (const n of ['kraw', 'vraw', 'k', 'v']) f(n, R * kvw);
   for (const n of ['g', 'u']) f(n, R * d.intermediate);
   // As target.ts sizes it: prefill rows in one segment each, step / verify rows in up to SEG_MAX.
-  attentionScratch(p, 'target', { heads, qWidth: qw, maxKeys: Math.max(d.window, o.maxContext), prefillRows: R, stepRows: o.maxBlock });
+  attentionScratch(p, 'target', {
+    heads,
+    qWidth: qw,
+    maxKeys: Math.max(d.window, o.maxContext),
+    prefillRows: R,
+    stepRows: o.maxBlock,
+  });
   f('headIn', o.maxBlock * d.hidden);
   f('logits', o.maxBlock * d.vocab);
   f('ids', R);
@@ -147,7 +184,8 @@ function targetWorkspace(p: Planner, d: TargetDescription, o: MemoryOptions): vo
   const ropes = new Set(d.layers.map((l) => `${l.rope.theta}/${l.headDim}/${l.rope.partialRotary}`));
   for (const r of ropes) {
     const hd = Number(r.split('/')[1]);
-    for (const t of ['cos', 'sin']) p.buffer('workspace', `RoPE ${t} table ${r} x ${o.maxContext} positions`, (o.maxContext * hd) / 2 * 4);
+    for (const t of ['cos', 'sin'])
+      p.buffer('workspace', `RoPE ${t} table ${r} x ${o.maxContext} positions`, ((o.maxContext * hd) / 2) * 4);
   }
 }
 
@@ -162,13 +200,25 @@ function assistantWorkspace(p: Planner, d: AssistantDescription, o: MemoryOption
   const heads = Math.max(...d.layers.map((l) => l.numHeads));
   const floats = R * (4 * d.hidden + 2 * qw + 2 * d.intermediate + 2 * d.backboneHidden + d.vocab);
   p.buffer('workspace', 'assistant workspace (estimate)', floats * 4);
-  attentionScratch(p, 'assistant', { heads, qWidth: qw, maxKeys: Math.max(o.maxContext, targetWindow + 1), prefillRows: 0, stepRows: 1 });
+  attentionScratch(p, 'assistant', {
+    heads,
+    qWidth: qw,
+    maxKeys: Math.max(o.maxContext, targetWindow + 1),
+    prefillRows: 0,
+    stepRows: 1,
+  });
 }
 
 /** Plans the buffers of a target (and optionally its assistant) on an adapter with `limits`. */
-export function planMemory(desc: ModelDescription, options: MemoryOptions, limits: BufferLimits, assistant?: AssistantDescription): MemoryPlan {
+export function planMemory(
+  desc: ModelDescription,
+  options: MemoryOptions,
+  limits: BufferLimits,
+  assistant?: AssistantDescription,
+): MemoryPlan {
   for (const k of ['maxContext', 'maxBlock', 'prefillChunk'] as const) {
-    if (!Number.isSafeInteger(options[k]) || options[k] < 1) throw new Error(`planMemory: ${k} must be a positive integer, found ${options[k]}`);
+    if (!Number.isSafeInteger(options[k]) || options[k] < 1)
+      throw new Error(`planMemory: ${k} must be a positive integer, found ${options[k]}`);
   }
   const p = new Planner(limits, options);
   for (const d of assistant ? [desc, assistant] : [desc]) {
@@ -202,14 +252,21 @@ export function checkMemory(plan: MemoryPlan, availableBytes?: number): MemoryPl
   const adapter = `this adapter allows buffers of at most ${fmtBytes(plan.limits.maxBufferSize)} (maxBufferSize) and bindings of at most ${fmtBytes(plan.limits.maxStorageBufferBindingSize)} (maxStorageBufferBindingSize)`;
   if (plan.oversize.length > 0) {
     const o = plan.oversize[0];
-    const more = plan.oversize.length > 1 ? ` (and ${plan.oversize.length - 1} more buffer${plan.oversize.length > 2 ? 's' : ''})` : '';
-    throw new GpuError('out-of-memory',
+    const more =
+      plan.oversize.length > 1
+        ? ` (and ${plan.oversize.length - 1} more buffer${plan.oversize.length > 2 ? 's' : ''})`
+        : '';
+    throw new GpuError(
+      'out-of-memory',
       `${who}: ${o.what} needs ${o.bytes} bytes in one buffer, over this adapter's ${o.limitName} of ${o.limit} bytes${more}; ` +
-      `the model needs ${needs(plan)} in all. Use a shorter context or smaller prefill chunk if the buffer is a cache or workspace.`);
+        `the model needs ${needs(plan)} in all. Use a shorter context or smaller prefill chunk if the buffer is a cache or workspace.`,
+    );
   }
   if (availableBytes !== undefined && plan.total > availableBytes) {
-    throw new GpuError('out-of-memory',
-      `${who} needs ${needs(plan)}, but the memory budget is ${fmtBytes(availableBytes)}; ${adapter}.`);
+    throw new GpuError(
+      'out-of-memory',
+      `${who} needs ${needs(plan)}, but the memory budget is ${fmtBytes(availableBytes)}; ${adapter}.`,
+    );
   }
   return plan;
 }

@@ -29,7 +29,13 @@ export type LinearShape = { kind: 'dense' } | { kind: 'affine'; bits: number; gr
 
 /** Whether matmul_lanes.wgsl can run this linear: 4/8-bit, whole 32-weight chunks, vec4 rows of x. */
 function lanesFit(d: LinearShape, xStride: number): boolean {
-  return d.kind === 'affine' && (d.bits === 4 || d.bits === 8) && d.groupSize % 32 === 0 && d.inFeatures % 32 === 0 && xStride % 4 === 0;
+  return (
+    d.kind === 'affine' &&
+    (d.bits === 4 || d.bits === 8) &&
+    d.groupSize % 32 === 0 &&
+    d.inFeatures % 32 === 0 &&
+    xStride % 4 === 0
+  );
 }
 
 /** Whether matmul_coop.wgsl can run it: as lanes, with groups of 32 or 64 weights (held in registers). */
@@ -42,7 +48,8 @@ let coopThreadsOverride: number | undefined;
 let coopFeaturesOverride: number | undefined;
 
 export function setCoopThreads(n: number | undefined): void {
-  if (n !== undefined && (n < 8 || n > COOP_WG || (n & (n - 1)) !== 0)) throw new Error(`coop threads per feature must be a power of two in 8..${COOP_WG}, not ${n}`);
+  if (n !== undefined && (n < 8 || n > COOP_WG || (n & (n - 1)) !== 0))
+    throw new Error(`coop threads per feature must be a power of two in 8..${COOP_WG}, not ${n}`);
   coopThreadsOverride = n;
 }
 
@@ -80,7 +87,10 @@ export function coopFeatures(outFeatures: number): number {
 function coopDispatch(d: AffineLinearDesc, rows: number): { constants: Record<string, number>; workgroups: number } {
   const T = coopThreads(d.inFeatures / d.groupSize);
   const R = coopFeatures(d.outFeatures);
-  return { constants: { BITS: d.bits, WG: COOP_WG, T, R, GS: d.groupSize }, workgroups: Math.ceil(rows / (R * (COOP_WG / T))) };
+  return {
+    constants: { BITS: d.bits, WG: COOP_WG, T, R, GS: d.groupSize },
+    workgroups: Math.ceil(rows / (R * (COOP_WG / T))),
+  };
 }
 
 /**
@@ -89,8 +99,15 @@ function coopDispatch(d: AffineLinearDesc, rows: number): { constants: Record<st
  * 'lanes' on software adapters for decode steps and verify blocks); 'affine' where the linear does not
  * fit that kernel (2/3/5/6-bit, odd strides, groups coop cannot hold) or is dense.
  */
-export function affineKernel(kernelClass: KernelClass, d: LinearShape, xStride: number, prefill: boolean, wanted?: AffineKernel): AffineKernel {
-  const k: AffineKernel = wanted ?? (prefill ? 'tile' : kernelClass === 'gpu' && coopFit(d, xStride) ? 'coop' : 'lanes');
+export function affineKernel(
+  kernelClass: KernelClass,
+  d: LinearShape,
+  xStride: number,
+  prefill: boolean,
+  wanted?: AffineKernel,
+): AffineKernel {
+  const k: AffineKernel =
+    wanted ?? (prefill ? 'tile' : kernelClass === 'gpu' && coopFit(d, xStride) ? 'coop' : 'lanes');
   if (k === 'affine') return k;
   return (k === 'coop' ? coopFit(d, xStride) : lanesFit(d, xStride)) ? k : 'affine';
 }
@@ -130,7 +147,17 @@ export function engineKernels(kernelClass: KernelClass): { step: AffineKernel; p
  * The parity lab's split > 0 runs split-K (matmulSplitK): this same exact path once per K range.
  * `npm run bench` measures them on the current adapter (--compare).
  */
-export function matmul(rec: Recorder, lin: GpuLinear, x: GPUBuffer, y: GPUBuffer, r: Rows, xStride = lin.desc.inFeatures, yStride = lin.desc.outFeatures, kernel?: AffineKernel, sums?: GroupSums): void {
+export function matmul(
+  rec: Recorder,
+  lin: GpuLinear,
+  x: GPUBuffer,
+  y: GPUBuffer,
+  r: Rows,
+  xStride = lin.desc.inFeatures,
+  yStride = lin.desc.outFeatures,
+  kernel?: AffineKernel,
+  sums?: GroupSums,
+): void {
   const { desc } = lin;
   const split = r.split ?? 0;
   if (split > 0) {
@@ -140,9 +167,23 @@ export function matmul(rec: Recorder, lin: GpuLinear, x: GPUBuffer, y: GPUBuffer
   const k = affineKernel(rec.kernels.kernelClass, desc, xStride, r.prefill ?? false, kernel);
   if (desc.kind === 'affine' && k !== 'affine') {
     const xs = sumsFor(rec, lin, x, r, xStride, sums);
-    const shader = k === 'coop' ? 'matmul_coop.wgsl' : rec.kernels.subgroupsOf8 ? 'matmul_lanes_subgroupx.wgsl' : 'matmul_lanes_loadx.wgsl';
+    const shader =
+      k === 'coop'
+        ? 'matmul_coop.wgsl'
+        : rec.kernels.subgroupsOf8
+          ? 'matmul_lanes_subgroupx.wgsl'
+          : 'matmul_lanes_loadx.wgsl';
     lin.weight.parts.forEach((part, i) => {
-      const params = rec.params(shader, { M: r.M, N: part.rows, K: desc.inFeatures, group_size: desc.groupSize, n_offset: part.rowStart, x_stride: xStride, y_stride: yStride, round: r.round });
+      const params = rec.params(shader, {
+        M: r.M,
+        N: part.rows,
+        K: desc.inFeatures,
+        group_size: desc.groupSize,
+        n_offset: part.rowStart,
+        x_stride: xStride,
+        y_stride: yStride,
+        round: r.round,
+      });
       const sb = [lin.scales!.parts[i].buffer, lin.biases!.parts[i].buffer];
       const bindings = [params, undefined, undefined, y, ...sb, xs, x, part.buffer];
       if (k === 'coop') {
@@ -161,11 +202,40 @@ export function matmul(rec: Recorder, lin: GpuLinear, x: GPUBuffer, y: GPUBuffer
   }
   lin.weight.parts.forEach((part, i) => {
     if (desc.kind === 'affine') {
-      const params = rec.params('matmul.wgsl', { M: r.M, N: part.rows, K: desc.inFeatures, group_size: desc.groupSize, n_offset: part.rowStart, x_stride: xStride, y_stride: yStride, round: r.round });
-      rec.run('matmul.wgsl', 'affine', { BITS: desc.bits }, [params, x, part.buffer, y, lin.scales!.parts[i].buffer, lin.biases!.parts[i].buffer], groups(r.M * part.rows));
+      const params = rec.params('matmul.wgsl', {
+        M: r.M,
+        N: part.rows,
+        K: desc.inFeatures,
+        group_size: desc.groupSize,
+        n_offset: part.rowStart,
+        x_stride: xStride,
+        y_stride: yStride,
+        round: r.round,
+      });
+      rec.run(
+        'matmul.wgsl',
+        'affine',
+        { BITS: desc.bits },
+        [params, x, part.buffer, y, lin.scales!.parts[i].buffer, lin.biases!.parts[i].buffer],
+        groups(r.M * part.rows),
+      );
     } else {
-      const params = rec.params('matmul_dense.wgsl', { M: r.M, N: part.rows, K: desc.inFeatures, n_offset: part.rowStart, x_stride: xStride, y_stride: yStride, round: r.round });
-      rec.run('matmul_dense.wgsl', 'main', { DTYPE: DENSE_DTYPE[desc.weight.dtype] }, [params, x, part.buffer, y], groups(r.M * part.rows));
+      const params = rec.params('matmul_dense.wgsl', {
+        M: r.M,
+        N: part.rows,
+        K: desc.inFeatures,
+        n_offset: part.rowStart,
+        x_stride: xStride,
+        y_stride: yStride,
+        round: r.round,
+      });
+      rec.run(
+        'matmul_dense.wgsl',
+        'main',
+        { DTYPE: DENSE_DTYPE[desc.weight.dtype] },
+        [params, x, part.buffer, y],
+        groups(r.M * part.rows),
+      );
     }
   });
 }
@@ -193,7 +263,17 @@ export function splitRanges(units: number, split: number): [number, number][] {
  * therefore the named mechanism, and split 1 gives the exact bytes (test/gpu/policy-twins.test.ts). It
  * costs `split` full matmuls: acceptable for a diagnostic policy.
  */
-function matmulSplitK(rec: Recorder, lin: GpuLinear, x: GPUBuffer, y: GPUBuffer, r: Rows, split: number, xStride: number, yStride: number, kernel?: AffineKernel): void {
+function matmulSplitK(
+  rec: Recorder,
+  lin: GpuLinear,
+  x: GPUBuffer,
+  y: GPUBuffer,
+  r: Rows,
+  split: number,
+  xStride: number,
+  yStride: number,
+  kernel?: AffineKernel,
+): void {
   const { desc } = lin;
   if (!(Number.isInteger(split) && split >= 1)) throw new Error(`matmul split ${split} is not a positive integer`);
   const K = desc.inFeatures;
@@ -204,11 +284,29 @@ function matmulSplitK(rec: Recorder, lin: GpuLinear, x: GPUBuffer, y: GPUBuffer,
   const part = rec.kernels.scratch('splitk.part', r.M * N * 4);
   const exact: Rows = { ...r, round: false, split: 0 };
   ranges.forEach(([lo, hi], i) => {
-    const maskParams = rec.params('matmul_split.wgsl', { M: r.M, K, x_stride: xStride, lo: lo * unit, hi: hi * unit, N: 0, y_stride: 0, flags: 0 });
+    const maskParams = rec.params('matmul_split.wgsl', {
+      M: r.M,
+      K,
+      x_stride: xStride,
+      lo: lo * unit,
+      hi: hi * unit,
+      N: 0,
+      y_stride: 0,
+      flags: 0,
+    });
     rec.run('matmul_split.wgsl', 'mask_x', {}, [maskParams, x, xr], groups(r.M * K));
     matmul(rec, lin, xr, part, exact, xStride, N, kernel);
     const flags = (i === 0 ? 1 : 0) | (i === ranges.length - 1 ? 2 : 0) | (r.round ? 4 : 0);
-    const addParams = rec.params('matmul_split.wgsl', { M: r.M, K: 0, x_stride: 0, lo: 0, hi: 0, N, y_stride: yStride, flags });
+    const addParams = rec.params('matmul_split.wgsl', {
+      M: r.M,
+      K: 0,
+      x_stride: 0,
+      lo: 0,
+      hi: 0,
+      N,
+      y_stride: yStride,
+      flags,
+    });
     rec.run('matmul_split.wgsl', 'add_part', {}, [addParams, undefined, undefined, part, y], groups(r.M * N));
   });
 }
@@ -229,12 +327,28 @@ export interface GroupSums {
  * new). Linears that read the same x with the same group size (q, k, v; gate, up) share one result:
  * pass it to matmul as `sums`, in the same recording, before anything rewrites x or the slot.
  */
-export function groupSums(rec: Recorder, lin: GpuLinear, x: GPUBuffer, r: Rows, xStride = lin.desc.inFeatures, slot = 'shared'): GroupSums {
+export function groupSums(
+  rec: Recorder,
+  lin: GpuLinear,
+  x: GPUBuffer,
+  r: Rows,
+  xStride = lin.desc.inFeatures,
+  slot = 'shared',
+): GroupSums {
   const d = lin.desc;
   if (d.kind !== 'affine') throw new Error(`groupSums: ${d.name} is not an affine linear`);
   const groupCount = d.inFeatures / d.groupSize;
   const buffer = rec.kernels.scratch(`xsums.${slot}`, r.M * groupCount * 4);
-  const params = rec.params('matmul.wgsl', { M: r.M, N: 0, K: d.inFeatures, group_size: d.groupSize, n_offset: 0, x_stride: xStride, y_stride: 0, round: false });
+  const params = rec.params('matmul.wgsl', {
+    M: r.M,
+    N: 0,
+    K: d.inFeatures,
+    group_size: d.groupSize,
+    n_offset: 0,
+    x_stride: xStride,
+    y_stride: 0,
+    round: false,
+  });
   rec.run('matmul.wgsl', 'affine_xsum', { BITS: d.bits }, [params, x, undefined, buffer], groups(r.M * groupCount));
   return { buffer, x, M: r.M, K: d.inFeatures, xStride, groupSize: d.groupSize };
 }
@@ -242,7 +356,14 @@ export function groupSums(rec: Recorder, lin: GpuLinear, x: GPUBuffer, r: Rows, 
 /** The group sums `lin` reads from x: `sums` when they were computed for this x, M, stride and grouping, else fresh ones. */
 function sumsFor(rec: Recorder, lin: GpuLinear, x: GPUBuffer, r: Rows, xStride: number, sums?: GroupSums): GPUBuffer {
   const d = lin.desc;
-  const fits = sums && d.kind === 'affine' && sums.x === x && sums.M === r.M && sums.xStride === xStride && sums.groupSize === d.groupSize && sums.K === d.inFeatures;
+  const fits =
+    sums &&
+    d.kind === 'affine' &&
+    sums.x === x &&
+    sums.M === r.M &&
+    sums.xStride === xStride &&
+    sums.groupSize === d.groupSize &&
+    sums.K === d.inFeatures;
   return fits ? sums.buffer : groupSums(rec, lin, x, r, xStride, 'matmul').buffer;
 }
 
@@ -252,8 +373,22 @@ function sumsFor(rec: Recorder, lin: GpuLinear, x: GPUBuffer, r: Rows, xStride: 
  * with the arithmetic of two coop matmuls and elementwise.wgsl geglu; elsewhere (software adapters,
  * prefill, the split-K policies) exactly those three dispatches. `u` is the up projection's workspace.
  */
-export function gateUp(rec: Recorder, gate: GpuLinear, up: GpuLinear, x: GPUBuffer, g: GPUBuffer, u: GPUBuffer, r: Rows, sums?: GroupSums): void {
-  const fused = !r.prefill && (r.split ?? 0) === 0 && stepKernel(rec, gate) === 'coop' && stepKernel(rec, up) === 'coop' && sameShape(gate, up);
+export function gateUp(
+  rec: Recorder,
+  gate: GpuLinear,
+  up: GpuLinear,
+  x: GPUBuffer,
+  g: GPUBuffer,
+  u: GPUBuffer,
+  r: Rows,
+  sums?: GroupSums,
+): void {
+  const fused =
+    !r.prefill &&
+    (r.split ?? 0) === 0 &&
+    stepKernel(rec, gate) === 'coop' &&
+    stepKernel(rec, up) === 'coop' &&
+    sameShape(gate, up);
   if (!fused) {
     matmul(rec, gate, x, g, r, undefined, undefined, undefined, sums);
     matmul(rec, up, x, u, r, undefined, undefined, undefined, sums);
@@ -264,9 +399,30 @@ export function gateUp(rec: Recorder, gate: GpuLinear, up: GpuLinear, x: GPUBuff
   const K = d.inFeatures;
   const xs = sumsFor(rec, gate, x, r, K, sums);
   gate.weight.parts.forEach((part, i) => {
-    const params = rec.params('matmul_coop.wgsl', { M: r.M, N: part.rows, K, group_size: d.groupSize, n_offset: part.rowStart, x_stride: K, y_stride: d.outFeatures, round: r.round });
-    const bindings = [params, undefined, undefined, g, gate.scales!.parts[i].buffer, gate.biases!.parts[i].buffer, xs, x, part.buffer,
-      up.weight.parts[i].buffer, up.scales!.parts[i].buffer, up.biases!.parts[i].buffer];
+    const params = rec.params('matmul_coop.wgsl', {
+      M: r.M,
+      N: part.rows,
+      K,
+      group_size: d.groupSize,
+      n_offset: part.rowStart,
+      x_stride: K,
+      y_stride: d.outFeatures,
+      round: r.round,
+    });
+    const bindings = [
+      params,
+      undefined,
+      undefined,
+      g,
+      gate.scales!.parts[i].buffer,
+      gate.biases!.parts[i].buffer,
+      xs,
+      x,
+      part.buffer,
+      up.weight.parts[i].buffer,
+      up.scales!.parts[i].buffer,
+      up.biases!.parts[i].buffer,
+    ];
     const { constants, workgroups } = coopDispatch(d, part.rows);
     rec.run('matmul_coop.wgsl', 'gate_up', constants, bindings, workgroups);
   });
@@ -278,8 +434,15 @@ type AffineLinearDesc = Extract<GpuLinear['desc'], { kind: 'affine' }>;
 function sameShape(a: GpuLinear, b: GpuLinear): boolean {
   const [x, y] = [a.desc, b.desc];
   if (x.kind !== 'affine' || y.kind !== 'affine') return false;
-  if (x.outFeatures !== y.outFeatures || x.inFeatures !== y.inFeatures || x.bits !== y.bits || x.groupSize !== y.groupSize) return false;
-  const pa = a.weight.parts, pb = b.weight.parts;
+  if (
+    x.outFeatures !== y.outFeatures ||
+    x.inFeatures !== y.inFeatures ||
+    x.bits !== y.bits ||
+    x.groupSize !== y.groupSize
+  )
+    return false;
+  const pa = a.weight.parts,
+    pb = b.weight.parts;
   return pa.length === pb.length && pa.every((p, i) => p.rowStart === pb[i].rowStart && p.rows === pb[i].rows);
 }
 
@@ -289,11 +452,39 @@ export function embed(rec: Recorder, table: GpuLinear, ids: GPUBuffer, h: GPUBuf
   const H = desc.inFeatures;
   table.weight.parts.forEach((part, i) => {
     if (desc.kind === 'affine') {
-      const params = rec.params('embed.wgsl', { M: r.M, H, row_start: part.rowStart, rows: part.rows, group_size: desc.groupSize, scale, round: r.round });
-      rec.run('embed.wgsl', 'affine', { BITS: desc.bits }, [params, ids, part.buffer, h, table.scales!.parts[i].buffer, table.biases!.parts[i].buffer], groups(r.M * H));
+      const params = rec.params('embed.wgsl', {
+        M: r.M,
+        H,
+        row_start: part.rowStart,
+        rows: part.rows,
+        group_size: desc.groupSize,
+        scale,
+        round: r.round,
+      });
+      rec.run(
+        'embed.wgsl',
+        'affine',
+        { BITS: desc.bits },
+        [params, ids, part.buffer, h, table.scales!.parts[i].buffer, table.biases!.parts[i].buffer],
+        groups(r.M * H),
+      );
     } else {
-      const params = rec.params('embed.wgsl', { M: r.M, H, row_start: part.rowStart, rows: part.rows, group_size: 0, scale, round: r.round });
-      rec.run('embed.wgsl', 'dense', { DTYPE: DENSE_DTYPE[desc.weight.dtype] }, [params, ids, part.buffer, h], groups(r.M * H));
+      const params = rec.params('embed.wgsl', {
+        M: r.M,
+        H,
+        row_start: part.rowStart,
+        rows: part.rows,
+        group_size: 0,
+        scale,
+        round: r.round,
+      });
+      rec.run(
+        'embed.wgsl',
+        'dense',
+        { DTYPE: DENSE_DTYPE[desc.weight.dtype] },
+        [params, ids, part.buffer, h],
+        groups(r.M * H),
+      );
     }
   });
 }
@@ -320,7 +511,15 @@ export interface NormArgs {
 }
 
 /** rmsnorm.wgsl's Params fields that only `rows_wg` reads, off for `main`. */
-const RMSNORM_ROWS_WG_ONLY = { then_norm: 0, has_weight2: 0, sums_group: 0, rot_pairs: 0, heads: 0, pos0: 0, table_half: 0 } as const;
+const RMSNORM_ROWS_WG_ONLY = {
+  then_norm: 0,
+  has_weight2: 0,
+  sums_group: 0,
+  rot_pairs: 0,
+  heads: 0,
+  pos0: 0,
+  table_half: 0,
+} as const;
 
 /** Invocations per row of rmsnorm.wgsl `rows_wg` (a power of two). */
 const NORM_WG = 256;
@@ -332,32 +531,77 @@ const NORM_WG = 256;
  * workgroup barriers are costly, one invocation per row (`main`) and separate dispatches, in the same
  * order of operations per value.
  */
-export function rmsnorm(rec: Recorder, x: GPUBuffer, weight: GPUBuffer | null, out: GPUBuffer, dummy: GPUBuffer, a: NormArgs): GroupSums | undefined {
+export function rmsnorm(
+  rec: Recorder,
+  x: GPUBuffer,
+  weight: GPUBuffer | null,
+  out: GPUBuffer,
+  dummy: GPUBuffer,
+  a: NormArgs,
+): GroupSums | undefined {
   const D = a.D;
   const inStride = a.inStride ?? D;
   const outStride = a.outStride ?? D;
-  const sumsLin = a.sums && (a.sums.rows.split ?? 0) === 0 && lanesFit(a.sums.lin.desc, D) && outStride === D && a.sums.lin.desc.inFeatures === D ? a.sums.lin : undefined;
+  const sumsLin =
+    a.sums &&
+    (a.sums.rows.split ?? 0) === 0 &&
+    lanesFit(a.sums.lin.desc, D) &&
+    outStride === D &&
+    a.sums.lin.desc.inFeatures === D
+      ? a.sums.lin
+      : undefined;
   if (rec.kernels.kernelClass === 'gpu') {
     const gs = sumsLin && sumsLin.desc.kind === 'affine' ? sumsLin.desc.groupSize : 0;
     const params = rec.params('rmsnorm.wgsl', {
-      rows: a.rows, D, in_stride: inStride, out_stride: outStride,
-      eps: a.eps, has_weight: weight !== null, mode: a.residual !== undefined, round: a.round,
-      post_scale: a.residual?.postScale ?? 1, then_norm: a.nextNorm !== undefined, has_weight2: !!a.nextNorm?.weight, sums_group: gs,
-      rot_pairs: a.rope?.table.rotPairs ?? 0, heads: a.rope?.heads ?? 1, pos0: a.rope?.pos0 ?? 0, table_half: a.rope?.table.half ?? 0,
+      rows: a.rows,
+      D,
+      in_stride: inStride,
+      out_stride: outStride,
+      eps: a.eps,
+      has_weight: weight !== null,
+      mode: a.residual !== undefined,
+      round: a.round,
+      post_scale: a.residual?.postScale ?? 1,
+      then_norm: a.nextNorm !== undefined,
+      has_weight2: !!a.nextNorm?.weight,
+      sums_group: gs,
+      rot_pairs: a.rope?.table.rotPairs ?? 0,
+      heads: a.rope?.heads ?? 1,
+      pos0: a.rope?.pos0 ?? 0,
+      table_half: a.rope?.table.half ?? 0,
     });
     // Unused writable bindings get placeholders of their own (WebGPU forbids two writable bindings of one range).
-    const xs = gs ? rec.kernels.scratch(`xsums.${a.sums!.slot}`, a.rows * (D / gs) * 4) : rec.kernels.scratch('unused.xs', 16);
+    const xs = gs
+      ? rec.kernels.scratch(`xsums.${a.sums!.slot}`, a.rows * (D / gs) * 4)
+      : rec.kernels.scratch('unused.xs', 16);
     const out2 = a.nextNorm?.out ?? rec.kernels.scratch('unused.out2', 16);
     const [cos, sin] = a.rope ? [a.rope.table.cos, a.rope.table.sin] : [dummy, dummy];
-    rec.run('rmsnorm.wgsl', 'rows_wg', { WG: NORM_WG }, [params, x, weight ?? dummy, out, a.nextNorm?.weight ?? dummy, out2, xs, cos, sin], a.rows);
+    rec.run(
+      'rmsnorm.wgsl',
+      'rows_wg',
+      { WG: NORM_WG },
+      [params, x, weight ?? dummy, out, a.nextNorm?.weight ?? dummy, out2, xs, cos, sin],
+      a.rows,
+    );
     if (!gs) return undefined;
     const final = a.nextNorm?.out ?? out;
     return { buffer: xs, x: final, M: a.rows, K: D, xStride: D, groupSize: gs };
   }
-  const one = (src: GPUBuffer, w: GPUBuffer | null, dst: GPUBuffer, o: { inStride: number; outStride: number; residual?: { postScale: number } }) => {
+  const one = (
+    src: GPUBuffer,
+    w: GPUBuffer | null,
+    dst: GPUBuffer,
+    o: { inStride: number; outStride: number; residual?: { postScale: number } },
+  ) => {
     const params = rec.params('rmsnorm.wgsl', {
-      rows: a.rows, D, in_stride: o.inStride, out_stride: o.outStride,
-      eps: a.eps, has_weight: w !== null, mode: o.residual !== undefined, round: a.round,
+      rows: a.rows,
+      D,
+      in_stride: o.inStride,
+      out_stride: o.outStride,
+      eps: a.eps,
+      has_weight: w !== null,
+      mode: o.residual !== undefined,
+      round: a.round,
       post_scale: o.residual?.postScale ?? 1,
       ...RMSNORM_ROWS_WG_ONLY, // unused by main
     });
@@ -382,7 +626,15 @@ export interface RopeTable {
 /** In-place rotate-half RoPE on [M, heads, d] at positions pos0 .. pos0+M-1. */
 export function rope(rec: Recorder, x: GPUBuffer, t: RopeTable, heads: number, d: number, pos0: number, r: Rows): void {
   if (t.rotPairs === 0) return;
-  const params = rec.params('rope.wgsl', { M: r.M, heads, d, pos0, rot_pairs: t.rotPairs, table_half: t.half, round: r.round });
+  const params = rec.params('rope.wgsl', {
+    M: r.M,
+    heads,
+    d,
+    pos0,
+    rot_pairs: t.rotPairs,
+    table_half: t.half,
+    round: r.round,
+  });
   rec.run('rope.wgsl', 'main', {}, [params, x, t.cos, t.sin], groups(r.M * heads * t.rotPairs));
 }
 

@@ -35,7 +35,8 @@ const exactFull = (): AttentionPlan => ({ mode: 'linear', split: 0 });
 
 export const EXACT: Policy = {
   name: 'exact',
-  description: 'Reference: every row runs the same pipeline and reduction order whatever M is; verify reads the ring in classic physical order.',
+  description:
+    'Reference: every row runs the same pipeline and reduction order whatever M is; verify reads the ring in classic physical order.',
   slidingStep: exactSliding,
   fullStep: exactFull,
   matmulSplit: () => 0,
@@ -53,14 +54,16 @@ const prefillSplitForM = (M: number) => (M >= 32 ? 4 : M >= 8 ? 2 : 0);
 const ringChronological: Policy = {
   ...EXACT,
   name: 'ring-chronological',
-  description: 'Verify reads the sliding keys in chronological order instead of classic decode\'s physical ring order (differs once the ring has wrapped).',
+  description:
+    "Verify reads the sliding keys in chronological order instead of classic decode's physical ring order (differs once the ring has wrapped).",
   slidingStep: (M) => (M > 1 ? { mode: 'chrono', split: 0 } : exactSliding()),
 };
 
 const maskWidened: Policy = {
   ...EXACT,
   name: 'mask-widened',
-  description: 'Verify reduces over the whole buffered width in chronological order under an additive -inf mask, with a block count that depends on the key count (MLX vector attention).',
+  description:
+    'Verify reduces over the whole buffered width in chronological order under an additive -inf mask, with a block count that depends on the key count (MLX vector attention).',
   slidingStep: (M, window, p) => {
     if (M === 1) return exactSliding();
     return { mode: 'masked', split: blocksForKeys(maskedKeyCount(p, M, window)) };
@@ -70,14 +73,16 @@ const maskWidened: Policy = {
 const matmulMSplit: Policy = {
   ...EXACT,
   name: 'matmul-m-split',
-  description: 'Matmuls with M > 1 use a split-K reduction (two partial sums) where M = 1 sums in one pass (MLX qmv vs wide kernels).',
+  description:
+    'Matmuls with M > 1 use a split-K reduction (two partial sums) where M = 1 sums in one pass (MLX qmv vs wide kernels).',
   matmulSplit: (M, phase) => (phase === 'step' ? matmulSplitForM(M) : 0),
 };
 
 const attentionMSplit: Policy = {
   ...EXACT,
   name: 'attention-m-split',
-  description: 'Attention with M > 1 cuts its keys into M segments (two-pass kernels that pick the block count from M); M = 1 uses the exact partition, which depends on the key count only.',
+  description:
+    'Attention with M > 1 cuts its keys into M segments (two-pass kernels that pick the block count from M); M = 1 uses the exact partition, which depends on the key count only.',
   slidingStep: (M) => (M > 1 ? { mode: 'physical', split: blocksForM(M) } : exactSliding()),
   fullStep: (M) => (M > 1 ? { mode: 'linear', split: blocksForM(M) } : exactFull()),
 };
@@ -85,20 +90,30 @@ const attentionMSplit: Policy = {
 const prefillChunkMismatch: Policy = {
   ...EXACT,
   name: 'prefill-chunk-mismatch',
-  description: 'The two arms prefill with different chunk sizes (whole prompt vs chunks of 4) through a prefill GEMM whose split-K depends on the row count, so their K/V caches differ.',
+  description:
+    'The two arms prefill with different chunk sizes (whole prompt vs chunks of 4) through a prefill GEMM whose split-K depends on the row count, so their K/V caches differ.',
   matmulSplit: (M, phase) => (phase === 'prefill' ? prefillSplitForM(M) : 0),
   prefillChunks: { chain: 0, block: 4 },
 };
 
 const mlxMetal: Policy = {
   name: 'mlx-metal',
-  description: 'What MLX does on Apple GPUs: masked, widened chronological verify attention with key-count blocks, M-dependent attention splits on full layers, and split-K matmuls for M > 1.',
+  description:
+    'What MLX does on Apple GPUs: masked, widened chronological verify attention with key-count blocks, M-dependent attention splits on full layers, and split-K matmuls for M > 1.',
   slidingStep: maskWidened.slidingStep,
   fullStep: attentionMSplit.fullStep,
   matmulSplit: matmulMSplit.matmulSplit,
 };
 
-export const POLICIES: Policy[] = [EXACT, ringChronological, maskWidened, matmulMSplit, attentionMSplit, prefillChunkMismatch, mlxMetal];
+export const POLICIES: Policy[] = [
+  EXACT,
+  ringChronological,
+  maskWidened,
+  matmulMSplit,
+  attentionMSplit,
+  prefillChunkMismatch,
+  mlxMetal,
+];
 
 export function policyByName(name: string): Policy {
   const p = POLICIES.find((x) => x.name === name);

@@ -21,7 +21,12 @@ export function ropeTable(device: GPUDevice, spec: RopeSpec, d: number, position
     cos.set(t.cos, p * half);
     sin.set(t.sin, p * half);
   }
-  return { cos: uploadBuffer(device, cos, `rope.cos.${spec.theta}.${d}`), sin: uploadBuffer(device, sin, `rope.sin.${spec.theta}.${d}`), half, rotPairs };
+  return {
+    cos: uploadBuffer(device, cos, `rope.cos.${spec.theta}.${d}`),
+    sin: uploadBuffer(device, sin, `rope.sin.${spec.theta}.${d}`),
+    half,
+    rotPairs,
+  };
 }
 
 /** One table per distinct (theta, d, partial) among the layers. */

@@ -101,7 +101,11 @@ export class TargetModel {
     const kvw = Math.max(...d.layers.map((l) => l.numKvHeads * l.headDim));
     const heads = Math.max(...d.layers.map((l) => l.numHeads));
     // Prefill rows (any chunk up to R) reduce in one segment each, step rows in up to SEG_MAX.
-    this.attnScratch = createAttentionScratch(this.device, { heads, qWidth: qw, maxKeys: Math.max(d.window, opts.maxContext), prefillRows: this.R, stepRows: opts.maxBlock }, 'attn');
+    this.attnScratch = createAttentionScratch(
+      this.device,
+      { heads, qWidth: qw, maxKeys: Math.max(d.window, opts.maxContext), prefillRows: this.R, stepRows: opts.maxBlock },
+      'attn',
+    );
     [this.ws.scores, this.ws.attnStats, this.ws.attnPartial] = this.attnScratch.buffers; // freed by destroy()
     const f = (name: string, floats: number) => (this.ws[name] = storageBuffer(this.device, floats * 4, name));
     const R = this.R;
@@ -158,7 +162,8 @@ export class TargetModel {
    * staging rows only: call commit(accepted) afterwards.
    */
   async step(tokens: number[], o: StepOptions = {}): Promise<ForwardResult> {
-    if (tokens.length > this.opts.maxBlock) throw new Error(`block of ${tokens.length} rows exceeds maxBlock ${this.opts.maxBlock}`);
+    if (tokens.length > this.opts.maxBlock)
+      throw new Error(`block of ${tokens.length} rows exceeds maxBlock ${this.opts.maxBlock}`);
     this.checkContext(this.cache.state.nextPos + tokens.length);
     return this.forward(tokens, this.cache.state.nextPos, 'step', { logits: 'all', ...o });
   }
@@ -191,7 +196,13 @@ export class TargetModel {
     try {
       this.device.queue.writeBuffer(this.ws.ids, 0, Uint32Array.of(first));
       for (let i = 0; i < count; i++) {
-        await this.forward([first], this.cache.state.nextPos, 'step', { ...o, logits: 'none', captures: undefined, finalHidden: false, chained: { argmaxOut: out, offset: 4 * i } });
+        await this.forward([first], this.cache.state.nextPos, 'step', {
+          ...o,
+          logits: 'none',
+          captures: undefined,
+          finalHidden: false,
+          chained: { argmaxOut: out, offset: 4 * i },
+        });
         this.commit(1);
       }
       const tWait = performance.now();
@@ -228,7 +239,9 @@ export class TargetModel {
 
   destroy(): void {
     Object.values(this.ws).forEach((b) => b.destroy());
-    this.cache.layers.forEach((l) => [l.k, l.v, l.kStage, l.vStage, l.kEvicted, l.vEvicted].forEach((b) => b.destroy()));
+    this.cache.layers.forEach((l) =>
+      [l.k, l.v, l.kStage, l.vStage, l.kEvicted, l.vEvicted].forEach((b) => b.destroy()),
+    );
     this.ropes.destroy();
     this.dummy.destroy();
   }
@@ -246,7 +259,10 @@ export class TargetModel {
       const rec = this.recorder('lm-head');
       this.recordHead(rec, r0, n, split);
       this.submit(rec);
-      const [lg, am] = await readMany(this.device, [{ buffer: this.ws.logits, bytes: n * d.vocab * 4 }, { buffer: this.ws.argmax, bytes: n * 4 }]);
+      const [lg, am] = await readMany(this.device, [
+        { buffer: this.ws.logits, bytes: n * d.vocab * 4 },
+        { buffer: this.ws.argmax, bytes: n * 4 },
+      ]);
       logitChunks.push(new Float32Array(lg.buffer, lg.byteOffset, n * d.vocab));
       ids.push(...new Uint32Array(am.buffer, am.byteOffset, n));
     }
@@ -272,7 +288,12 @@ export class TargetModel {
     if (M > this.R) throw new Error(`lens of ${M} rows exceeds the workspace (${this.R})`);
     this.device.queue.writeBuffer(this.ws.h, 0, hidden.buffer, hidden.byteOffset, M * d.hidden * 4);
     const rec = this.recorder('lens');
-    op.rmsnorm(rec, this.ws.h, this.weights.finalNorm, this.ws.y, this.dummy, { rows: M, D: d.hidden, eps: d.eps, round: this.round });
+    op.rmsnorm(rec, this.ws.h, this.weights.finalNorm, this.ws.y, this.dummy, {
+      rows: M,
+      D: d.hidden,
+      eps: d.eps,
+      round: this.round,
+    });
     this.submit(rec);
     const { logits } = await this.head(0, M, 0);
     await this.checkErrors('running the logit lens');
@@ -309,7 +330,10 @@ export class TargetModel {
     const e = errors.find((x) => x !== null);
     if (!e) return;
     const oom = e.constructor?.name === 'GPUOutOfMemoryError' || /out of memory/i.test(e.message);
-    throw new GpuError(oom ? 'out-of-memory' : 'validation', `${oom ? 'Out of GPU memory' : 'WebGPU error'} while ${what}: ${e.message}`);
+    throw new GpuError(
+      oom ? 'out-of-memory' : 'validation',
+      `${oom ? 'Out of GPU memory' : 'WebGPU error'} while ${what}: ${e.message}`,
+    );
   }
 
   private async forward(tokens: number[], p: number, kind: 'prefill' | 'step', o: StepOptions): Promise<ForwardResult> {
@@ -322,7 +346,8 @@ export class TargetModel {
     // Forced layer inputs are checked before anything is recorded (a throw must not leave a recorder open).
     const forcedInputs = d.layers.map((_, i) => o.layerInputs?.(i, p, M));
     forcedInputs.forEach((f, i) => {
-      if (f && f.length !== M * d.hidden) throw new Error(`layerInputs(${i}): ${f.length} values, expected ${M} rows x ${d.hidden}`);
+      if (f && f.length !== M * d.hidden)
+        throw new Error(`layerInputs(${i}): ${f.length} values, expected ${M} rows x ${d.hidden}`);
     });
     const rec = this.recorder(kind);
     const captures = new Map<string, { buf: GPUBuffer; floats: number }>();
@@ -347,8 +372,14 @@ export class TargetModel {
       const qw = l.numHeads * l.headDim;
       const kvw = l.numKvHeads * l.headDim;
       const rope = this.ropes.get(l.rope, l.headDim);
-      const norm = (x: GPUBuffer, weight: GPUBuffer | null, out: GPUBuffer, nrows: number, D: number, extra: Partial<op.NormArgs> = {}) =>
-        op.rmsnorm(rec, x, weight, out, this.dummy, { rows: nrows, D, eps: d.eps, round: this.round, ...extra });
+      const norm = (
+        x: GPUBuffer,
+        weight: GPUBuffer | null,
+        out: GPUBuffer,
+        nrows: number,
+        D: number,
+        extra: Partial<op.NormArgs> = {},
+      ) => op.rmsnorm(rec, x, weight, out, this.dummy, { rows: nrows, D, eps: d.eps, round: this.round, ...extra });
 
       const forced = forcedInputs[i];
       if (forced) {
@@ -360,11 +391,15 @@ export class TargetModel {
       // Attention block.
       // The input norm (with the group sums q, k and v share) ran fused into the previous layer's last
       // norm unless this is layer 0 or its input is forced.
-      const xsAttn = inputNormed ? inputNormed.sums : norm(ws.h, w.inputNorm, ws.xn, M, H, { sums: { lin: w.qProj, rows, slot: 'attn' } });
+      const xsAttn = inputNormed
+        ? inputNormed.sums
+        : norm(ws.h, w.inputNorm, ws.xn, M, H, { sums: { lin: w.qProj, rows, slot: 'attn' } });
       op.matmul(rec, w.qProj, ws.xn, ws.attn, rows, undefined, undefined, undefined, xsAttn); // raw q; ws.attn is free until attention
       norm(ws.attn, w.qNorm, ws.q, M * l.numHeads, l.headDim, { rope: { table: rope, heads: l.numHeads, pos0: p } });
       op.matmul(rec, w.kProj!, ws.xn, ws.kraw, rows, undefined, undefined, undefined, xsAttn);
-      norm(ws.kraw, w.kNorm, ws.k, M * l.numKvHeads, l.headDim, { rope: { table: rope, heads: l.numKvHeads, pos0: p } });
+      norm(ws.kraw, w.kNorm, ws.k, M * l.numKvHeads, l.headDim, {
+        rope: { table: rope, heads: l.numKvHeads, pos0: p },
+      });
       let vSrc = ws.kraw; // k_eq_v: V = v_norm(raw K projection)
       if (w.vProj) {
         op.matmul(rec, w.vProj, ws.xn, ws.vraw, rows, undefined, undefined, undefined, xsAttn);
@@ -393,15 +428,33 @@ export class TargetModel {
         [kStage, vStage, base] = [kv.kStage, kv.vStage, state.base];
       }
       op.attention(rec, {
-        M, heads: l.numHeads, kvHeads: l.numKvHeads, d: l.headDim, mode: plan.mode, split: plan.split, window: d.window, base, p, round: this.round,
-        q: ws.q, kCache: kv.k, vCache: kv.v, kStage, vStage, out: ws.attn,
+        M,
+        heads: l.numHeads,
+        kvHeads: l.numKvHeads,
+        d: l.headDim,
+        mode: plan.mode,
+        split: plan.split,
+        window: d.window,
+        base,
+        p,
+        round: this.round,
+        q: ws.q,
+        kCache: kv.k,
+        vCache: kv.v,
+        kStage,
+        vStage,
+        out: ws.attn,
         scratch: kind === 'prefill' ? this.attnScratch.prefill : this.attnScratch.step,
       });
       if (l.type === 'sliding' && kind === 'prefill') this.cache.commitPrefillRows(rec, i, ws.k, ws.v, p, M);
       op.matmul(rec, w.oProj, ws.attn, ws.a, rows);
       capture(`attn.${i}`, ws.a, M * H);
       // post-attention residual, pre-feedforward norm and the group sums gate and up share: one dispatch on GPUs
-      const xsMlp = norm(ws.a, w.postAttnNorm, ws.h, M, H, { residual: { postScale: 1 }, nextNorm: { weight: w.preFfNorm, out: ws.xn }, sums: { lin: w.gate, rows, slot: 'mlp' } });
+      const xsMlp = norm(ws.a, w.postAttnNorm, ws.h, M, H, {
+        residual: { postScale: 1 },
+        nextNorm: { weight: w.preFfNorm, out: ws.xn },
+        sums: { lin: w.gate, rows, slot: 'mlp' },
+      });
 
       // MLP block.
       op.gateUp(rec, w.gate, w.up, ws.xn, ws.g, ws.u, rows, xsMlp);
@@ -409,7 +462,9 @@ export class TargetModel {
       capture(`mlp.${i}`, ws.a, M * H);
       // post-feedforward residual, fused with the next layer's input norm (and its q/k/v group sums)
       const next = i + 1 < d.layers.length && !forcedInputs[i + 1] ? this.weights.layers[i + 1] : undefined;
-      const fuseNext = next ? { nextNorm: { weight: next.inputNorm, out: ws.xn }, sums: { lin: next.qProj, rows, slot: 'attn' } } : {};
+      const fuseNext = next
+        ? { nextNorm: { weight: next.inputNorm, out: ws.xn }, sums: { lin: next.qProj, rows, slot: 'attn' } }
+        : {};
       const carried = norm(ws.a, w.postFfNorm, ws.h, M, H, { residual: { postScale: w.layerScalar }, ...fuseNext });
       inputNormed = next ? { sums: carried } : undefined;
       capture(`layer.${i}`, ws.h, M * H);
@@ -427,9 +482,15 @@ export class TargetModel {
     });
 
     const result: ForwardResult = { captures: new Map() };
-    const needHead = o.logits === 'all' || o.logits === 'last' || o.logits === 'argmax' || o.chained !== undefined || want('logits');
+    const needHead =
+      o.logits === 'all' || o.logits === 'last' || o.logits === 'argmax' || o.chained !== undefined || want('logits');
     if (needHead || o.finalHidden || want('final_norm')) {
-      op.rmsnorm(rec, ws.h, this.weights.finalNorm, ws.y, this.dummy, { rows: M, D: d.hidden, eps: d.eps, round: this.round });
+      op.rmsnorm(rec, ws.h, this.weights.finalNorm, ws.y, this.dummy, {
+        rows: M,
+        D: d.hidden,
+        eps: d.eps,
+        round: this.round,
+      });
       capture('final_norm', ws.y, M * d.hidden);
     }
     const first = o.logits === 'last' ? M - 1 : 0;

@@ -23,7 +23,11 @@ export interface SynthWriteOptions extends SynthOptions {
 }
 
 /** Writes `dir/target` and `dir/assistant` (when the geometry has one); returns the files written. */
-export async function writeSynthetic(dir: string, g: SynthGeometry, opts: SynthWriteOptions = {}): Promise<WrittenFile[]> {
+export async function writeSynthetic(
+  dir: string,
+  g: SynthGeometry,
+  opts: SynthWriteOptions = {},
+): Promise<WrittenFile[]> {
   const pair = syntheticCheckpoint(g, opts);
   const roles: [string, ByteSource[]][] = [['target', pair.target]];
   if (pair.assistant) roles.push(['assistant', pair.assistant]);
@@ -54,8 +58,10 @@ async function prepareFolder(sub: string, force: boolean): Promise<void> {
   if (existing.length === 0) return;
   const foreign = existing.filter((n) => !OURS.test(n));
   if (!force || foreign.length > 0) {
-    throw new Error(`${sub} is not empty (${existing.slice(0, 5).join(', ')}${existing.length > 5 ? ', ...' : ''}); ` +
-      (foreign.length > 0 ? 'use an empty folder' : 'use --force to replace the checkpoint files in it'));
+    throw new Error(
+      `${sub} is not empty (${existing.slice(0, 5).join(', ')}${existing.length > 5 ? ', ...' : ''}); ` +
+        (foreign.length > 0 ? 'use an empty folder' : 'use --force to replace the checkpoint files in it'),
+    );
   }
   for (const n of existing) await rm(path.join(sub, n));
 }

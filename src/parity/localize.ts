@@ -1,6 +1,14 @@
 import type { TargetDescription } from '../format/model-description.ts';
 import { compareRows, type Storage } from './compare.ts';
-import { FINAL_STAGES, LAYER_STAGES, STAGE_LABELS, type FirstDivergence, type LensLayer, type StageDiff, type Stage } from './report.ts';
+import {
+  FINAL_STAGES,
+  LAYER_STAGES,
+  STAGE_LABELS,
+  type FirstDivergence,
+  type LensLayer,
+  type StageDiff,
+  type Stage,
+} from './report.ts';
 
 /**
  * Failure localization: given every captured stage of both arms (rows = block positions), find the
@@ -21,11 +29,18 @@ export function stageOrder(desc: TargetDescription): { layer: number | null; sta
 }
 
 export function divergenceText(desc: TargetDescription, layer: number | null, stage: Stage, position: number): string {
-  const where = layer === null ? STAGE_LABELS[stage] : `layer ${layer} (${desc.layers[layer].type}) ${STAGE_LABELS[stage]}`;
+  const where =
+    layer === null ? STAGE_LABELS[stage] : `layer ${layer} (${desc.layers[layer].type}) ${STAGE_LABELS[stage]}`;
   return `first divergence: ${where} at position ${position}`;
 }
 
-export function localize(desc: TargetDescription, chain: StageCaptures, block: StageCaptures, rows: number, storage: Storage): { stages: StageDiff[]; first: FirstDivergence | null } {
+export function localize(
+  desc: TargetDescription,
+  chain: StageCaptures,
+  block: StageCaptures,
+  rows: number,
+  storage: Storage,
+): { stages: StageDiff[]; first: FirstDivergence | null } {
   const stages: StageDiff[] = [];
   let first: FirstDivergence | null = null;
   for (const { layer, stage } of stageOrder(desc)) {
@@ -34,12 +49,21 @@ export function localize(desc: TargetDescription, chain: StageCaptures, block: S
     const b = block.get(name);
     if (!a || !b) throw new Error(`capture ${name} missing from ${a ? 'block' : 'chain'} arm`);
     const width = a.length / rows;
-    const diffs = Array.from({ length: rows }, (_, r) => compareRows(a.subarray(r * width, (r + 1) * width), b.subarray(r * width, (r + 1) * width), storage, r));
+    const diffs = Array.from({ length: rows }, (_, r) =>
+      compareRows(a.subarray(r * width, (r + 1) * width), b.subarray(r * width, (r + 1) * width), storage, r),
+    );
     const layerKind = layer === null ? null : desc.layers[layer].type;
     stages.push({ layer, layerKind, stage, rows: diffs });
     if (!first) {
       const bad = diffs.find((d) => d.bytesDiffering > 0);
-      if (bad) first = { layer, layerKind, stage, position: bad.position, text: divergenceText(desc, layer, stage, bad.position) };
+      if (bad)
+        first = {
+          layer,
+          layerKind,
+          stage,
+          position: bad.position,
+          text: divergenceText(desc, layer, stage, bad.position),
+        };
     }
   }
   return { stages, first };
@@ -78,7 +102,10 @@ export function lensLayers(chainLogits: Float32Array[], blockLogits: Float32Arra
     const V = c.length / rows;
     return {
       layer,
-      rows: Array.from({ length: rows }, (_, r) => ({ position: r, ...lensRow(c.subarray(r * V, (r + 1) * V), b.subarray(r * V, (r + 1) * V)) })),
+      rows: Array.from({ length: rows }, (_, r) => ({
+        position: r,
+        ...lensRow(c.subarray(r * V, (r + 1) * V), b.subarray(r * V, (r + 1) * V)),
+      })),
     };
   });
 }

@@ -7,7 +7,14 @@ import type { CancelToken, ProgressFn } from '../util/cancel.ts';
 import { compareRows } from './compare.ts';
 import { defaultDrawLengths, probeDraw, type Draw } from './draws.ts';
 import { lensLayers, localize, type StageCaptures } from './localize.ts';
-import { REPORT_SCHEMA, type CheckpointInfo, type DrawResult, type ProbeReport, type RingView, type RowDiff } from './report.ts';
+import {
+  REPORT_SCHEMA,
+  type CheckpointInfo,
+  type DrawResult,
+  type ProbeReport,
+  type RingView,
+  type RowDiff,
+} from './report.ts';
 import { provenance } from './provenance.ts';
 
 /**
@@ -105,7 +112,12 @@ export async function runProbe(env: ProbeEnv, opts: ProbeOptions): Promise<Probe
     for (let d = 0; d < lengths.length; d++) {
       const draw = probeDraw(d, lengths[d], K, desc.vocab);
       const progress = (phase: string, done: number) =>
-        env.onProgress?.({ phase, done: d * 4 + done, total: lengths.length * 4, detail: `draw ${d + 1} of ${lengths.length} (prompt ${draw.prompt.length}): ${phase}` });
+        env.onProgress?.({
+          phase,
+          done: d * 4 + done,
+          total: lengths.length * 4,
+          detail: `draw ${d + 1} of ${lengths.length} (prompt ${draw.prompt.length}): ${phase}`,
+        });
       draws.push(await probeOneDraw(model, draw, policy, opts, storage, prefillChunk, progress, env.cancel));
     }
   } finally {
@@ -121,7 +133,10 @@ export async function runProbe(env: ProbeEnv, opts: ProbeOptions): Promise<Probe
       verdict === 'equal'
         ? `block-versus-chain probe passed: ${draws.length} draws, every verify position equals the single-token chain in all logit bytes`
         : `block-versus-chain probe failed: ${failing.length} of ${draws.length} draws differ; ${failing[0].text}`,
-    consequence: verdict === 'equal' ? 'MTP would be enabled' : 'MTP would be declined (fail closed) unless inexact verify is explicitly allowed',
+    consequence:
+      verdict === 'equal'
+        ? 'MTP would be enabled'
+        : 'MTP would be declined (fail closed) unless inexact verify is explicitly allowed',
     provenance: provenance(env.ctx.report, env.platform, {
       policy: policy.name,
       precision: opts.precision,

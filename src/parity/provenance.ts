@@ -8,5 +8,11 @@ export function provenance(
   platform: string,
   settings: Omit<Provenance, 'app' | 'createdAt' | 'adapter' | 'platform'>,
 ): Provenance {
-  return { app: { name: 'ringside', version: APP_VERSION }, createdAt: new Date().toISOString(), adapter, platform, ...settings };
+  return {
+    app: { name: 'ringside', version: APP_VERSION },
+    createdAt: new Date().toISOString(),
+    adapter,
+    platform,
+    ...settings,
+  };
 }

@@ -190,17 +190,26 @@ export function validateReport(x: unknown): string[] {
   const p = x.provenance;
   if (!obj(p)) errs.push('provenance missing');
   else {
-    for (const k of ['policy', 'precision', 'createdAt', 'platform'] as const) need(typeof p[k] === 'string', `provenance.${k} must be a string`);
+    for (const k of ['policy', 'precision', 'createdAt', 'platform'] as const)
+      need(typeof p[k] === 'string', `provenance.${k} must be a string`);
     need(typeof p.block === 'number', 'provenance.block must be a number');
     need(Array.isArray(p.drawLengths), 'provenance.drawLengths must be an array');
     need(obj(p.adapter), 'provenance.adapter missing');
-    need(obj(p.target) && typeof (p.target as Record<string, unknown>).digest === 'string', 'provenance.target.digest missing');
+    need(
+      obj(p.target) && typeof (p.target as Record<string, unknown>).digest === 'string',
+      'provenance.target.digest missing',
+    );
   }
   if (x.kind === 'trace') {
     need(obj(x.metrics), 'metrics missing');
     need(Array.isArray(x.positions), 'positions must be an array');
     if (Array.isArray(x.positions))
-      x.positions.forEach((p, i) => need(obj(p) && typeof p.position === 'number' && typeof p.gap === 'number' && typeof p.agree === 'boolean', `positions[${i}] invalid`));
+      x.positions.forEach((p, i) =>
+        need(
+          obj(p) && typeof p.position === 'number' && typeof p.gap === 'number' && typeof p.agree === 'boolean',
+          `positions[${i}] invalid`,
+        ),
+      );
     return errs;
   }
   if (!Array.isArray(x.draws)) errs.push('draws must be an array');
@@ -208,12 +217,17 @@ export function validateReport(x: unknown): string[] {
     x.draws.forEach((d, i) => {
       if (!obj(d)) return errs.push(`draws[${i}] is not an object`);
       need(d.verdict === 'equal' || d.verdict === 'diverges', `draws[${i}].verdict invalid`);
-      for (const k of ['promptLength', 'bytesDiffering', 'bytesTotal', 'salt'] as const) need(typeof d[k] === 'number', `draws[${i}].${k} must be a number`);
+      for (const k of ['promptLength', 'bytesDiffering', 'bytesTotal', 'salt'] as const)
+        need(typeof d[k] === 'number', `draws[${i}].${k} must be a number`);
       need(d.position === null || typeof d.position === 'number', `draws[${i}].position must be a number or null`);
       need(typeof d.text === 'string', `draws[${i}].text must be a string`);
       need(Array.isArray(d.rows), `draws[${i}].rows must be an array`);
       const fd = d.firstDivergence;
-      need(fd === null || (obj(fd) && typeof fd.stage === 'string' && typeof fd.position === 'number' && typeof fd.text === 'string'), `draws[${i}].firstDivergence invalid`);
+      need(
+        fd === null ||
+          (obj(fd) && typeof fd.stage === 'string' && typeof fd.position === 'number' && typeof fd.text === 'string'),
+        `draws[${i}].firstDivergence invalid`,
+      );
       if (d.stages !== undefined) need(Array.isArray(d.stages), `draws[${i}].stages must be an array`);
     });
   return errs;
@@ -258,4 +272,3 @@ export interface TraceReport {
   positions: TracePosition[];
   timings: { totalMs: number; prefillMs: number; chainMs: number; blockMs: number };
 }
-

@@ -25,5 +25,8 @@ function describeQuantization(linears: Linear[]): string {
     const k = l.kind === 'affine' ? `affine ${l.bits}-bit g${l.groupSize}` : `${l.weight.dtype} dense`;
     kinds.set(k, (kinds.get(k) ?? 0) + 1);
   }
-  return [...kinds.entries()].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} (${n})`).join(', ');
+  return [...kinds.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .map(([k, n]) => `${k} (${n})`)
+    .join(', ');
 }

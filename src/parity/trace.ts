@@ -5,7 +5,13 @@ import { TargetModel, type Precision } from '../model/target.ts';
 import { policyByName, type Policy } from '../model/policy.ts';
 import type { CancelToken, ProgressFn } from '../util/cancel.ts';
 import { compareRows } from './compare.ts';
-import { REPORT_SCHEMA, type CheckpointInfo, type TraceMetrics, type TracePosition, type TraceReport } from './report.ts';
+import {
+  REPORT_SCHEMA,
+  type CheckpointInfo,
+  type TraceMetrics,
+  type TracePosition,
+  type TraceReport,
+} from './report.ts';
 import { provenance } from './provenance.ts';
 // The trace's report types live with the report schema (report.ts); re-exported for the trace's users.
 export type { TraceMetrics, TracePosition, TraceReport };
@@ -69,7 +75,12 @@ export function traceMetrics(pos: TracePosition[]): TraceMetrics {
   const buckets = GAP_BUCKETS.slice(0, -1).map((lo, i) => {
     const hi = GAP_BUCKETS[i + 1];
     const inside = pos.filter((p) => p.gap >= lo && p.gap < hi);
-    return { lo, hi: Number.isFinite(hi) ? hi : null, positions: inside.length, disagreements: inside.filter((p) => !p.agree).length };
+    return {
+      lo,
+      hi: Number.isFinite(hi) ? hi : null,
+      positions: inside.length,
+      disagreements: inside.filter((p) => !p.agree).length,
+    };
   });
   const decided = pos.filter((p) => p.gap >= DECIDED_GAP);
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(xs.length, 1);
@@ -80,8 +91,16 @@ export function traceMetrics(pos: TracePosition[]): TraceMetrics {
     decidedPositions: decided.length,
     decidedDisagreements: decided.filter((p) => !p.agree).length,
     buckets,
-    deltaLogit: { p50: percentile(deltas, 0.5), p90: percentile(deltas, 0.9), p99: percentile(deltas, 0.99), max: deltas[deltas.length - 1] ?? 0 },
-    perplexity: { chain: Math.exp(mean(pos.map((p) => p.nllChain))), block: Math.exp(mean(pos.map((p) => p.nllBlock))) },
+    deltaLogit: {
+      p50: percentile(deltas, 0.5),
+      p90: percentile(deltas, 0.9),
+      p99: percentile(deltas, 0.99),
+      max: deltas[deltas.length - 1] ?? 0,
+    },
+    perplexity: {
+      chain: Math.exp(mean(pos.map((p) => p.nllChain))),
+      block: Math.exp(mean(pos.map((p) => p.nllBlock))),
+    },
   };
 }
 
@@ -119,12 +138,20 @@ export async function runTrace(env: TraceEnv, opts: TraceOptions): Promise<Trace
   const K = opts.block;
   const n = opts.prefix + opts.traced + 1;
   const stream = opts.stream ?? defaultStream(n, desc.vocab);
-  if (stream.length < n) throw new Error(`the trace stream has ${stream.length} tokens, needs prefix ${opts.prefix} + traced ${opts.traced} + 1`);
+  if (stream.length < n)
+    throw new Error(
+      `the trace stream has ${stream.length} tokens, needs prefix ${opts.prefix} + traced ${opts.traced} + 1`,
+    );
   if (opts.prefix < 1) throw new Error('the trace needs a prefix of at least one token');
   const prefix = stream.slice(0, opts.prefix);
   const traced = stream.slice(opts.prefix, opts.prefix + opts.traced);
   const chunk = Math.min(opts.prefix, 512);
-  const model = new TargetModel(env.ctx, env.weights, { maxContext: n + K, maxBlock: K, prefillChunk: Math.max(chunk, policy.prefillChunks?.block ?? 0), precision: opts.precision });
+  const model = new TargetModel(env.ctx, env.weights, {
+    maxContext: n + K,
+    maxBlock: K,
+    prefillChunk: Math.max(chunk, policy.prefillChunks?.block ?? 0),
+    precision: opts.precision,
+  });
   const timings = { totalMs: 0, prefillMs: 0, chainMs: 0, blockMs: 0 };
   const V = desc.vocab;
   try {

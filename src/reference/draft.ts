@@ -42,7 +42,8 @@ export function referenceDraft(target: TargetWeights, assistant: AssistantWeight
   const BB = assistant.backboneHidden;
   const H = assistant.hidden;
   const V = assistant.vocab;
-  if (input.seedHidden.length !== BB) throw new Error(`seedHidden has ${input.seedHidden.length} values, expected ${BB}`);
+  if (input.seedHidden.length !== BB)
+    throw new Error(`seedHidden has ${input.seedHidden.length} values, expected ${BB}`);
   const numerics = input.numerics ?? 'transformers';
   const ropes = { ropes: new Map<string, Rope>(), numerics };
   const norm = makeNorm(assistant.eps, numerics);
@@ -61,7 +62,9 @@ export function referenceDraft(target: TargetWeights, assistant: AssistantWeight
       const kv = input.sharedKv[l.type];
       const d = l.headDim;
       if (kv.headDim !== d || kv.numKvHeads !== l.numKvHeads) {
-        throw new Error(`assistant layer ${l.index} (${l.type}) expects ${l.numKvHeads}x${d} K/V, target gives ${kv.numKvHeads}x${kv.headDim}`);
+        throw new Error(
+          `assistant layer ${l.index} (${l.type}) expects ${l.numKvHeads}x${d} K/V, target gives ${kv.numKvHeads}x${kv.headDim}`,
+        );
       }
       // Sliding layers read the last `span` cached entries, full layers all of them (no causal mask: every
       // cached position precedes the drafted one).

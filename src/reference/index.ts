@@ -1,6 +1,26 @@
 /** CPU float64 reference of Gemma 4 target and MTP assistant: the oracle for tests and error reports. */
-export { loadReferenceWeights, type ReferenceWeights, type TargetWeights, type AssistantWeights, type RefLayer, type RefLinear } from './weights.ts';
-export { referenceForward, referenceGreedy, targetStep, newKvCache, sharedKvFromCache, type ReferenceKvCache, type ReferenceOptions, type StepResult, type ForwardResult, type GreedyResult, type SharedKv, type SharedKvByType } from './target.ts';
+export {
+  loadReferenceWeights,
+  type ReferenceWeights,
+  type TargetWeights,
+  type AssistantWeights,
+  type RefLayer,
+  type RefLinear,
+} from './weights.ts';
+export {
+  referenceForward,
+  referenceGreedy,
+  targetStep,
+  newKvCache,
+  sharedKvFromCache,
+  type ReferenceKvCache,
+  type ReferenceOptions,
+  type StepResult,
+  type ForwardResult,
+  type GreedyResult,
+  type SharedKv,
+  type SharedKvByType,
+} from './target.ts';
 export { referenceDraft, type DraftInput, type DraftResult } from './draft.ts';
 export { Rope, type RopePrecision } from './rope.ts';
 export { rmsNorm, rmsNormF32, makeNorm, geluTanh, softcap, argmax, matvec, type Numerics, type NormFn } from './ops.ts';

@@ -17,7 +17,14 @@ export function headNorm(x: Float64Array, numHeads: number, d: number, w: Float6
  * CPU twin of shaders/attention.wgsl (run by src/model/attention-op.ts attention), compared with it in
  * test/gpu/kernels-attention.test.ts (which keys a row reads: test/gpu/helpers/attention.ts).
  */
-export function attendRow(q: Float64Array, keys: readonly Float64Array[], values: readonly Float64Array[], numHeads: number, numKvHeads: number, d: number): Float64Array {
+export function attendRow(
+  q: Float64Array,
+  keys: readonly Float64Array[],
+  values: readonly Float64Array[],
+  numHeads: number,
+  numKvHeads: number,
+  d: number,
+): Float64Array {
   const out = new Float64Array(numHeads * d);
   const group = numHeads / numKvHeads;
   const scores = new Float64Array(keys.length);
@@ -50,7 +57,12 @@ export interface LayerRowCapture {
  * target and assistant): h += post_attn_norm(attn(input_norm(h))); h += post_ff_norm(mlp(pre_ff_norm(h)));
  * h *= layer_scalar. Returns the new h and the captures.
  */
-export function layerRow(l: RefLayer, norm: NormFn, h: Float64Array, attention: (x: Float64Array) => Float64Array): { h: Float64Array } & LayerRowCapture {
+export function layerRow(
+  l: RefLayer,
+  norm: NormFn,
+  h: Float64Array,
+  attention: (x: Float64Array) => Float64Array,
+): { h: Float64Array } & LayerRowCapture {
   const H = h.length;
   const x = norm(h, 0, H, l.inputNorm);
   const attn = linear(l.o, attention(x));

@@ -20,7 +20,15 @@ export function matvec(w: Float64Array, out: number, inF: number, x: Float64Arra
  * `w` null means no weight (v_norm). CPU twin of shaders/rmsnorm.wgsl (`main`, `rows_wg`; run by src/model/ops.ts
  * rmsnorm), compared with it in test/gpu/kernels-norm-rope.test.ts.
  */
-export function rmsNorm(x: Float64Array, off: number, n: number, w: Float64Array | null, eps: number, out: Float64Array = new Float64Array(n), outOff = 0): Float64Array {
+export function rmsNorm(
+  x: Float64Array,
+  off: number,
+  n: number,
+  w: Float64Array | null,
+  eps: number,
+  out: Float64Array = new Float64Array(n),
+  outOff = 0,
+): Float64Array {
   let ss = 0;
   for (let i = 0; i < n; i++) ss += x[off + i] * x[off + i];
   const r = (ss / n + eps) ** -0.5;
@@ -34,10 +42,21 @@ export function rmsNorm(x: Float64Array, off: number, n: number, w: Float64Array
  * each step; the sum of squares is accumulated in f64 then rounded, which can differ from torch's f32
  * reduction by an ulp (that, not a semantic difference, is the residual error against the goldens).
  */
-export function rmsNormF32(x: Float64Array, off: number, n: number, w: Float64Array | null, eps: number, out: Float64Array = new Float64Array(n), outOff = 0): Float64Array {
+export function rmsNormF32(
+  x: Float64Array,
+  off: number,
+  n: number,
+  w: Float64Array | null,
+  eps: number,
+  out: Float64Array = new Float64Array(n),
+  outOff = 0,
+): Float64Array {
   const f = Math.fround;
   let ss = 0;
-  for (let i = 0; i < n; i++) { const v = f(x[off + i]); ss += f(v * v); }
+  for (let i = 0; i < n; i++) {
+    const v = f(x[off + i]);
+    ss += f(v * v);
+  }
   const ms = f(f(f(ss) / n) + f(eps));
   const r = f(ms ** -0.5);
   for (let i = 0; i < n; i++) {
@@ -48,7 +67,14 @@ export function rmsNormF32(x: Float64Array, off: number, n: number, w: Float64Ar
 }
 
 /** Signature shared by rmsNorm and rmsNormF32 once eps is bound. */
-export type NormFn = (x: Float64Array, off: number, n: number, w: Float64Array | null, out?: Float64Array, outOff?: number) => Float64Array;
+export type NormFn = (
+  x: Float64Array,
+  off: number,
+  n: number,
+  w: Float64Array | null,
+  out?: Float64Array,
+  outOff?: number,
+) => Float64Array;
 
 /**
  * How the reference rounds. 'transformers' reproduces what transformers does in a float64 model (RMSNorm and
@@ -83,9 +109,15 @@ export function argmax(v: Float64Array, off = 0, n = v.length - off): number {
 export function softmaxF32InPlace(v: Float64Array, n = v.length): void {
   const f = Math.fround;
   let m = -Infinity;
-  for (let i = 0; i < n; i++) { v[i] = f(v[i]); if (v[i] > m) m = v[i]; }
+  for (let i = 0; i < n; i++) {
+    v[i] = f(v[i]);
+    if (v[i] > m) m = v[i];
+  }
   let s = 0;
-  for (let i = 0; i < n; i++) { v[i] = f(Math.exp(f(v[i] - m))); s = f(s + v[i]); }
+  for (let i = 0; i < n; i++) {
+    v[i] = f(Math.exp(f(v[i] - m)));
+    s = f(s + v[i]);
+  }
   for (let i = 0; i < n; i++) v[i] = f(v[i] / s);
 }
 
@@ -94,6 +126,9 @@ export function softmaxInPlace(v: Float64Array, n = v.length): void {
   let m = -Infinity;
   for (let i = 0; i < n; i++) if (v[i] > m) m = v[i];
   let s = 0;
-  for (let i = 0; i < n; i++) { v[i] = Math.exp(v[i] - m); s += v[i]; }
+  for (let i = 0; i < n; i++) {
+    v[i] = Math.exp(v[i] - m);
+    s += v[i];
+  }
   for (let i = 0; i < n; i++) v[i] /= s;
 }

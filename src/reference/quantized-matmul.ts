@@ -32,12 +32,32 @@ export interface AffineMatrix {
 }
 
 /** Unpacks MLX's packed rows (`words`, N rows of K * bits / 32 words) with their scales and biases. */
-export function affineMatrix(words: Uint32Array, scales: Float64Array, biases: Float64Array, N: number, K: number, bits: number, groupSize: number): AffineMatrix {
-  if (K % groupSize !== 0 || (K * bits) % 32 !== 0) throw new Error(`affine matrix: ${K} inputs do not fill whole groups of ${groupSize} and whole words of ${bits}-bit codes`);
+export function affineMatrix(
+  words: Uint32Array,
+  scales: Float64Array,
+  biases: Float64Array,
+  N: number,
+  K: number,
+  bits: number,
+  groupSize: number,
+): AffineMatrix {
+  if (K % groupSize !== 0 || (K * bits) % 32 !== 0)
+    throw new Error(
+      `affine matrix: ${K} inputs do not fill whole groups of ${groupSize} and whole words of ${bits}-bit codes`,
+    );
   const wordsPerRow = (K * bits) / 32;
   const codes = new Uint32Array(N * K);
   for (let n = 0; n < N; n++) unpackRow(words, n * wordsPerRow, K, bits, codes.subarray(n * K, (n + 1) * K));
-  return { N, K, bits, groupSize, codes, scales, biases, w: dequantAffine(words, scales, biases, N, K, bits, groupSize) };
+  return {
+    N,
+    K,
+    bits,
+    groupSize,
+    codes,
+    scales,
+    biases,
+    w: dequantAffine(words, scales, biases, N, K, bits, groupSize),
+  };
 }
 
 /** y = W x with, per output, the magnitudes the kernels' rounding errors scale with. */
@@ -64,9 +84,12 @@ export function affineMatvec(a: AffineMatrix, x: Float64Array, xOff = 0): Affine
   const mag = new Float64Array(N);
   const magCentred = new Float64Array(N);
   for (let n = 0; n < N; n++) {
-    let s = 0, sc = 0;
+    let s = 0,
+      sc = 0;
     for (let g = 0; g < groups; g++) {
-      let qx = 0, qcx = 0, ax = 0;
+      let qx = 0,
+        qcx = 0,
+        ax = 0;
       for (let k = g * gs; k < (g + 1) * gs; k++) {
         const q = a.codes[n * K + k];
         const v = x[xOff + k];
@@ -74,7 +97,8 @@ export function affineMatvec(a: AffineMatrix, x: Float64Array, xOff = 0): Affine
         qcx += Math.abs((q - half) * v);
         ax += Math.abs(v);
       }
-      const scale = a.scales[n * groups + g], bias = a.biases[n * groups + g];
+      const scale = a.scales[n * groups + g],
+        bias = a.biases[n * groups + g];
       s += Math.abs(scale) * qx + Math.abs(bias) * ax;
       sc += Math.abs(scale) * qcx + Math.abs(bias + half * scale) * ax;
     }
@@ -86,7 +110,11 @@ export function affineMatvec(a: AffineMatrix, x: Float64Array, xOff = 0): Affine
 
 /** Y = X W^T for M rows of x (row m at m * xStride), row after row: [M, N] each. */
 export function affineMatmul(a: AffineMatrix, x: Float64Array, M: number, xStride = a.K): AffineProduct {
-  const out: AffineProduct = { y: new Float64Array(M * a.N), mag: new Float64Array(M * a.N), magCentred: new Float64Array(M * a.N) };
+  const out: AffineProduct = {
+    y: new Float64Array(M * a.N),
+    mag: new Float64Array(M * a.N),
+    magCentred: new Float64Array(M * a.N),
+  };
   for (let m = 0; m < M; m++) {
     const r = affineMatvec(a, x, m * xStride);
     out.y.set(r.y, m * a.N);

@@ -14,7 +14,11 @@ export class Rope {
   readonly rotatingPairs: number;
   private readonly cache = new Map<number, { cos: Float64Array; sin: Float64Array }>();
 
-  constructor(readonly headDim: number, spec: RopeSpec, readonly precision: RopePrecision = 'f32') {
+  constructor(
+    readonly headDim: number,
+    spec: RopeSpec,
+    readonly precision: RopePrecision = 'f32',
+  ) {
     this.freq = ropeFrequencies(headDim, spec, precision);
     this.rotatingPairs = this.freq.rotatingPairs;
   }

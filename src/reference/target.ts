@@ -29,10 +29,16 @@ export function newKvCache(w: TargetWeights, numerics: Numerics = 'transformers'
   return { positions: [], keys: w.layers.map(() => []), values: w.layers.map(() => []), ropes: new Map(), numerics };
 }
 
-export function ropeFor(cache: { ropes: Map<string, Rope>; numerics: Numerics }, l: Pick<RefLayer, 'headDim' | 'rope'>): Rope {
+export function ropeFor(
+  cache: { ropes: Map<string, Rope>; numerics: Numerics },
+  l: Pick<RefLayer, 'headDim' | 'rope'>,
+): Rope {
   const key = `${l.headDim}/${l.rope.ropeType}/${l.rope.theta}/${l.rope.partialRotary}`;
   let r = cache.ropes.get(key);
-  if (!r) { r = new Rope(l.headDim, l.rope, cache.numerics === 'transformers' ? 'f32' : 'f64'); cache.ropes.set(key, r); }
+  if (!r) {
+    r = new Rope(l.headDim, l.rope, cache.numerics === 'transformers' ? 'f32' : 'f64');
+    cache.ropes.set(key, r);
+  }
   return r;
 }
 
@@ -49,7 +55,12 @@ export interface StepResult {
  * Rows of one call see each other causally, exactly as if fed one at a time (f64, fixed summation order),
  * so prefill + one-token decode equal a single full forward up to the last bits of float64.
  */
-export function targetStep(w: TargetWeights, tokens: readonly number[], cache: ReferenceKvCache, opts: ReferenceOptions = {}): StepResult {
+export function targetStep(
+  w: TargetWeights,
+  tokens: readonly number[],
+  cache: ReferenceKvCache,
+  opts: ReferenceOptions = {},
+): StepResult {
   const H = w.hidden;
   const n = tokens.length;
   const start = cache.positions.length;
@@ -90,7 +101,10 @@ export function targetStep(w: TargetWeights, tokens: readonly number[], cache: R
         const vs: Float64Array[] = [];
         for (let s = 0; s < cache.positions.length; s++) {
           const ps = cache.positions[s];
-          if (ps >= lo && ps <= p) { ks.push(cache.keys[li][s]); vs.push(cache.values[li][s]); }
+          if (ps >= lo && ps <= p) {
+            ks.push(cache.keys[li][s]);
+            vs.push(cache.values[li][s]);
+          }
         }
         return attendRow(q, ks, vs, l.numHeads, l.numKvHeads, d);
       });
@@ -112,13 +126,20 @@ export function targetStep(w: TargetWeights, tokens: readonly number[], cache: R
   const logits = new Float64Array(n * w.vocab);
   for (let r = 0; r < n; r++) {
     const y = linear(w.embed, finalHidden, r * H); // tied head, no embedding scale
-    for (let v = 0; v < w.vocab; v++) logits[r * w.vocab + v] = w.finalSoftcap === null ? y[v] : softcap(y[v], w.finalSoftcap);
+    for (let v = 0; v < w.vocab; v++)
+      logits[r * w.vocab + v] = w.finalSoftcap === null ? y[v] : softcap(y[v], w.finalSoftcap);
   }
   return { logits, finalHidden, acts };
 }
 
 /** K after k_norm + RoPE, V after v_norm (V = raw K projection on k_eq_v full layers). */
-function keyValue(l: RefLayer, x: Float64Array, pos: number, rope: Rope, norm: NormFn): { k: Float64Array; v: Float64Array } {
+function keyValue(
+  l: RefLayer,
+  x: Float64Array,
+  pos: number,
+  rope: Rope,
+  norm: NormFn,
+): { k: Float64Array; v: Float64Array } {
   const d = l.headDim;
   const kRaw = linear(l.k!, x);
   const v = l.kEqV ? Float64Array.from(kRaw) : linear(l.v!, x);
@@ -151,7 +172,11 @@ export type SharedKvByType = Record<LayerType, SharedKv>;
 export function sharedKvFromCache(w: TargetWeights, cache: ReferenceKvCache): SharedKvByType {
   const pick = (type: LayerType): SharedKv => {
     let li = -1;
-    for (let i = w.layers.length - 1; i >= 0; i--) if (w.layers[i].type === type) { li = i; break; }
+    for (let i = w.layers.length - 1; i >= 0; i--)
+      if (w.layers[i].type === type) {
+        li = i;
+        break;
+      }
     if (li < 0) throw new Error(`target has no ${type} layer`);
     const l = w.layers[li];
     const T = cache.positions.length;
@@ -175,7 +200,11 @@ export interface ForwardResult extends StepResult {
 }
 
 /** One full-sequence forward of the target from position 0. */
-export function referenceForward(w: TargetWeights, tokens: readonly number[], opts: ReferenceOptions = {}): ForwardResult {
+export function referenceForward(
+  w: TargetWeights,
+  tokens: readonly number[],
+  opts: ReferenceOptions = {},
+): ForwardResult {
   const cache = newKvCache(w, opts.numerics);
   const r = targetStep(w, tokens, cache, opts);
   return { ...r, sharedKv: sharedKvFromCache(w, cache), cache };
@@ -188,7 +217,12 @@ export interface GreedyResult {
 }
 
 /** Classic greedy decode: prefill the prompt, then one token at a time with the KV cache (no stop on EOS). */
-export function referenceGreedy(w: TargetWeights, prompt: readonly number[], n: number, opts: Omit<ReferenceOptions, 'captures'> = {}): GreedyResult {
+export function referenceGreedy(
+  w: TargetWeights,
+  prompt: readonly number[],
+  n: number,
+  opts: Omit<ReferenceOptions, 'captures'> = {},
+): GreedyResult {
   const cache = newKvCache(w, opts.numerics);
   const V = w.vocab;
   const out: number[] = [];

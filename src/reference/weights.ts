@@ -1,5 +1,11 @@
 import { dequantizeLinear } from '../format/dequant.ts';
-import type { AssistantDescription, DecoderLayer, Linear, ModelDescription, TargetDescription } from '../format/model-description.ts';
+import type {
+  AssistantDescription,
+  DecoderLayer,
+  Linear,
+  ModelDescription,
+  TargetDescription,
+} from '../format/model-description.ts';
 import { readTensorBytes, toFloat64, type TensorRef } from '../format/safetensors.ts';
 import type { LayerGeometry } from '../format/config.ts';
 
@@ -67,7 +73,13 @@ async function lin(l: Linear): Promise<RefLinear> {
 
 async function layer(l: DecoderLayer): Promise<RefLayer> {
   return {
-    index: l.index, type: l.type, headDim: l.headDim, numHeads: l.numHeads, numKvHeads: l.numKvHeads, kEqV: l.kEqV, rope: l.rope,
+    index: l.index,
+    type: l.type,
+    headDim: l.headDim,
+    numHeads: l.numHeads,
+    numKvHeads: l.numKvHeads,
+    kEqV: l.kEqV,
+    rope: l.rope,
     inputNorm: await vec(l.inputNorm),
     q: await lin(l.qProj),
     k: l.kProj ? await lin(l.kProj) : null,
@@ -97,12 +109,22 @@ export async function loadReferenceWeights(desc: ModelDescription): Promise<Refe
   const layers: RefLayer[] = [];
   for (const l of desc.layers) layers.push(await layer(l));
   const base: RefModelBase = {
-    hidden: desc.hidden, vocab: desc.vocab, window: desc.window, eps: desc.eps, finalSoftcap: desc.finalSoftcap,
-    embed: await lin(desc.embed), layers, finalNorm: await vec(desc.finalNorm),
+    hidden: desc.hidden,
+    vocab: desc.vocab,
+    window: desc.window,
+    eps: desc.eps,
+    finalSoftcap: desc.finalSoftcap,
+    embed: await lin(desc.embed),
+    layers,
+    finalNorm: await vec(desc.finalNorm),
   };
   if (desc.role === 'target') return { ...base, role: 'target', desc, embedScale: desc.embedScale };
   return {
-    ...base, role: 'assistant', desc, backboneHidden: desc.backboneHidden,
-    preProjection: await lin(desc.preProjection), postProjection: await lin(desc.postProjection),
+    ...base,
+    role: 'assistant',
+    desc,
+    backboneHidden: desc.backboneHidden,
+    preProjection: await lin(desc.preProjection),
+    postProjection: await lin(desc.postProjection),
   };
 }

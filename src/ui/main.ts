@@ -31,9 +31,15 @@ function showReport(x: unknown, source: string, origin: 'live' | 'shared'): bool
   clear(problemBox);
   const r = readAnyReport(x);
   if (!r.ok) {
-    append(problemBox, el('div', { class: 'card problem', role: 'alert', 'data-testid': 'report-error' },
-      el('strong', {}, `This report (${source}) cannot be shown:`),
-      el('ul', {}, ...r.problems.slice(0, 20).map((p) => el('li', {}, p)))));
+    append(
+      problemBox,
+      el(
+        'div',
+        { class: 'card problem', role: 'alert', 'data-testid': 'report-error' },
+        el('strong', {}, `This report (${source}) cannot be shown:`),
+        el('ul', {}, ...r.problems.slice(0, 20).map((p) => el('li', {}, p))),
+      ),
+    );
     return false;
   }
   view.show(r, source, x);
@@ -44,7 +50,15 @@ function showReport(x: unknown, source: string, origin: 'live' | 'shared'): bool
 
 function showProblem(source: string, message: string): void {
   clear(problemBox);
-  append(problemBox, el('div', { class: 'card problem', role: 'alert', 'data-testid': 'report-error' }, el('strong', {}, `This report (${source}) cannot be shown: `), message));
+  append(
+    problemBox,
+    el(
+      'div',
+      { class: 'card problem', role: 'alert', 'data-testid': 'report-error' },
+      el('strong', {}, `This report (${source}) cannot be shown: `),
+      message,
+    ),
+  );
 }
 
 function fromHash(): void {
@@ -112,7 +126,8 @@ demoButton.addEventListener('click', async () => {
     const demo = await fetchDemo();
     demoStatus.textContent = '';
     if ((await intake.load('target', demo.target)) && (await intake.load('assistant', demo.assistant))) {
-      demoStatus.textContent = 'Demo model loaded: try the probe or the trace with the policies "exact" and "ring-chronological", or a generation.';
+      demoStatus.textContent =
+        'Demo model loaded: try the probe or the trace with the policies "exact" and "ring-chronological", or a generation.';
     }
   } catch (e) {
     demoStatus.textContent = `Could not fetch the demo model: ${(e as Error).message}`;

@@ -74,7 +74,12 @@ export class Engine {
    * Opens a checkpoint folder (config + headers, validated), checks it has the expected role and
    * fits with the other one, and streams its weights to the GPU. Replaces a previous one of the role.
    */
-  async loadCheckpoint(role: Role, folder: FolderFiles, jobId: string, onProgress?: ProgressFn): Promise<LoadedSummary> {
+  async loadCheckpoint(
+    role: Role,
+    folder: FolderFiles,
+    jobId: string,
+    onProgress?: ProgressFn,
+  ): Promise<LoadedSummary> {
     const t0 = performance.now();
     const token = this.startJob(jobId);
     try {
@@ -84,7 +89,9 @@ export class Engine {
       const ck = await openCheckpoint(sources, folder.label);
       const actual: Role = ck.description.role;
       if (actual !== role) {
-        throw new Error(`${folder.label}: this is ${actual === 'target' ? 'a target model' : 'an MTP assistant'} (model_type "${ck.modelType}"), not ${role === 'target' ? 'a target' : 'an assistant'}. Drop it on the ${actual} zone.`);
+        throw new Error(
+          `${folder.label}: this is ${actual === 'target' ? 'a target model' : 'an MTP assistant'} (model_type "${ck.modelType}"), not ${role === 'target' ? 'a target' : 'an assistant'}. Drop it on the ${actual} zone.`,
+        );
       }
       const other = this.checkpoints[role === 'target' ? 'assistant' : 'target'];
       if (other) {
@@ -123,7 +130,10 @@ export class Engine {
     try {
       const ctx = await this.gpu();
       let lines = 0;
-      const report = await runBench(ctx, { ...pageBenchOptions(), log: (line) => onProgress?.({ phase: 'bench', done: ++lines, total: 26, detail: line }) });
+      const report = await runBench(ctx, {
+        ...pageBenchOptions(),
+        log: (line) => onProgress?.({ phase: 'bench', done: ++lines, total: 26, detail: line }),
+      });
       token.throwIfCancelled();
       const s = report.summary;
       this.performance = {
@@ -185,7 +195,14 @@ export class Engine {
     try {
       const ctx = await this.gpu();
       return await runTrace(
-        { ctx, weights: target.weights as GpuWeights<TargetDescription>, target: checkpointInfo(target.ck), platform: navigator.userAgent, onProgress, cancel: token },
+        {
+          ctx,
+          weights: target.weights as GpuWeights<TargetDescription>,
+          target: checkpointInfo(target.ck),
+          platform: navigator.userAgent,
+          onProgress,
+          cancel: token,
+        },
         opts,
       );
     } finally {
@@ -198,10 +215,24 @@ export class Engine {
    * prompt is token ids, or text when the target folder has a tokenizer.json.
    */
   async runGeneration(
-    opts: { prompt: number[] | string; chat?: boolean; maxNew: number; block: number; policy: string; precision: 'f32' | 'bf16'; draftPosition: DraftConvention },
+    opts: {
+      prompt: number[] | string;
+      chat?: boolean;
+      maxNew: number;
+      block: number;
+      policy: string;
+      precision: 'f32' | 'bf16';
+      draftPosition: DraftConvention;
+    },
     jobId: string,
     onProgress?: ProgressFn,
-  ): Promise<{ classic: GenerateResult; mtp: GenerateResult; diff: GenerationDiff; classicText?: string; mtpText?: string }> {
+  ): Promise<{
+    classic: GenerateResult;
+    mtp: GenerateResult;
+    diff: GenerationDiff;
+    classicText?: string;
+    mtpText?: string;
+  }> {
     const target = this.requireTarget();
     const assistant = this.checkpoints.assistant;
     if (!assistant) throw new Error('Load the MTP assistant too (drop its folder on the assistant zone).');
@@ -211,19 +242,47 @@ export class Engine {
       const tokenizer = target.ck.tokenizer ? await loadTokenizer(target.ck.tokenizer) : undefined;
       let prompt: number[];
       if (typeof opts.prompt === 'string') {
-        if (!tokenizer) throw new Error(`${target.ck.label} has no tokenizer.json: give the prompt as token ids (e.g. 2,105,2364).`);
+        if (!tokenizer)
+          throw new Error(`${target.ck.label} has no tokenizer.json: give the prompt as token ids (e.g. 2,105,2364).`);
         prompt = tokenizer.encode(opts.prompt, opts.chat === true);
       } else prompt = opts.prompt;
       const desc = target.weights.desc as TargetDescription;
       const bad = prompt.find((t) => !Number.isInteger(t) || t < 0 || t >= desc.vocab);
-      if (bad !== undefined || !prompt.length) throw new Error(`The prompt must be token ids between 0 and ${desc.vocab - 1}${bad !== undefined ? ` (found ${bad})` : ''}.`);
-      const model = new TargetModel(ctx, target.weights as GpuWeights<TargetDescription>, { maxContext: prompt.length + opts.maxNew + opts.block, maxBlock: opts.block, prefillChunk: Math.min(prompt.length, 512), precision: opts.precision });
-      const asst = new AssistantModel(ctx, assistant.weights as GpuWeights<AssistantDescription>, model, opts.draftPosition, opts.precision);
+      if (bad !== undefined || !prompt.length)
+        throw new Error(
+          `The prompt must be token ids between 0 and ${desc.vocab - 1}${bad !== undefined ? ` (found ${bad})` : ''}.`,
+        );
+      const model = new TargetModel(ctx, target.weights as GpuWeights<TargetDescription>, {
+        maxContext: prompt.length + opts.maxNew + opts.block,
+        maxBlock: opts.block,
+        prefillChunk: Math.min(prompt.length, 512),
+        precision: opts.precision,
+      });
+      const asst = new AssistantModel(
+        ctx,
+        assistant.weights as GpuWeights<AssistantDescription>,
+        model,
+        opts.draftPosition,
+        opts.precision,
+      );
       try {
         const base = { maxNew: opts.maxNew, eosIds: desc.eosIds, policy: policyByName(opts.policy), cancel: token };
-        const classic = await generateClassic(model, prompt, { ...base, onProgress: (p) => onProgress?.({ ...p, phase: 'classic decode' }) });
-        const mtp = await generateMtp(model, assistantSource(asst), prompt, opts.block, { ...base, draftPosition: opts.draftPosition, onProgress: (p) => onProgress?.({ ...p, phase: 'MTP decode' }) });
-        return { classic, mtp, diff: diffGenerations(classic, mtp), classicText: tokenizer?.decode(classic.tokens), mtpText: tokenizer?.decode(mtp.tokens) };
+        const classic = await generateClassic(model, prompt, {
+          ...base,
+          onProgress: (p) => onProgress?.({ ...p, phase: 'classic decode' }),
+        });
+        const mtp = await generateMtp(model, assistantSource(asst), prompt, opts.block, {
+          ...base,
+          draftPosition: opts.draftPosition,
+          onProgress: (p) => onProgress?.({ ...p, phase: 'MTP decode' }),
+        });
+        return {
+          classic,
+          mtp,
+          diff: diffGenerations(classic, mtp),
+          classicText: tokenizer?.decode(classic.tokens),
+          mtpText: tokenizer?.decode(mtp.tokens),
+        };
       } finally {
         asst.destroy();
         model.destroy();

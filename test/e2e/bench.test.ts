@@ -9,7 +9,9 @@ import { dropFolder, TARGET_DIR } from './flows.ts';
 describe('GPU measurement in the page', () => {
   const env = useServerAndBrowser();
 
-  it('measures copy bandwidth, FMA and the 12B matmul ratios, and attaches them to the probe report', { timeout: 900_000 }, async () => {
+  it('measures copy bandwidth, FMA and the 12B matmul ratios, and attaches them to the probe report', {
+    timeout: 900_000,
+  }, async () => {
     const page = await newPage(env.browser, env.url);
     await expect.poll(() => page.getByTestId('adapter').getAttribute('data-state'), { timeout: 60_000 }).toBe('ready');
     const status = page.getByTestId('bench-status');
@@ -19,7 +21,11 @@ describe('GPU measurement in the page', () => {
     await status.evaluate((el) => {
       const w = window as unknown as { __benchTexts: string[] };
       w.__benchTexts = [];
-      new MutationObserver(() => w.__benchTexts.push(el.textContent ?? '')).observe(el, { childList: true, characterData: true, subtree: true });
+      new MutationObserver(() => w.__benchTexts.push(el.textContent ?? '')).observe(el, {
+        childList: true,
+        characterData: true,
+        subtree: true,
+      });
     });
     await page.getByTestId('run-bench').click();
     await expect.poll(() => status.getAttribute('data-state'), { timeout: 600_000 }).toMatch(/pass|fail/);
@@ -31,8 +37,12 @@ describe('GPU measurement in the page', () => {
     expect(figures).toMatch(/4-bit matvec \(12B MLP, M = 1\)\d\.\d{3} × copy bandwidth/);
     expect(figures).toMatch(/Verify block K = 4 vs M = 1\d+\.\d\d ×/);
     // a chain token end to end on one 12B layer, as tokens/s, and where its time goes
-    expect(figures).toMatch(/Chain token end to end\d+\.\d ms = \d+\.\d tokens\/s \(synthetic .*12b geometry, 1 layer, vocab 32768\)/);
-    expect(figures).toMatch(/Where a token goesrecording \d+\.\d\d ms · submit \d+\.\d\d ms · waiting for the GPU \d+\.\d\d ms/);
+    expect(figures).toMatch(
+      /Chain token end to end\d+\.\d ms = \d+\.\d tokens\/s \(synthetic .*12b geometry, 1 layer, vocab 32768\)/,
+    );
+    expect(figures).toMatch(
+      /Where a token goesrecording \d+\.\d\d ms · submit \d+\.\d\d ms · waiting for the GPU \d+\.\d\d ms/,
+    );
     await screenshot(page, '23-measure-gpu');
 
     await dropFolder(page, 'target', TARGET_DIR);
@@ -40,7 +50,9 @@ describe('GPU measurement in the page', () => {
     const run = page.getByTestId('run-probe');
     await expect.poll(() => run.isEnabled(), { timeout: 60_000 }).toBe(true);
     await run.click();
-    await expect.poll(() => page.getByTestId('verdict').getAttribute('data-verdict'), { timeout: 480_000 }).toBe('equal');
+    await expect
+      .poll(() => page.getByTestId('verdict').getAttribute('data-verdict'), { timeout: 480_000 })
+      .toBe('equal');
     const report = (await page.locator('#report-slot').textContent()) ?? '';
     expect(report).toContain('Performance of this GPU');
     // The status never changed after the result: no late "Measuring…" (see the observer above).

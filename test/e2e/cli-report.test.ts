@@ -22,7 +22,11 @@ const CLI_MS = 300_000;
 /** `npm run -s cli -- args…` in the repository; resolves with the exit code and output. */
 function cli(args: string[]): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn('npm', ['run', '-s', 'cli', '--', ...args], { cwd: path.resolve('.'), env: process.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('npm', ['run', '-s', 'cli', '--', ...args], {
+      cwd: path.resolve('.'),
+      env: process.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     child.stdout.on('data', (d) => (out += d));
     child.stderr.on('data', (d) => (out += d));
@@ -44,10 +48,34 @@ describe('CLI-written reports in the page', () => {
     tmp = mkdtempSync(path.join(tmpdir(), 'ringside-cli-report-'));
     const probeFile = path.join(tmp, 'probe.json');
     const traceFile = path.join(tmp, 'trace.json');
-    const p = await cli(['probe', '--target', TARGET_DIR, '--draft', ASSISTANT_DIR, '--policy', 'ring-chronological', '--lengths', '8,48', '--report', probeFile]);
+    const p = await cli([
+      'probe',
+      '--target',
+      TARGET_DIR,
+      '--draft',
+      ASSISTANT_DIR,
+      '--policy',
+      'ring-chronological',
+      '--lengths',
+      '8,48',
+      '--report',
+      probeFile,
+    ]);
     // Exit 3: the probe diverges (the long draw wraps the 16-slot ring).
     expect(p.code, p.out).toBe(3);
-    const t = await cli(['trace', '--target', TARGET_DIR, '--prefix', '40', '--traced', '24', '--policy', 'mask-widened', '--report', traceFile]);
+    const t = await cli([
+      'trace',
+      '--target',
+      TARGET_DIR,
+      '--prefix',
+      '40',
+      '--traced',
+      '24',
+      '--policy',
+      'mask-widened',
+      '--report',
+      traceFile,
+    ]);
     expect(t.code, t.out).toBe(0);
     probe = JSON.parse(readFileSync(probeFile, 'utf8'));
     trace = JSON.parse(readFileSync(traceFile, 'utf8'));
@@ -78,9 +106,13 @@ describe('CLI-written reports in the page', () => {
     expect(await page.getByTestId('detail-draw').inputValue()).toBe(String(shown));
     const rows = page.getByTestId('rows-table').locator('tbody tr');
     expect(await rows.count()).toBe(probe.draws[shown].rows.length);
-    expect(await page.getByTestId('rows-table').locator('tbody tr.ne').count()).toBe(probe.draws[shown].rows.filter((r) => r.bytesDiffering > 0).length);
+    expect(await page.getByTestId('rows-table').locator('tbody tr.ne').count()).toBe(
+      probe.draws[shown].rows.filter((r) => r.bytesDiffering > 0).length,
+    );
     const first = probe.draws[shown].rows[0];
-    expect(await rows.first().locator('td').nth(1).textContent()).toMatch(new RegExp(`^${first.bytesDiffering.toLocaleString('en-US')} of ${first.bytesTotal.toLocaleString('en-US')}`));
+    expect(await rows.first().locator('td').nth(1).textContent()).toMatch(
+      new RegExp(`^${first.bytesDiffering.toLocaleString('en-US')} of ${first.bytesTotal.toLocaleString('en-US')}`),
+    );
     expect(await page.getByTestId('heatmap').isVisible()).toBe(true);
     expect(await page.getByTestId('heatmap-readout').textContent()).toMatch(/first divergence$/);
     expect(await page.getByTestId('timings').locator('tbody tr').count()).toBe(2);
@@ -104,7 +136,9 @@ describe('CLI-written reports in the page', () => {
     await expect.poll(() => verdict.getAttribute('data-verdict'), { timeout: 30_000 }).toBe(trace.verdict);
     expect(await page.getByTestId('report-title').textContent()).toBe('Teacher-forced trace report');
     expect(await page.getByTestId('trace-summary').textContent()).toBe(trace.summary);
-    expect(await page.getByTestId('trace-setup').textContent()).toBe('24 traced positions after a 40-token prefix · K = 4 · policy mask-widened · f32');
+    expect(await page.getByTestId('trace-setup').textContent()).toBe(
+      '24 traced positions after a 40-token prefix · K = 4 · policy mask-widened · f32',
+    );
     expect(await shownMetrics(page)).toMatchObject(expectedMetrics(trace));
     expect(await shownBuckets(page)).toEqual(expectedBuckets(trace));
     const dis = trace.positions.filter((p) => !p.agree).length;

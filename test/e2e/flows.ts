@@ -13,7 +13,10 @@ export async function dropFolder(page: Page, role: 'target' | 'assistant', dir: 
   const before = await zone.getAttribute('data-load-count');
   await page.getByTestId(`${role}-files`).setInputFiles(dir);
   // waitForFunction rather than expect.poll: this also runs in beforeAll, outside a test.
-  await page.waitForFunction(([r, b]) => document.querySelector(`[data-testid="${r}-zone"]`)?.getAttribute('data-load-count') !== b, [role, before] as const, { timeout: 90_000 });
+  await page.waitForFunction(
+    ([r, b]) => document.querySelector(`[data-testid="${r}-zone"]`)?.getAttribute('data-load-count') !== b,
+    [role, before] as const,
+    { timeout: 90_000 },
+  );
   return (await zone.getAttribute('data-state')) ?? '';
 }
-

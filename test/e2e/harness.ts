@@ -13,7 +13,9 @@ export const SCREENSHOTS = path.resolve('test-results/screenshots');
 export function chromiumPath(): string {
   const p = process.env.RINGSIDE_CHROMIUM ?? '/usr/bin/chromium';
   if (!existsSync(p)) {
-    throw new Error(`Browser tests need Chromium at ${p}: run them with \`npm test\` (scripts/provision-webgpu.sh installs it).`);
+    throw new Error(
+      `Browser tests need Chromium at ${p}: run them with \`npm test\` (scripts/provision-webgpu.sh installs it).`,
+    );
   }
   return p;
 }

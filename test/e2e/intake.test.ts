@@ -3,7 +3,16 @@
  * bad folders (each with its own error in place, the page staying usable), and the demo model.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  truncateSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { newPage, pageErrors, screenshot, useServerAndBrowser } from './harness.ts';
@@ -38,7 +47,12 @@ describe('checkpoint intake in the page', () => {
     });
     expect(await dropFolder(page, 'target', TARGET_DIR)).toBe('loaded');
     const progress = await page.evaluate(() => (window as unknown as { __progress: string[] }).__progress);
-    expect(progress.some((t) => /^Uploading to the GPU: [\d.]+ of [\d.]+ MB, [\d.]+ MB\/s, ETA \d+ s \(language_model\./.test(t)), progress.join('\n')).toBe(true);
+    expect(
+      progress.some((t) =>
+        /^Uploading to the GPU: [\d.]+ of [\d.]+ MB, [\d.]+ MB\/s, ETA \d+ s \(language_model\./.test(t),
+      ),
+      progress.join('\n'),
+    ).toBe(true);
     const t = await page.getByTestId('target-summary').textContent();
     expect(t).toMatch(/Typegemma4/);
     expect(t).toMatch(/Layers12/);
@@ -56,9 +70,12 @@ describe('checkpoint intake in the page', () => {
     await page.close();
   });
 
-  it('shows each bad folder\'s own error in place and stays usable', async () => {
+  it("shows each bad folder's own error in place and stays usable", async () => {
     const truncated = copyDir(TARGET_DIR, path.join(tmp, 'truncated'));
-    truncateSync(path.join(truncated, 'model.safetensors'), Math.floor(statSync(path.join(truncated, 'model.safetensors')).size * 0.6));
+    truncateSync(
+      path.join(truncated, 'model.safetensors'),
+      Math.floor(statSync(path.join(truncated, 'model.safetensors')).size * 0.6),
+    );
     const noConfig = copyDir(TARGET_DIR, path.join(tmp, 'no-config'));
     rmSync(path.join(noConfig, 'config.json'));
     const mismatched = copyDir(ASSISTANT_DIR, path.join(tmp, 'assistant-window-32'));
@@ -70,15 +87,21 @@ describe('checkpoint intake in the page', () => {
     const targetError = page.getByTestId('target-error');
 
     expect(await dropFolder(page, 'target', truncated)).toBe('error');
-    expect(await targetError.textContent()).toMatch(/^model\.safetensors: tensor ".*" data_offsets \[\d+, \d+\] run past the end of the data section/);
+    expect(await targetError.textContent()).toMatch(
+      /^model\.safetensors: tensor ".*" data_offsets \[\d+, \d+\] run past the end of the data section/,
+    );
     expect(await targetError.getAttribute('role')).toBe('alert');
     await screenshot(page, '03-error-truncated');
 
     expect(await dropFolder(page, 'target', noConfig)).toBe('error');
-    expect(await targetError.textContent()).toMatch(/^no-config: no config\.json among the 1 files given \(model\.safetensors\)/);
+    expect(await targetError.textContent()).toMatch(
+      /^no-config: no config\.json among the 1 files given \(model\.safetensors\)/,
+    );
 
     expect(await dropFolder(page, 'target', ASSISTANT_DIR)).toBe('error');
-    expect(await targetError.textContent()).toMatch(/^assistant: this is an MTP assistant \(model_type "gemma4_assistant"\), not a target\. Drop it on the assistant zone\./);
+    expect(await targetError.textContent()).toMatch(
+      /^assistant: this is an MTP assistant \(model_type "gemma4_assistant"\), not a target\. Drop it on the assistant zone\./,
+    );
     expect(await page.getByTestId('run-probe').isDisabled()).toBe(true);
 
     // Still usable: the real target loads in the same zone and clears the error.
@@ -87,7 +110,9 @@ describe('checkpoint intake in the page', () => {
 
     expect(await dropFolder(page, 'assistant', mismatched)).toBe('error');
     const assistantError = await page.getByTestId('assistant-error').textContent();
-    expect(assistantError).toMatch(/^assistant \(gemma4_assistant\) does not fit target \(gemma4\): .*assistant sliding_window 32 != target sliding_window 16/);
+    expect(assistantError).toMatch(
+      /^assistant \(gemma4_assistant\) does not fit target \(gemma4\): .*assistant sliding_window 32 != target sliding_window 16/,
+    );
     await screenshot(page, '04-error-mismatch');
     // The target is untouched by the assistant's refusal; the probe can still run.
     expect(await page.getByTestId('target-zone').getAttribute('data-state')).toBe('loaded');
@@ -118,7 +143,9 @@ describe('checkpoint intake in the page', () => {
   it('loads the demo model with one click', async () => {
     const page = await newPage(env.browser, env.url);
     await page.getByTestId('demo').click();
-    await expect.poll(() => page.getByTestId('demo-status').textContent(), { timeout: 90_000 }).toMatch(/Demo model loaded/);
+    await expect
+      .poll(() => page.getByTestId('demo-status').textContent(), { timeout: 90_000 })
+      .toMatch(/Demo model loaded/);
     expect(await page.getByTestId('target-summary').textContent()).toMatch(/Typegemma4.*Layers12/);
     expect(await page.getByTestId('assistant-summary').textContent()).toMatch(/Typegemma4_assistant/);
     // Recent checkpoints remember both (no directory handle for fetched files: "drop again").

@@ -6,7 +6,9 @@ describe('the page in headless Chromium (WebGPU in a module Worker)', () => {
 
   it('the empty page: nothing loaded, every run disabled with the reason, tabs by keyboard', async () => {
     const page = await newPage(env.browser, env.url);
-    await expect.poll(() => page.getByTestId('adapter').getAttribute('data-state'), { timeout: 60_000 }).toMatch(/ready|unavailable|error/);
+    await expect
+      .poll(() => page.getByTestId('adapter').getAttribute('data-state'), { timeout: 60_000 })
+      .toMatch(/ready|unavailable|error/);
     await expect.poll(() => page.getByTestId('policy').locator('option').count()).toBeGreaterThan(1);
     expect(await page.locator('#report-card').isHidden()).toBe(true);
     expect(await page.locator('#generation-card').isHidden()).toBe(true);

@@ -25,7 +25,10 @@ async function runProbe(page: Page, policy: string): Promise<string> {
   await run.click();
   await expect.poll(() => run.isDisabled()).toBe(true);
   await expect.poll(() => run.isEnabled(), { timeout: PROBE_MS }).toBe(true);
-  expect(await page.getByTestId('probe-error').count(), (await page.getByTestId('probe-error').allTextContents()).join()).toBe(0);
+  expect(
+    await page.getByTestId('probe-error').count(),
+    (await page.getByTestId('probe-error').allTextContents()).join(),
+  ).toBe(0);
   expect(await page.getByTestId('provenance').textContent()).toContain(`Policy${policy}`);
   return (await verdict.getAttribute('data-verdict')) ?? '';
 }
@@ -45,44 +48,56 @@ describe('probe in the page on the fixture model', () => {
     expect(await dropFolder(page, 'assistant', ASSISTANT_DIR)).toBe('loaded');
   });
 
-  it('exact: every draw equal, MTP would be enabled', async () => {
-    expect(await runProbe(page, 'exact')).toBe('equal');
-    expect(await page.getByTestId('summary').textContent()).toMatch(/^block-versus-chain probe passed: 4 draws/);
-    expect(await page.getByTestId('consequence').textContent()).toBe('MTP would be enabled');
-    expect(await page.getByTestId('first-divergence').count()).toBe(0);
-    expect(await page.getByTestId('draws').locator('li.equal').count()).toBe(4);
-    // Per-phase progress lines with their times stayed on screen.
-    expect(await page.getByTestId('probe-progress').locator('li.done').count()).toBeGreaterThanOrEqual(4);
-    expect(await page.getByTestId('probe-elapsed').textContent()).toMatch(/^Done in /);
-    // The long draw (48 tokens > W = 16) records the ring.
-    expect(await page.getByTestId('ring-caption').textContent()).toMatch(/prompt 48 tokens.*Window 16 slots/);
-    await screenshot(page, '05-probe-exact-equal');
-    expect(pageErrors(page)).toEqual([]);
-  }, TEST_MS);
+  it(
+    'exact: every draw equal, MTP would be enabled',
+    async () => {
+      expect(await runProbe(page, 'exact')).toBe('equal');
+      expect(await page.getByTestId('summary').textContent()).toMatch(/^block-versus-chain probe passed: 4 draws/);
+      expect(await page.getByTestId('consequence').textContent()).toBe('MTP would be enabled');
+      expect(await page.getByTestId('first-divergence').count()).toBe(0);
+      expect(await page.getByTestId('draws').locator('li.equal').count()).toBe(4);
+      // Per-phase progress lines with their times stayed on screen.
+      expect(await page.getByTestId('probe-progress').locator('li.done').count()).toBeGreaterThanOrEqual(4);
+      expect(await page.getByTestId('probe-elapsed').textContent()).toMatch(/^Done in /);
+      // The long draw (48 tokens > W = 16) records the ring.
+      expect(await page.getByTestId('ring-caption').textContent()).toMatch(/prompt 48 tokens.*Window 16 slots/);
+      await screenshot(page, '05-probe-exact-equal');
+      expect(pageErrors(page)).toEqual([]);
+    },
+    TEST_MS,
+  );
 
   let shareLink = '';
   let firstDivergence = '';
 
-  it('ring-chronological: the long draw diverges, localized at a sliding layer\'s attention, heatmap shown', async () => {
-    expect(await runProbe(page, 'ring-chronological')).toBe('diverges');
-    firstDivergence = (await page.getByTestId('first-divergence').textContent()) ?? '';
-    expect(firstDivergence).toMatch(/^first divergence: layer \d+ \(sliding\) .*at position \d+$/);
-    expect(await page.getByTestId('summary').textContent()).toMatch(/^block-versus-chain probe failed: 1 of 4 draws differ/);
-    expect(await page.getByTestId('consequence').textContent()).toMatch(/^MTP would be declined/);
-    expect(await page.getByTestId('draws').locator('li.diverges').textContent()).toMatch(/prompt 48 tokens.*verify block position \d+ differs from the single-token chain in \d+ of 4096 logit bytes/);
-    expect(await page.getByTestId('detail-draw').inputValue()).toBe('3');
-    const heat = page.getByTestId('heatmap');
-    expect(await heat.isVisible()).toBe(true);
-    const box = await heat.boundingBox();
-    expect(box!.width).toBeGreaterThan(400);
-    expect(box!.height).toBeGreaterThan(150);
-    expect(await page.getByTestId('heatmap-readout').textContent()).toMatch(/first divergence$/);
-    expect(await page.getByTestId('lens-chart').isVisible()).toBe(true);
-    expect(await page.getByTestId('rows-table').locator('tbody tr.ne').count()).toBeGreaterThan(0);
-    await screenshot(page, '06-probe-ring-chronological');
-    await page.getByTestId('heatmap').screenshot({ path: 'test-results/screenshots/07-heatmap.png' });
-    expect(pageErrors(page)).toEqual([]);
-  }, TEST_MS);
+  it(
+    "ring-chronological: the long draw diverges, localized at a sliding layer's attention, heatmap shown",
+    async () => {
+      expect(await runProbe(page, 'ring-chronological')).toBe('diverges');
+      firstDivergence = (await page.getByTestId('first-divergence').textContent()) ?? '';
+      expect(firstDivergence).toMatch(/^first divergence: layer \d+ \(sliding\) .*at position \d+$/);
+      expect(await page.getByTestId('summary').textContent()).toMatch(
+        /^block-versus-chain probe failed: 1 of 4 draws differ/,
+      );
+      expect(await page.getByTestId('consequence').textContent()).toMatch(/^MTP would be declined/);
+      expect(await page.getByTestId('draws').locator('li.diverges').textContent()).toMatch(
+        /prompt 48 tokens.*verify block position \d+ differs from the single-token chain in \d+ of 4096 logit bytes/,
+      );
+      expect(await page.getByTestId('detail-draw').inputValue()).toBe('3');
+      const heat = page.getByTestId('heatmap');
+      expect(await heat.isVisible()).toBe(true);
+      const box = await heat.boundingBox();
+      expect(box!.width).toBeGreaterThan(400);
+      expect(box!.height).toBeGreaterThan(150);
+      expect(await page.getByTestId('heatmap-readout').textContent()).toMatch(/first divergence$/);
+      expect(await page.getByTestId('lens-chart').isVisible()).toBe(true);
+      expect(await page.getByTestId('rows-table').locator('tbody tr.ne').count()).toBeGreaterThan(0);
+      await screenshot(page, '06-probe-ring-chronological');
+      await page.getByTestId('heatmap').screenshot({ path: 'test-results/screenshots/07-heatmap.png' });
+      expect(pageErrors(page)).toEqual([]);
+    },
+    TEST_MS,
+  );
 
   it('exports a 2x PNG and a JSON report that validates', async () => {
     const [png] = await Promise.all([page.waitForEvent('download'), page.getByTestId('download-png').click()]);
@@ -126,30 +141,38 @@ describe('probe in the page on the fixture model', () => {
     await fresh.close();
   });
 
-  it('Cancel stops a running probe and the page can run again', async () => {
-    await page.getByTestId('lengths').fill('48, 48, 48, 48, 48, 48, 48, 48');
-    await page.getByTestId('policy').selectOption('exact');
-    await page.getByTestId('run-probe').click();
-    const cancel = page.getByTestId('probe-cancel');
-    await expect.poll(() => cancel.isVisible()).toBe(true);
-    await expect.poll(() => page.getByTestId('probe-progress').locator('li').count(), { timeout: PROBE_MS }).toBeGreaterThan(0);
-    // The page stays responsive while the Worker computes.
-    const t0 = Date.now();
-    expect(await page.evaluate(() => new Promise<number>((r) => requestAnimationFrame(() => r(1))))).toBe(1);
-    expect(Date.now() - t0).toBeLessThan(2000);
-    await cancel.click();
-    await expect.poll(() => page.getByTestId('probe-elapsed').textContent(), { timeout: PROBE_MS }).toMatch(/^Cancelled after /);
-    expect(await page.getByTestId('probe-error').count()).toBe(0);
-    expect(await page.getByTestId('run-probe').isEnabled()).toBe(true);
-    // The previous report is still shown.
-    expect(await page.getByTestId('verdict').getAttribute('data-verdict')).toBe('diverges');
-    expect(pageErrors(page)).toEqual([]);
-    // The last run settings come back after a reload (IndexedDB), and the recent checkpoints are listed.
-    await page.reload();
-    await expect.poll(() => page.getByTestId('lengths').inputValue()).toBe('48, 48, 48, 48, 48, 48, 48, 48');
-    await expect.poll(() => page.getByTestId('policy').inputValue()).toBe('exact');
-    const recent = await page.getByTestId('recent').textContent();
-    expect(recent).toMatch(/target · gemma4 · target · 6\.67 MB · [0-9a-f]{12}/);
-    expect(recent).toMatch(/assistant · gemma4_assistant · assistant · 549 kB · [0-9a-f]{12}/);
-  }, TEST_MS);
+  it(
+    'Cancel stops a running probe and the page can run again',
+    async () => {
+      await page.getByTestId('lengths').fill('48, 48, 48, 48, 48, 48, 48, 48');
+      await page.getByTestId('policy').selectOption('exact');
+      await page.getByTestId('run-probe').click();
+      const cancel = page.getByTestId('probe-cancel');
+      await expect.poll(() => cancel.isVisible()).toBe(true);
+      await expect
+        .poll(() => page.getByTestId('probe-progress').locator('li').count(), { timeout: PROBE_MS })
+        .toBeGreaterThan(0);
+      // The page stays responsive while the Worker computes.
+      const t0 = Date.now();
+      expect(await page.evaluate(() => new Promise<number>((r) => requestAnimationFrame(() => r(1))))).toBe(1);
+      expect(Date.now() - t0).toBeLessThan(2000);
+      await cancel.click();
+      await expect
+        .poll(() => page.getByTestId('probe-elapsed').textContent(), { timeout: PROBE_MS })
+        .toMatch(/^Cancelled after /);
+      expect(await page.getByTestId('probe-error').count()).toBe(0);
+      expect(await page.getByTestId('run-probe').isEnabled()).toBe(true);
+      // The previous report is still shown.
+      expect(await page.getByTestId('verdict').getAttribute('data-verdict')).toBe('diverges');
+      expect(pageErrors(page)).toEqual([]);
+      // The last run settings come back after a reload (IndexedDB), and the recent checkpoints are listed.
+      await page.reload();
+      await expect.poll(() => page.getByTestId('lengths').inputValue()).toBe('48, 48, 48, 48, 48, 48, 48, 48');
+      await expect.poll(() => page.getByTestId('policy').inputValue()).toBe('exact');
+      const recent = await page.getByTestId('recent').textContent();
+      expect(recent).toMatch(/target · gemma4 · target · 6\.67 MB · [0-9a-f]{12}/);
+      expect(recent).toMatch(/assistant · gemma4_assistant · assistant · 549 kB · [0-9a-f]{12}/);
+    },
+    TEST_MS,
+  );
 });

@@ -12,7 +12,9 @@ import type { ProbeReport } from '../../src/parity/report.ts';
 const linkFor = (url: string, r: unknown) => `${url}#${encodeShareFragment(r as ProbeReport)}`;
 
 async function openJson(page: Page, name: string, data: unknown): Promise<void> {
-  await page.getByTestId('open-report').setInputFiles({ name, mimeType: 'application/json', buffer: Buffer.from(JSON.stringify(data)) });
+  await page
+    .getByTestId('open-report')
+    .setInputFiles({ name, mimeType: 'application/json', buffer: Buffer.from(JSON.stringify(data)) });
 }
 
 describe('report view without a model', () => {
@@ -22,7 +24,9 @@ describe('report view without a model', () => {
     const page = await newPage(env.browser, linkFor(env.url, divergingReport()));
     const verdict = page.getByTestId('verdict');
     await expect.poll(() => verdict.getAttribute('data-verdict'), { timeout: 30_000 }).toBe('diverges');
-    expect(await page.getByTestId('first-divergence').textContent()).toBe('first divergence: layer 0 (sliding) attention output at position 0');
+    expect(await page.getByTestId('first-divergence').textContent()).toBe(
+      'first divergence: layer 0 (sliding) attention output at position 0',
+    );
     expect(await page.getByTestId('summary').textContent()).toContain('1 of 4 draws differ');
     expect(await page.getByTestId('report-source').textContent()).toBe('shared link');
     // The details start on the diverging draw at the first divergence's position.
@@ -31,7 +35,9 @@ describe('report view without a model', () => {
     expect(await page.getByTestId('heatmap').isVisible()).toBe(true);
     const box = await page.getByTestId('heatmap').boundingBox();
     expect(box!.width).toBeGreaterThan(600);
-    expect(await page.getByTestId('heatmap-readout').textContent()).toMatch(/layer 0 \(sliding\) · attention output at position 0: .* first divergence/);
+    expect(await page.getByTestId('heatmap-readout').textContent()).toMatch(
+      /layer 0 \(sliding\) · attention output at position 0: .* first divergence/,
+    );
     expect(await page.getByTestId('rows-table').locator('tbody tr').count()).toBe(4);
     expect(await page.getByTestId('ring-caption').textContent()).toMatch(/Window 1024 slots.*slot 0.*wraps at slot/);
     expect(await page.getByTestId('provenance').textContent()).toContain('mlx-metal');
@@ -61,14 +67,16 @@ describe('report view without a model', () => {
     await expect.poll(() => verdict.getAttribute('data-verdict'), { timeout: 30_000 }).toBe('equal');
     expect(await page.getByTestId('first-divergence').count()).toBe(0);
     expect(await page.getByTestId('report-source').textContent()).toBe('file equal.json');
-    expect(await page.getByTestId('heatmap-note').textContent()).toMatch(/is equal in every logit byte: nothing to localize/);
+    expect(await page.getByTestId('heatmap-note').textContent()).toMatch(
+      /is equal in every logit byte: nothing to localize/,
+    );
     expect(await page.getByTestId('draws').locator('li').count()).toBe(4);
     await page.screenshot({ path: 'test-results/screenshots/12-file-equal-report-viewport.png' });
     expect(pageErrors(page)).toEqual([]);
     await page.close();
   });
 
-  it('refuses an invalid report with the validator\'s problems, and a damaged link with what is wrong', async () => {
+  it("refuses an invalid report with the validator's problems, and a damaged link with what is wrong", async () => {
     const page = await newPage(env.browser, env.url);
     const bad = { ...equalReport(), schema: 'ringside-report/0', verdict: 'maybe' };
     await openJson(page, 'bad.json', bad);
@@ -79,13 +87,19 @@ describe('report view without a model', () => {
     expect(await page.locator('#report-card').isHidden()).toBe(true);
 
     await openJson(page, 'notjson.json', 'x');
-    await page.getByTestId('open-report').setInputFiles({ name: 'broken.json', mimeType: 'application/json', buffer: Buffer.from('{"schema": ') });
+    await page
+      .getByTestId('open-report')
+      .setInputFiles({ name: 'broken.json', mimeType: 'application/json', buffer: Buffer.from('{"schema": ') });
     await expect.poll(() => err.textContent()).toMatch(/broken\.json.*not JSON/);
 
     const damaged = await newPage(env.browser, `${env.url}#report=AAAA!!`);
-    await expect.poll(() => damaged.getByTestId('report-error').textContent(), { timeout: 30_000 }).toMatch(/shared link.*damaged/);
+    await expect
+      .poll(() => damaged.getByTestId('report-error').textContent(), { timeout: 30_000 })
+      .toMatch(/shared link.*damaged/);
     const garbage = await newPage(env.browser, `${env.url}#report=${Buffer.from('hello world').toString('base64url')}`);
-    await expect.poll(() => garbage.getByTestId('report-error').textContent(), { timeout: 30_000 }).toMatch(/shared link.*damaged/);
+    await expect
+      .poll(() => garbage.getByTestId('report-error').textContent(), { timeout: 30_000 })
+      .toMatch(/shared link.*damaged/);
     for (const p of [page, damaged, garbage]) {
       expect(pageErrors(p)).toEqual([]);
       await p.close();
@@ -123,11 +137,14 @@ describe('report view without a model', () => {
       // The <img src=x onerror=...> payload, had it been parsed anywhere (even into a detached element), runs
       // once the fetch of "x" fails: fail that same fetch here and wait for it, instead of a fixed delay.
       // (The <script> payload would have run when inserted, before the check above.)
-      await page.evaluate(() => new Promise<void>((done) => {
-        const img = new Image();
-        img.onerror = img.onload = () => done();
-        img.src = 'x';
-      }));
+      await page.evaluate(
+        () =>
+          new Promise<void>((done) => {
+            const img = new Image();
+            img.onerror = img.onload = () => done();
+            img.src = 'x';
+          }),
+      );
       expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
       expect(pageErrors(page)).toEqual([]);
       await page.close();

@@ -3,14 +3,25 @@
  * an equal run, a diverging run with localization (stages, lens, ring) shaped like the 12B on Metal, and
  * a crafted report whose strings carry markup.
  */
-import { FINAL_STAGES, LAYER_STAGES, REPORT_SCHEMA, type DrawResult, type ProbeReport, type StageDiff } from '../../src/parity/report.ts';
+import {
+  FINAL_STAGES,
+  LAYER_STAGES,
+  REPORT_SCHEMA,
+  type DrawResult,
+  type ProbeReport,
+  type StageDiff,
+} from '../../src/parity/report.ts';
 
 const adapter = {
   vendor: 'apple',
   architecture: 'metal-3',
   device: '',
   description: 'Apple M3 Max',
-  limits: { maxBufferSize: 4294967296, maxStorageBufferBindingSize: 4294967292, maxComputeInvocationsPerWorkgroup: 1024 },
+  limits: {
+    maxBufferSize: 4294967296,
+    maxStorageBufferBindingSize: 4294967292,
+    maxComputeInvocationsPerWorkgroup: 1024,
+  },
   features: ['shader-f16', 'subgroups', 'timestamp-query'],
   adapterFeatures: ['shader-f16', 'subgroups', 'timestamp-query'],
   subgroupMinSize: 32,
@@ -32,10 +43,20 @@ const target = {
   bytes: 6_700_000_000,
 };
 
-const assistant = { ...target, label: 'gemma-4-12b-it-assistant', modelType: 'gemma4_unified_assistant', digest: '9a8b7c6d5e4f30211203f4e5d6c7b8a99a8b7c6d5e4f30211203f4e5d6c7b8a9', layers: 4, hidden: 1024, quantization: 'affine 4-bit g64 (21)', bytes: 80_000_000 };
+const assistant = {
+  ...target,
+  label: 'gemma-4-12b-it-assistant',
+  modelType: 'gemma4_unified_assistant',
+  digest: '9a8b7c6d5e4f30211203f4e5d6c7b8a99a8b7c6d5e4f30211203f4e5d6c7b8a9',
+  layers: 4,
+  hidden: 1024,
+  quantization: 'affine 4-bit g64 (21)',
+  bytes: 80_000_000,
+};
 
 const ROW_BYTES = 262144 * 2;
-const layerKind = (l: number, layers: number): 'sliding' | 'full' => (l === layers - 1 || l % 6 === 5 ? 'full' : 'sliding');
+const layerKind = (l: number, layers: number): 'sliding' | 'full' =>
+  l === layers - 1 || l % 6 === 5 ? 'full' : 'sliding';
 
 function equalDraw(index: number, promptLength: number, K: number): DrawResult {
   return {
@@ -47,7 +68,14 @@ function equalDraw(index: number, promptLength: number, K: number): DrawResult {
     bytesDiffering: 0,
     bytesTotal: ROW_BYTES,
     text: `all ${K} verify block positions equal the single-token chain in all ${ROW_BYTES} logit bytes`,
-    rows: Array.from({ length: K }, (_, j) => ({ position: j, bytesDiffering: 0, bytesTotal: ROW_BYTES, maxAbs: 0, maxUlp: 0, nmse: 0 })),
+    rows: Array.from({ length: K }, (_, j) => ({
+      position: j,
+      bytesDiffering: 0,
+      bytesTotal: ROW_BYTES,
+      maxAbs: 0,
+      maxUlp: 0,
+      nmse: 0,
+    })),
     firstDivergence: null,
     timings: { prefillMs: 40 + index, chainMs: 120, blockMs: 45 },
   };
@@ -90,20 +118,40 @@ export function divergingReport(K = 4, layers = 48, W = 1024): ProbeReport {
   const lengths = [8, 8, 8, Math.min(W + 32, 1536)];
   const P = lengths[3];
   const stages: StageDiff[] = [];
-  const grow = (l: number, s: number, j: number) => (l === 0 && s < 3) ? 0 : Math.min(1, 0.02 * (l + 1) * (1 + s / 6) * (1 + j / 2));
+  const grow = (l: number, s: number, j: number) =>
+    l === 0 && s < 3 ? 0 : Math.min(1, 0.02 * (l + 1) * (1 + s / 6) * (1 + j / 2));
   for (let l = 0; l < layers; l++) {
     LAYER_STAGES.forEach((stage, si) => {
       const rows = Array.from({ length: K }, (_, j) => {
         const f = grow(l, si, j);
         const bytesTotal = stage === 'q' || stage === 'k' || stage === 'v' ? 8192 : 7680;
         const d = Math.round(f * bytesTotal);
-        return { position: j, bytesDiffering: d, bytesTotal, maxAbs: d ? 1e-3 * f : 0, maxUlp: d ? Math.round(2 ** (f * 20)) : 0, nmse: d ? 1e-9 * f : 0 };
+        return {
+          position: j,
+          bytesDiffering: d,
+          bytesTotal,
+          maxAbs: d ? 1e-3 * f : 0,
+          maxUlp: d ? Math.round(2 ** (f * 20)) : 0,
+          nmse: d ? 1e-9 * f : 0,
+        };
       });
       stages.push({ layer: l, layerKind: layerKind(l, layers), stage, rows });
     });
   }
   for (const stage of FINAL_STAGES) {
-    stages.push({ layer: null, layerKind: null, stage, rows: Array.from({ length: K }, (_, j) => ({ position: j, bytesDiffering: stage === 'logits' ? 500_000 - j : 7000, bytesTotal: stage === 'logits' ? ROW_BYTES : 7680, maxAbs: 0.25, maxUlp: 4096, nmse: 1e-4 })) });
+    stages.push({
+      layer: null,
+      layerKind: null,
+      stage,
+      rows: Array.from({ length: K }, (_, j) => ({
+        position: j,
+        bytesDiffering: stage === 'logits' ? 500_000 - j : 7000,
+        bytesTotal: stage === 'logits' ? ROW_BYTES : 7680,
+        maxAbs: 0.25,
+        maxUlp: 4096,
+        nmse: 1e-4,
+      })),
+    });
   }
   const slotPositions = Array.from({ length: W }, (_, s) => P - W + ((s - (P % W) + W) % W));
   const long: DrawResult = {
@@ -115,11 +163,39 @@ export function divergingReport(K = 4, layers = 48, W = 1024): ProbeReport {
     bytesDiffering: 411_230,
     bytesTotal: ROW_BYTES,
     text: `verify block position 0 differs from the single-token chain in 411230 of ${ROW_BYTES} logit bytes`,
-    rows: Array.from({ length: K }, (_, j) => ({ position: j, bytesDiffering: 411_230 + 1000 * j, bytesTotal: ROW_BYTES, maxAbs: 0.125 * (j + 1), maxUlp: 2048, nmse: 3.2e-6 })),
-    firstDivergence: { layer: 0, layerKind: 'sliding', stage: 'attn', position: 0, text: 'first divergence: layer 0 (sliding) attention output at position 0' },
+    rows: Array.from({ length: K }, (_, j) => ({
+      position: j,
+      bytesDiffering: 411_230 + 1000 * j,
+      bytesTotal: ROW_BYTES,
+      maxAbs: 0.125 * (j + 1),
+      maxUlp: 2048,
+      nmse: 3.2e-6,
+    })),
+    firstDivergence: {
+      layer: 0,
+      layerKind: 'sliding',
+      stage: 'attn',
+      position: 0,
+      text: 'first divergence: layer 0 (sliding) attention output at position 0',
+    },
     stages,
-    lens: Array.from({ length: layers }, (_, l) => ({ layer: l, rows: Array.from({ length: K }, (_, j) => ({ position: j, kl: 1e-9 * 2 ** (l / 2) * (j + 1), top1Agree: l < layers - 6 || j === 0 })) })),
-    ring: { window: W, slotPositions, blockStart: P, base: 0, blockSlots: Array.from({ length: K }, (_, t) => (P + t) % W), chainOrder: 'physical', blockOrder: 'masked-chronological' },
+    lens: Array.from({ length: layers }, (_, l) => ({
+      layer: l,
+      rows: Array.from({ length: K }, (_, j) => ({
+        position: j,
+        kl: 1e-9 * 2 ** (l / 2) * (j + 1),
+        top1Agree: l < layers - 6 || j === 0,
+      })),
+    })),
+    ring: {
+      window: W,
+      slotPositions,
+      blockStart: P,
+      base: 0,
+      blockSlots: Array.from({ length: K }, (_, t) => (P + t) % W),
+      chainOrder: 'physical',
+      blockOrder: 'masked-chronological',
+    },
     timings: { prefillMs: 900, chainMs: 300, blockMs: 90, localizeMs: 4200 },
   };
   return {

@@ -37,11 +37,16 @@ export function sampleTrace(o: SampleTraceOptions = {}): TraceReport {
     // Disagreements at even indices are near ties (gap < 0.1), at odd ones decided (gap 2 to 5).
     const gap = !dis.has(i) ? 10 ** (rand() * 2.3 - 1.5) : i % 2 === 0 ? 10 ** (-2 + rand()) : 2 + 3 * rand();
     const top = 20 + 5 * rand();
-    const chainTop = Array.from({ length: topK }, (_, k) => ({ id: (i * 131 + k * 17) % 262144, logit: k === 0 ? top : top - gap - k * 0.3 }));
+    const chainTop = Array.from({ length: topK }, (_, k) => ({
+      id: (i * 131 + k * 17) % 262144,
+      logit: k === 0 ? top : top - gap - k * 0.3,
+    }));
     const agree = !dis.has(i);
     const delta = o.equal ? 0 : agree ? 10 ** (rand() * 3 - 6) : gap * (1.2 + rand());
     // The block arm's list: the chain's with the chosen logit moved by delta, or top-1 and top-2 swapped.
-    const blockTop = agree ? chainTop.map((t, j) => ({ ...t, logit: t.logit + (j === 0 ? -delta : delta / 2) })) : [chainTop[1], chainTop[0], ...chainTop.slice(2)].map((t) => ({ ...t }));
+    const blockTop = agree
+      ? chainTop.map((t, j) => ({ ...t, logit: t.logit + (j === 0 ? -delta : delta / 2) }))
+      : [chainTop[1], chainTop[0], ...chainTop.slice(2)].map((t) => ({ ...t }));
     const nllChain = 8 + 4 * rand();
     return {
       position: prefix + i,
@@ -62,7 +67,15 @@ export function sampleTrace(o: SampleTraceOptions = {}): TraceReport {
     schema: REPORT_SCHEMA,
     kind: 'trace',
     ...traceVerdict(metrics),
-    provenance: { ...base, policy: o.policy ?? (o.equal ? 'exact' : 'mlx-metal'), drawLengths: [], draftPosition: undefined, assistant: undefined, prefix, traced },
+    provenance: {
+      ...base,
+      policy: o.policy ?? (o.equal ? 'exact' : 'mlx-metal'),
+      drawLengths: [],
+      draftPosition: undefined,
+      assistant: undefined,
+      prefix,
+      traced,
+    },
     metrics,
     positions,
     timings: { totalMs: 61_000, prefillMs: 4_100, chainMs: 41_000, blockMs: 15_900 },

@@ -5,7 +5,16 @@ import type { TraceReport } from '../../src/parity/trace.ts';
 
 /** The metric cells the trace view shows, keyed by data-metric. */
 export async function shownMetrics(page: Page): Promise<Record<string, string>> {
-  return page.getByTestId('trace-metrics').evaluate((t) => Object.fromEntries([...t.querySelectorAll('tr')].map((r) => [r.getAttribute('data-metric') ?? '', r.querySelector('td')?.textContent ?? ''])));
+  return page
+    .getByTestId('trace-metrics')
+    .evaluate((t) =>
+      Object.fromEntries(
+        [...t.querySelectorAll('tr')].map((r) => [
+          r.getAttribute('data-metric') ?? '',
+          r.querySelector('td')?.textContent ?? '',
+        ]),
+      ),
+    );
 }
 
 /** What the metric table must say for a report (the page's own formatting of the JSON's numbers). */
@@ -28,9 +37,16 @@ export function expectedMetrics(r: TraceReport): Record<string, string> {
 
 /** Buckets as shown: [range, positions, disagreements] per row. */
 export async function shownBuckets(page: Page): Promise<string[][]> {
-  return page.getByTestId('trace-buckets').locator('tbody tr').evaluateAll((rows) => rows.map((r) => [...r.querySelectorAll('td')].slice(0, 3).map((c) => c.textContent ?? '')));
+  return page
+    .getByTestId('trace-buckets')
+    .locator('tbody tr')
+    .evaluateAll((rows) => rows.map((r) => [...r.querySelectorAll('td')].slice(0, 3).map((c) => c.textContent ?? '')));
 }
 
 export function expectedBuckets(r: TraceReport): string[][] {
-  return r.metrics.buckets.map((b) => [`[${b.lo}, ${b.hi === null ? '∞' : b.hi})${b.lo >= 2 ? ' decided' : ''}`, fmtInt(b.positions), fmtInt(b.disagreements)]);
+  return r.metrics.buckets.map((b) => [
+    `[${b.lo}, ${b.hi === null ? '∞' : b.hi})${b.lo >= 2 ? ' decided' : ''}`,
+    fmtInt(b.positions),
+    fmtInt(b.disagreements),
+  ]);
 }

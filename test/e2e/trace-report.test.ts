@@ -14,7 +14,9 @@ import { validateReport } from '../../src/parity/report.ts';
 import { expectedBuckets, expectedMetrics, shownBuckets, shownMetrics } from './trace-expect.ts';
 
 async function openJson(page: Page, name: string, data: unknown): Promise<void> {
-  await page.getByTestId('open-report').setInputFiles({ name, mimeType: 'application/json', buffer: Buffer.from(JSON.stringify(data)) });
+  await page
+    .getByTestId('open-report')
+    .setInputFiles({ name, mimeType: 'application/json', buffer: Buffer.from(JSON.stringify(data)) });
 }
 
 describe('trace reports without a model', () => {
@@ -30,7 +32,9 @@ describe('trace reports without a model', () => {
     expect(await page.getByTestId('report-source').textContent()).toBe('file trace.json');
     expect(await page.getByTestId('trace-summary').textContent()).toBe(trace.summary);
     expect(await page.getByTestId('trace-consequence').textContent()).toMatch(/top-1 differs on 2 decided positions/);
-    expect(await page.getByTestId('trace-setup').textContent()).toBe('256 traced positions after a 1536-token prefix · K = 4 · policy mlx-metal · bf16');
+    expect(await page.getByTestId('trace-setup').textContent()).toBe(
+      '256 traced positions after a 1536-token prefix · K = 4 · policy mlx-metal · bf16',
+    );
     expect(await shownMetrics(page)).toMatchObject(expectedMetrics(trace));
     expect(await shownBuckets(page)).toEqual(expectedBuckets(trace));
     expect(await page.getByTestId('trace-disagreements').locator('tbody tr').count()).toBe(4);
@@ -62,10 +66,14 @@ describe('trace reports without a model', () => {
     const trace = asJson(sampleTrace({ prefix: 40, traced: 48, disagreeAt: [9], policy: 'ring-chronological' }));
     const page = await newPage(env.browser, env.url);
     await openJson(page, 'small.json', trace);
-    await expect.poll(() => page.getByTestId('trace-verdict').getAttribute('data-verdict'), { timeout: 30_000 }).toBe('diverges');
+    await expect
+      .poll(() => page.getByTestId('trace-verdict').getAttribute('data-verdict'), { timeout: 30_000 })
+      .toBe('diverges');
 
     const [png] = await Promise.all([page.waitForEvent('download'), page.getByTestId('download-png').click()]);
-    expect(png.suggestedFilename()).toMatch(/^ringside-trace-diverges-ring-chronological-bf16-K4-P40-T48-3f2a9c1d7e5b\.png$/);
+    expect(png.suggestedFilename()).toMatch(
+      /^ringside-trace-diverges-ring-chronological-bf16-K4-P40-T48-3f2a9c1d7e5b\.png$/,
+    );
     const buf = readFileSync((await png.path())!);
     expect(buf.readUInt32BE(16)).toBe(2400);
     expect(buf.readUInt32BE(20)).toBeGreaterThan(2 * 500);
@@ -90,7 +98,9 @@ describe('trace reports without a model', () => {
     const link = await field.inputValue();
 
     const fresh = await newPage(env.browser, link);
-    await expect.poll(() => fresh.getByTestId('trace-verdict').getAttribute('data-verdict'), { timeout: 30_000 }).toBe('diverges');
+    await expect
+      .poll(() => fresh.getByTestId('trace-verdict').getAttribute('data-verdict'), { timeout: 30_000 })
+      .toBe('diverges');
     expect(await fresh.getByTestId('report-source').textContent()).toBe('shared link');
     expect(await fresh.getByTestId('trace-summary').textContent()).toBe(trace.summary);
     expect(await shownMetrics(fresh)).toMatchObject(expectedMetrics(trace));
@@ -108,16 +118,22 @@ describe('trace reports without a model', () => {
     if (!l.ok) throw new Error(l.message);
     expect(l.compacted).toBe(true);
     const page = await newPage(env.browser, l.link);
-    await expect.poll(() => page.getByTestId('trace-verdict').getAttribute('data-verdict'), { timeout: 30_000 }).toBe('diverges');
+    await expect
+      .poll(() => page.getByTestId('trace-verdict').getAttribute('data-verdict'), { timeout: 30_000 })
+      .toBe('diverges');
     expect(await page.getByTestId('trace-compacted').isVisible()).toBe(true);
     expect(await shownMetrics(page)).toMatchObject(expectedMetrics(long));
     expect(validateReport(long)).toEqual([]);
 
     await openJson(page, 'huge.json', asJson(sampleTrace({ traced: 4096 })));
-    await expect.poll(() => page.getByTestId('report-source').textContent(), { timeout: 30_000 }).toBe('file huge.json');
+    await expect
+      .poll(() => page.getByTestId('report-source').textContent(), { timeout: 30_000 })
+      .toBe('file huge.json');
     expect(await page.getByTestId('trace-compacted').isHidden()).toBe(true);
     await page.getByTestId('copy-link').click();
-    await expect.poll(() => page.getByTestId('share-status').textContent()).toMatch(/too large for a link .*Download JSON/);
+    await expect
+      .poll(() => page.getByTestId('share-status').textContent())
+      .toMatch(/too large for a link .*Download JSON/);
     expect(await page.getByTestId('share-link').isHidden()).toBe(true);
     expect(pageErrors(page)).toEqual([]);
     await page.close();
@@ -131,7 +147,9 @@ describe('trace reports without a model', () => {
     t.positions[0].chainTop[0].id = `<b>${XSS}</b>`;
     const page = await newPage(env.browser, env.url);
     await openJson(page, 'crafted-trace.json', t);
-    await expect.poll(() => page.getByTestId('trace-summary').textContent(), { timeout: 30_000 }).toBe(`summary ${XSS}`);
+    await expect
+      .poll(() => page.getByTestId('trace-summary').textContent(), { timeout: 30_000 })
+      .toBe(`summary ${XSS}`);
     expect(await page.getByTestId('trace-setup').textContent()).toContain(`policy policy ${XSS}`);
     expect(await page.locator('#report-card').locator('img, script, b').count()).toBe(0);
     expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();

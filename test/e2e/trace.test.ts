@@ -25,7 +25,10 @@ async function runTrace(page: Page, policy: string): Promise<string> {
   await run.click();
   await expect.poll(() => run.isDisabled()).toBe(true);
   await expect.poll(() => run.isEnabled(), { timeout: RUN_MS }).toBe(true);
-  expect(await page.getByTestId('trace-error').count(), (await page.getByTestId('trace-error').allTextContents()).join()).toBe(0);
+  expect(
+    await page.getByTestId('trace-error').count(),
+    (await page.getByTestId('trace-error').allTextContents()).join(),
+  ).toBe(0);
   expect(await page.getByTestId('trace-provenance').textContent()).toContain(`Policy${policy}`);
   return (await page.getByTestId('trace-verdict').getAttribute('data-verdict')) ?? '';
 }
@@ -39,151 +42,242 @@ describe('trace and generation in the page on the fixture model', () => {
     expect(await dropFolder(page, 'assistant', ASSISTANT_DIR)).toBe('loaded');
   });
 
-  it('trace defaults come from the 16-slot window; exact: every row equal, no disagreement', async () => {
-    await page.getByTestId('tab-trace').click();
-    expect(await page.getByTestId('trace-prefix').inputValue()).toBe('40');
-    expect(await page.getByTestId('trace-traced').inputValue()).toBe('48');
-    expect(await page.getByTestId('trace-hint').textContent()).toMatch(/16-slot window: prefix 40, traced 48/);
-    expect(await runTrace(page, 'exact')).toBe('equal');
-    expect(await page.getByTestId('report-title').textContent()).toBe('Teacher-forced trace report');
-    expect(await page.getByTestId('trace-summary').textContent()).toBe('teacher-forced trace: all 48 block rows equal the chain byte for byte');
-    const m = await shownMetrics(page);
-    expect(m.top1Disagreements).toBe('0 of 48');
-    expect(m.rowsByteEqual).toBe('48 of 48');
-    expect(m.deltaMax).toBe('0');
-    expect(await page.getByTestId('trace-no-disagreement').textContent()).toMatch(/at all 48 traced positions/);
-    expect(await page.getByTestId('trace-chart-note').textContent()).toMatch(/exactly 0 at all 48 positions/);
-    expect(await page.getByTestId('trace-chart').isVisible()).toBe(true);
-    expect(await page.getByTestId('trace-progress').locator('li.done').count()).toBeGreaterThanOrEqual(2);
-    expect(await page.getByTestId('trace-elapsed').textContent()).toMatch(/^Done in /);
-    await screenshot(page, '14-trace-exact');
-    expect(pageErrors(page)).toEqual([]);
-  }, TEST_MS);
+  it(
+    'trace defaults come from the 16-slot window; exact: every row equal, no disagreement',
+    async () => {
+      await page.getByTestId('tab-trace').click();
+      expect(await page.getByTestId('trace-prefix').inputValue()).toBe('40');
+      expect(await page.getByTestId('trace-traced').inputValue()).toBe('48');
+      expect(await page.getByTestId('trace-hint').textContent()).toMatch(/16-slot window: prefix 40, traced 48/);
+      expect(await runTrace(page, 'exact')).toBe('equal');
+      expect(await page.getByTestId('report-title').textContent()).toBe('Teacher-forced trace report');
+      expect(await page.getByTestId('trace-summary').textContent()).toBe(
+        'teacher-forced trace: all 48 block rows equal the chain byte for byte',
+      );
+      const m = await shownMetrics(page);
+      expect(m.top1Disagreements).toBe('0 of 48');
+      expect(m.rowsByteEqual).toBe('48 of 48');
+      expect(m.deltaMax).toBe('0');
+      expect(await page.getByTestId('trace-no-disagreement').textContent()).toMatch(/at all 48 traced positions/);
+      expect(await page.getByTestId('trace-chart-note').textContent()).toMatch(/exactly 0 at all 48 positions/);
+      expect(await page.getByTestId('trace-chart').isVisible()).toBe(true);
+      expect(await page.getByTestId('trace-progress').locator('li.done').count()).toBeGreaterThanOrEqual(2);
+      expect(await page.getByTestId('trace-elapsed').textContent()).toMatch(/^Done in /);
+      await screenshot(page, '14-trace-exact');
+      expect(pageErrors(page)).toEqual([]);
+    },
+    TEST_MS,
+  );
 
-  it('ring-chronological: rows differ, the chart shows |Δ logit| per position; JSON and link carry it', async () => {
-    expect(await runTrace(page, 'ring-chronological')).toBe('diverges');
-    expect(await page.getByTestId('trace-summary').textContent()).toMatch(/^teacher-forced trace: \d+ of 48 rows differ; \d+ top-1 disagreements, \d+ on \d+ decided positions \(gap >= 2\)$/);
-    const chart = page.getByTestId('trace-chart');
-    expect(await chart.isVisible()).toBe(true);
-    expect((await chart.boundingBox())!.width).toBeGreaterThan(600);
-    expect(await page.getByTestId('trace-readout').textContent()).toMatch(/^position \d+ · next token \d+ · chain top-1 /);
+  it(
+    'ring-chronological: rows differ, the chart shows |Δ logit| per position; JSON and link carry it',
+    async () => {
+      expect(await runTrace(page, 'ring-chronological')).toBe('diverges');
+      expect(await page.getByTestId('trace-summary').textContent()).toMatch(
+        /^teacher-forced trace: \d+ of 48 rows differ; \d+ top-1 disagreements, \d+ on \d+ decided positions \(gap >= 2\)$/,
+      );
+      const chart = page.getByTestId('trace-chart');
+      expect(await chart.isVisible()).toBe(true);
+      expect((await chart.boundingBox())!.width).toBeGreaterThan(600);
+      expect(await page.getByTestId('trace-readout').textContent()).toMatch(
+        /^position \d+ · next token \d+ · chain top-1 /,
+      );
 
-    const [json] = await Promise.all([page.waitForEvent('download'), page.getByTestId('download-json').click()]);
-    expect(json.suggestedFilename()).toMatch(/^ringside-trace-diverges-ring-chronological-f32-K4-P40-T48-[0-9a-f]{12}\.json$/);
-    const report = JSON.parse(readFileSync((await json.path())!, 'utf8')) as TraceReport;
-    expect(validateReport(report)).toEqual([]);
-    expect(report.kind).toBe('trace');
-    expect(report.provenance.prefix).toBe(40);
-    expect(report.positions.length).toBe(48);
-    expect(await shownMetrics(page)).toMatchObject(expectedMetrics(report));
-    expect(await shownBuckets(page)).toEqual(expectedBuckets(report));
-    await screenshot(page, '15-trace-diverges');
+      const [json] = await Promise.all([page.waitForEvent('download'), page.getByTestId('download-json').click()]);
+      expect(json.suggestedFilename()).toMatch(
+        /^ringside-trace-diverges-ring-chronological-f32-K4-P40-T48-[0-9a-f]{12}\.json$/,
+      );
+      const report = JSON.parse(readFileSync((await json.path())!, 'utf8')) as TraceReport;
+      expect(validateReport(report)).toEqual([]);
+      expect(report.kind).toBe('trace');
+      expect(report.provenance.prefix).toBe(40);
+      expect(report.positions.length).toBe(48);
+      expect(await shownMetrics(page)).toMatchObject(expectedMetrics(report));
+      expect(await shownBuckets(page)).toEqual(expectedBuckets(report));
+      await screenshot(page, '15-trace-diverges');
 
-    await page.getByTestId('copy-link').click();
-    const field = page.getByTestId('share-link');
-    await expect.poll(() => field.inputValue()).toMatch(/#report=[A-Za-z0-9_-]+$/);
-    const fresh = await newPage(env.browser, await field.inputValue());
-    await expect.poll(() => fresh.getByTestId('trace-verdict').getAttribute('data-verdict'), { timeout: 30_000 }).toBe('diverges');
-    expect(await fresh.getByTestId('trace-summary').textContent()).toBe(report.summary);
-    expect(await shownMetrics(fresh)).toMatchObject(expectedMetrics(report));
-    expect(pageErrors(fresh)).toEqual([]);
-    await fresh.close();
-    expect(pageErrors(page)).toEqual([]);
-  }, TEST_MS);
+      await page.getByTestId('copy-link').click();
+      const field = page.getByTestId('share-link');
+      await expect.poll(() => field.inputValue()).toMatch(/#report=[A-Za-z0-9_-]+$/);
+      const fresh = await newPage(env.browser, await field.inputValue());
+      await expect
+        .poll(() => fresh.getByTestId('trace-verdict').getAttribute('data-verdict'), { timeout: 30_000 })
+        .toBe('diverges');
+      expect(await fresh.getByTestId('trace-summary').textContent()).toBe(report.summary);
+      expect(await shownMetrics(fresh)).toMatchObject(expectedMetrics(report));
+      expect(pageErrors(fresh)).toEqual([]);
+      await fresh.close();
+      expect(pageErrors(page)).toEqual([]);
+    },
+    TEST_MS,
+  );
 
-  it('Cancel stops a running trace and the report shown stays', async () => {
-    await page.getByTestId('tab-trace').click();
-    await page.getByTestId('trace-traced').fill('2000');
-    await page.getByTestId('trace-policy').selectOption('exact');
-    await page.getByTestId('run-trace').click();
-    // One run at a time: the other forms cannot start meanwhile.
-    await page.getByTestId('tab-probe').click();
-    expect(await page.getByTestId('run-probe').isDisabled()).toBe(true);
-    expect(await page.getByTestId('run-why').textContent()).toBe('Another run is in progress.');
-    await page.getByTestId('tab-trace').click();
-    await expect.poll(() => page.getByTestId('trace-progress').locator('li').count(), { timeout: RUN_MS }).toBeGreaterThan(0);
-    await page.getByTestId('trace-cancel').click();
-    await expect.poll(() => page.getByTestId('trace-elapsed').textContent(), { timeout: RUN_MS }).toMatch(/^Cancelled after /);
-    expect(await page.getByTestId('trace-error').count()).toBe(0);
-    expect(await page.getByTestId('run-trace').isEnabled()).toBe(true);
-    expect(await page.getByTestId('trace-verdict').getAttribute('data-verdict')).toBe('diverges');
-    await page.getByTestId('trace-traced').fill('48');
-    expect(pageErrors(page)).toEqual([]);
-  }, TEST_MS);
+  it(
+    'Cancel stops a running trace and the report shown stays',
+    async () => {
+      await page.getByTestId('tab-trace').click();
+      await page.getByTestId('trace-traced').fill('2000');
+      await page.getByTestId('trace-policy').selectOption('exact');
+      await page.getByTestId('run-trace').click();
+      // One run at a time: the other forms cannot start meanwhile.
+      await page.getByTestId('tab-probe').click();
+      expect(await page.getByTestId('run-probe').isDisabled()).toBe(true);
+      expect(await page.getByTestId('run-why').textContent()).toBe('Another run is in progress.');
+      await page.getByTestId('tab-trace').click();
+      await expect
+        .poll(() => page.getByTestId('trace-progress').locator('li').count(), { timeout: RUN_MS })
+        .toBeGreaterThan(0);
+      await page.getByTestId('trace-cancel').click();
+      await expect
+        .poll(() => page.getByTestId('trace-elapsed').textContent(), { timeout: RUN_MS })
+        .toMatch(/^Cancelled after /);
+      expect(await page.getByTestId('trace-error').count()).toBe(0);
+      expect(await page.getByTestId('run-trace').isEnabled()).toBe(true);
+      expect(await page.getByTestId('trace-verdict').getAttribute('data-verdict')).toBe('diverges');
+      await page.getByTestId('trace-traced').fill('48');
+      expect(pageErrors(page)).toEqual([]);
+    },
+    TEST_MS,
+  );
 
-  it('generation, K = 4, exact: MTP identical to classic, counters, speed and digests shown', async () => {
-    await page.getByTestId('tab-generate').click();
-    // The fixture has no tokenizer.json: token ids only.
-    expect(await page.getByTestId('generate-prompt-text').isDisabled()).toBe(true);
-    expect(await page.getByTestId('generate-tokenizer-note').textContent()).toMatch(/no tokenizer\.json: token ids only/);
-    await page.getByTestId('generate-max-new').fill('16');
-    await page.getByTestId('generate-block').selectOption('4');
-    await page.getByTestId('generate-policy').selectOption('exact');
-    // A bad prompt is refused in place, before any work.
-    await page.getByTestId('generate-prompt').fill('2, 105, 99999');
-    await page.getByTestId('run-generate').click();
-    expect(await page.getByTestId('generate-error').textContent()).toMatch(/from 0 to 1023 .*"99999"/);
-    await page.getByTestId('generate-prompt').fill('2, 105, 17, 42, 256');
-    const run = page.getByTestId('run-generate');
-    await run.click();
-    await expect.poll(() => run.isDisabled()).toBe(true);
-    await expect.poll(() => run.isEnabled(), { timeout: RUN_MS }).toBe(true);
-    expect(await page.getByTestId('generate-error').count(), (await page.getByTestId('generate-error').allTextContents()).join()).toBe(0);
-    const verdict = page.getByTestId('generation-verdict');
-    expect(await verdict.getAttribute('data-verdict')).toBe('identical');
-    expect(await page.getByTestId('generation-summary').textContent(), await page.getByTestId('generation-summary').textContent() ?? '').toMatch(/^MTP output is identical to classic greedy decode: 16 tokens, same SHA-256$/);
-    expect(await page.getByTestId('classic-tokens').locator('.tok').count()).toBe(16);
-    expect(await page.getByTestId('mtp-tokens').locator('.tok').count()).toBe(16);
-    expect(await page.getByTestId('mtp-tokens').locator('.tok.first, .tok.differs, .tok.after').count()).toBe(0);
-    expect(await page.getByTestId('classic-tokens').textContent()).toBe(await page.getByTestId('mtp-tokens').textContent());
-    const counters = await page.getByTestId('mtp-counters').textContent();
-    expect(counters).toMatch(/Rounds \(verify forwards\)\d+Drafted tokens\d+Accepted drafts\d+Acceptance rate[\d.]+%Mean accepted length[\d.]+ of 3 drafts per round/);
-    expect(await page.getByTestId('accepted-histogram').locator('.bar-row').count()).toBe(4);
-    expect(await page.getByTestId('per-position-accepted').locator('.bar-row').count()).toBe(3);
-    expect(await page.getByTestId('generation-sha').textContent()).toMatch(/^Same SHA-256/);
-    expect(await page.getByTestId('generation-speed').locator('td.sha').allTextContents()).toEqual([expect.stringMatching(/^[0-9a-f]{64}$/), expect.stringMatching(/^[0-9a-f]{64}$/)]);
-    expect(await page.getByTestId('generate-elapsed').textContent()).toMatch(/^Done in /);
-    expect(await page.getByTestId('generate-progress').locator('li').allTextContents()).toEqual([expect.stringMatching(/^classic decode/), expect.stringMatching(/^MTP decode/)]);
+  it(
+    'generation, K = 4, exact: MTP identical to classic, counters, speed and digests shown',
+    async () => {
+      await page.getByTestId('tab-generate').click();
+      // The fixture has no tokenizer.json: token ids only.
+      expect(await page.getByTestId('generate-prompt-text').isDisabled()).toBe(true);
+      expect(await page.getByTestId('generate-tokenizer-note').textContent()).toMatch(
+        /no tokenizer\.json: token ids only/,
+      );
+      await page.getByTestId('generate-max-new').fill('16');
+      await page.getByTestId('generate-block').selectOption('4');
+      await page.getByTestId('generate-policy').selectOption('exact');
+      // A bad prompt is refused in place, before any work.
+      await page.getByTestId('generate-prompt').fill('2, 105, 99999');
+      await page.getByTestId('run-generate').click();
+      expect(await page.getByTestId('generate-error').textContent()).toMatch(/from 0 to 1023 .*"99999"/);
+      await page.getByTestId('generate-prompt').fill('2, 105, 17, 42, 256');
+      const run = page.getByTestId('run-generate');
+      await run.click();
+      await expect.poll(() => run.isDisabled()).toBe(true);
+      await expect.poll(() => run.isEnabled(), { timeout: RUN_MS }).toBe(true);
+      expect(
+        await page.getByTestId('generate-error').count(),
+        (await page.getByTestId('generate-error').allTextContents()).join(),
+      ).toBe(0);
+      const verdict = page.getByTestId('generation-verdict');
+      expect(await verdict.getAttribute('data-verdict')).toBe('identical');
+      expect(
+        await page.getByTestId('generation-summary').textContent(),
+        (await page.getByTestId('generation-summary').textContent()) ?? '',
+      ).toMatch(/^MTP output is identical to classic greedy decode: 16 tokens, same SHA-256$/);
+      expect(await page.getByTestId('classic-tokens').locator('.tok').count()).toBe(16);
+      expect(await page.getByTestId('mtp-tokens').locator('.tok').count()).toBe(16);
+      expect(await page.getByTestId('mtp-tokens').locator('.tok.first, .tok.differs, .tok.after').count()).toBe(0);
+      expect(await page.getByTestId('classic-tokens').textContent()).toBe(
+        await page.getByTestId('mtp-tokens').textContent(),
+      );
+      const counters = await page.getByTestId('mtp-counters').textContent();
+      expect(counters).toMatch(
+        /Rounds \(verify forwards\)\d+Drafted tokens\d+Accepted drafts\d+Acceptance rate[\d.]+%Mean accepted length[\d.]+ of 3 drafts per round/,
+      );
+      expect(await page.getByTestId('accepted-histogram').locator('.bar-row').count()).toBe(4);
+      expect(await page.getByTestId('per-position-accepted').locator('.bar-row').count()).toBe(3);
+      expect(await page.getByTestId('generation-sha').textContent()).toMatch(/^Same SHA-256/);
+      expect(await page.getByTestId('generation-speed').locator('td.sha').allTextContents()).toEqual([
+        expect.stringMatching(/^[0-9a-f]{64}$/),
+        expect.stringMatching(/^[0-9a-f]{64}$/),
+      ]);
+      expect(await page.getByTestId('generate-elapsed').textContent()).toMatch(/^Done in /);
+      expect(await page.getByTestId('generate-progress').locator('li').allTextContents()).toEqual([
+        expect.stringMatching(/^classic decode/),
+        expect.stringMatching(/^MTP decode/),
+      ]);
 
-    const [json] = await Promise.all([page.waitForEvent('download'), page.getByTestId('generation-download').click()]);
-    expect(json.suggestedFilename()).toMatch(/^ringside-generation-identical-exact-f32-K4-hf-[0-9a-f]{12}\.json$/);
-    const saved = JSON.parse(readFileSync((await json.path())!, 'utf8'));
-    expect(saved.schema).toBe('ringside-generation/1');
-    expect(saved.classic.tokens).toEqual(saved.mtp.tokens);
-    expect(saved.mtp.counters.acceptedHistogram.length).toBe(4);
-    await screenshot(page, '16-generation-diff');
-    expect(pageErrors(page)).toEqual([]);
-  }, TEST_MS);
+      const [json] = await Promise.all([
+        page.waitForEvent('download'),
+        page.getByTestId('generation-download').click(),
+      ]);
+      expect(json.suggestedFilename()).toMatch(/^ringside-generation-identical-exact-f32-K4-hf-[0-9a-f]{12}\.json$/);
+      const saved = JSON.parse(readFileSync((await json.path())!, 'utf8'));
+      expect(saved.schema).toBe('ringside-generation/1');
+      expect(saved.classic.tokens).toEqual(saved.mtp.tokens);
+      expect(saved.mtp.counters.acceptedHistogram.length).toBe(4);
+      await screenshot(page, '16-generation-diff');
+      expect(pageErrors(page)).toEqual([]);
+    },
+    TEST_MS,
+  );
 
-  it('the generation view highlights the first difference (made-up result rendered by the page\'s own module)', async () => {
+  it("the generation view highlights the first difference (made-up result rendered by the page's own module)", async () => {
     const p = await newPage(env.browser, env.url);
     await p.evaluate(async () => {
       // The dev server serves the page's TypeScript modules; a string keeps vitest from rewriting import().
-      const load = new Function('u', 'return import(u)') as (u: string) => Promise<typeof import('../../src/ui/generation/generation-view.ts')>;
+      const load = new Function('u', 'return import(u)') as (
+        u: string,
+      ) => Promise<typeof import('../../src/ui/generation/generation-view.ts')>;
       const { createGenerationView } = await load('/src/ui/generation/generation-view.ts');
       const v = createGenerationView();
       document.getElementById('generation-slot')!.replaceChildren(v.root);
-      const counters = { rounds: 6, drafted: 18, accepted: 9, acceptanceRate: 0.5, meanAcceptedLength: 1.5, acceptedHistogram: [2, 1, 1, 2], perPositionAccepted: [4, 3, 2] };
+      const counters = {
+        rounds: 6,
+        drafted: 18,
+        accepted: 9,
+        acceptanceRate: 0.5,
+        meanAcceptedLength: 1.5,
+        acceptedHistogram: [2, 1, 1, 2],
+        perPositionAccepted: [4, 3, 2],
+      };
       const classic = [258, 17, 901, 33, 33, 7, 512, 88, 91, 4, 60, 61, 62, 63, 64, 65];
       const mtp = [258, 17, 901, 33, 33, 7, 512, 88, 92, 4, 60, 61, 70, 63, 64, 65];
-      const g = (mode: 'classic' | 'mtp', tokens: number[], sha: string, tps: number) => ({ mode, block: 4, prompt: [2, 105, 17], tokens, sha256: sha, stoppedOnEos: false, timings: { prefillMs: 12, decodeMs: 900, tokensPerSecond: tps } });
-      v.show({
-        options: { prompt: 'Why is the sky blue?', chat: true, maxNew: 16, block: 4, policy: 'mlx-metal', precision: 'bf16' as const, draftPosition: 'mlxcel' as const },
-        result: {
-          classic: g('classic', classic, 'a1'.repeat(32), 16.7),
-          mtp: { ...g('mtp', mtp, 'b2'.repeat(32), 29.3), counters },
-          diff: { prompt: [2, 105, 17], identical: false, firstDifference: 8, window: { start: 4, classic: classic.slice(4, 20), mtp: mtp.slice(4, 20) }, classicSha256: 'a1'.repeat(32), mtpSha256: 'b2'.repeat(32), counters, tokensPerSecond: { classic: 16.7, mtp: 29.3 } },
-          classicText: 'Rayleigh scattering makes <b>short</b> wavelengths…',
-          mtpText: 'Rayleigh scattering makes <b>blue</b> light…',
+      const g = (mode: 'classic' | 'mtp', tokens: number[], sha: string, tps: number) => ({
+        mode,
+        block: 4,
+        prompt: [2, 105, 17],
+        tokens,
+        sha256: sha,
+        stoppedOnEos: false,
+        timings: { prefillMs: 12, decodeMs: 900, tokensPerSecond: tps },
+      });
+      v.show(
+        {
+          options: {
+            prompt: 'Why is the sky blue?',
+            chat: true,
+            maxNew: 16,
+            block: 4,
+            policy: 'mlx-metal',
+            precision: 'bf16' as const,
+            draftPosition: 'mlxcel' as const,
+          },
+          result: {
+            classic: g('classic', classic, 'a1'.repeat(32), 16.7),
+            mtp: { ...g('mtp', mtp, 'b2'.repeat(32), 29.3), counters },
+            diff: {
+              prompt: [2, 105, 17],
+              identical: false,
+              firstDifference: 8,
+              window: { start: 4, classic: classic.slice(4, 20), mtp: mtp.slice(4, 20) },
+              classicSha256: 'a1'.repeat(32),
+              mtpSha256: 'b2'.repeat(32),
+              counters,
+              tokensPerSecond: { classic: 16.7, mtp: 29.3 },
+            },
+            classicText: 'Rayleigh scattering makes <b>short</b> wavelengths…',
+            mtpText: 'Rayleigh scattering makes <b>blue</b> light…',
+          },
+          createdAt: '2025-11-29T22:30:00.000Z',
+          elapsedMs: 2345,
         },
-        createdAt: '2025-11-29T22:30:00.000Z',
-        elapsedMs: 2345,
-      }, 'made-up result');
+        'made-up result',
+      );
       document.getElementById('generation-card')!.scrollIntoView();
     });
     const verdict = p.getByTestId('generation-verdict');
     expect(await verdict.getAttribute('data-verdict')).toBe('differs');
-    expect(await p.getByTestId('generation-summary').textContent()).toBe('first difference at token 8: classic has token id 91, MTP has token id 92');
+    expect(await p.getByTestId('generation-summary').textContent()).toBe(
+      'first difference at token 8: classic has token id 91, MTP has token id 92',
+    );
     expect(await p.getByTestId('classic-tokens').locator('.tok.first').textContent()).toBe('91');
     expect(await p.getByTestId('mtp-tokens').locator('.tok.first').textContent()).toBe('92');
     // After the first difference: 70 differs from 62 at token 12; the rest match again and are dimmed.
@@ -191,10 +285,14 @@ describe('trace and generation in the page on the fixture model', () => {
     expect(await p.getByTestId('classic-tokens').locator('.tok.differs').allTextContents()).toEqual(['62']);
     expect(await p.getByTestId('mtp-tokens').locator('.tok.after').count()).toBe(6);
     expect(await p.getByTestId('generation-window').locator('td.first').allTextContents()).toEqual(['91', '92']);
-    expect(await p.getByTestId('classic-text').textContent()).toBe('Rayleigh scattering makes <b>short</b> wavelengths…');
+    expect(await p.getByTestId('classic-text').textContent()).toBe(
+      'Rayleigh scattering makes <b>short</b> wavelengths…',
+    );
     expect(await p.locator('#generation-card b').count()).toBe(0);
     expect(await p.getByTestId('generation-sha').textContent()).toMatch(/^The SHA-256 digests differ/);
-    expect(await p.getByTestId('generation-prompt').textContent()).toMatch(/^Prompt \(3 tokens, from text in the chat template\): 2, 105, 17$/);
+    expect(await p.getByTestId('generation-prompt').textContent()).toMatch(
+      /^Prompt \(3 tokens, from text in the chat template\): 2, 105, 17$/,
+    );
     await p.locator('#generation-card').screenshot({ path: 'test-results/screenshots/20-generation-differs.png' });
     expect(pageErrors(p)).toEqual([]);
     await p.close();

@@ -10,8 +10,18 @@ import type { BenchShapes } from '../../src/bench/kernels.ts';
 import { detectKernelClass, isSoftwareAdapter } from '../../src/gpu/kernel-class.ts';
 
 const TINY: BenchShapes = {
-  name: 'tiny', hidden: 256, intermediate: 512, vocab: 1024, heads: 4, kvHeads: 2, headDim: 64,
-  globalKvHeads: 1, globalHeadDim: 128, window: 16, groupSize: 64, fullKeys: 64,
+  name: 'tiny',
+  hidden: 256,
+  intermediate: 512,
+  vocab: 1024,
+  heads: 4,
+  kvHeads: 2,
+  headDim: 64,
+  globalKvHeads: 1,
+  globalHeadDim: 128,
+  window: 16,
+  groupSize: 64,
+  fullKeys: 64,
 };
 
 const finitePositive = (v: number | undefined) => typeof v === 'number' && Number.isFinite(v) && v > 0;
@@ -55,23 +65,39 @@ describe('bench module (tiny shapes)', () => {
     expect(new Set(report.kernels.map((k) => k.class))).toEqual(new Set(['matmul', 'prefill', 'attention', 'lm-head']));
     for (const k of report.kernels) {
       const what = `${k.class} ${k.name} M=${k.M} ${k.kernel}`;
-      for (const v of [k.seconds, k.gbPerS, k.gflopPerS, k.bwRatio, k.flopRatio]) expect(finitePositive(v), `${what}: ${v}`).toBe(true);
+      for (const v of [k.seconds, k.gbPerS, k.gflopPerS, k.bwRatio, k.flopRatio])
+        expect(finitePositive(v), `${what}: ${v}`).toBe(true);
     }
     // every compared kernel ran, and exactly one of them is marked as the engine's
-    const gate = report.kernels.filter((k) => k.class === 'matmul' && k.name.startsWith('mlp.gate/up 4-bit') && k.M === 1);
+    const gate = report.kernels.filter(
+      (k) => k.class === 'matmul' && k.name.startsWith('mlp.gate/up 4-bit') && k.M === 1,
+    );
     expect(new Set(gate.map((k) => k.kernel))).toEqual(new Set(['lanes', 'tile', 'affine', 'coop']));
     expect(gate.filter((k) => k.engine).map((k) => k.kernel)).toEqual([report.engineKernel]);
     expect(report.kernels.find((k) => k.class === 'prefill')?.M).toBe(16);
 
     const e = report.e2e!;
-    for (const v of [e.prefill.tokensPerSecond, e.chain.msPerToken, e.verify.msPerBlock, e.chain.dispatchesPerToken, e.chain.submitsPerToken, e.blockVsChain]) expect(finitePositive(v)).toBe(true);
+    for (const v of [
+      e.prefill.tokensPerSecond,
+      e.chain.msPerToken,
+      e.verify.msPerBlock,
+      e.chain.dispatchesPerToken,
+      e.chain.submitsPerToken,
+      e.blockVsChain,
+    ])
+      expect(finitePositive(v)).toBe(true);
     // the probe on the e2e model, by phase: exact passes without localization, mlx-metal fails and localizes
-    expect(e.probe.map((p) => [p.policy, p.verdict])).toEqual([['exact', 'equal'], ['mlx-metal', 'diverges']]);
-    for (const p of e.probe) for (const v of [p.prefillMs, p.chainMs, p.blockMs, p.totalMs]) expect(finitePositive(v)).toBe(true);
+    expect(e.probe.map((p) => [p.policy, p.verdict])).toEqual([
+      ['exact', 'equal'],
+      ['mlx-metal', 'diverges'],
+    ]);
+    for (const p of e.probe)
+      for (const v of [p.prefillMs, p.chainMs, p.blockMs, p.totalMs]) expect(finitePositive(v)).toBe(true);
     expect(e.probe[0].localizeMs).toBe(0);
     expect(finitePositive(e.probe[1].localizeMs)).toBe(true);
     const s = report.summary;
-    for (const v of [s.copyGBps, s.fmaF32Gflops, s.matvec4bitBwRatio, s.k4VsM1, s.prefillFlopRatio, s.msPerChainToken]) expect(finitePositive(v)).toBe(true);
+    for (const v of [s.copyGBps, s.fmaF32Gflops, s.matvec4bitBwRatio, s.k4VsM1, s.prefillFlopRatio, s.msPerChainToken])
+      expect(finitePositive(v)).toBe(true);
     // decode traffic, effective bandwidth and the projection are consistent with each other
     expect(e.chain.effectiveGBps).toBeCloseTo(e.chain.bytesPerToken / (e.chain.minMs / 1000) / 1e9, 6);
     expect(s.decodeBwRatio).toBeCloseTo(e.chain.effectiveGBps / s.copyGBps, 6);
@@ -86,7 +112,10 @@ describe('bench module (tiny shapes)', () => {
     if (ctx.device.features.has('timestamp-query') && !bd.gpuNote) {
       expect(bd.kernels!.length).toBeGreaterThan(3);
       expect(bd.kernels!.some((k) => k.kernel.startsWith('attention.'))).toBe(true);
-      expect(bd.gpuMs).toBeCloseTo(bd.kernels!.reduce((a, k) => a + k.ms, 0), 9);
+      expect(bd.gpuMs).toBeCloseTo(
+        bd.kernels!.reduce((a, k) => a + k.ms, 0),
+        9,
+      );
       // every dispatch of a profiled token is attributed to a kernel
       expect(bd.kernels!.reduce((a, k) => a + k.dispatches, 0)).toBeCloseTo(e.chain.dispatchesPerToken, 9);
     }

@@ -23,9 +23,31 @@ describe('npm run cli -- forward', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'ringside-fwd-'));
     const tokens = golden.json.prompt.join(',');
     const files: Record<string, string> = {};
-    for (const [name, extra] of [['whole', []], ['chain', ['--chain']], ['block3', ['--block', '3']]] as const) {
+    for (const [name, extra] of [
+      ['whole', []],
+      ['chain', ['--chain']],
+      ['block3', ['--block', '3']],
+    ] as const) {
       files[name] = path.join(dir, `${name}.safetensors`);
-      await run('npm', ['run', '-s', 'cli', '--', 'forward', '--model', path.join(TINY_A, 'target'), '--tokens', tokens, '--out', files[name], '--activations', ...extra], { timeout: 120_000 });
+      await run(
+        'npm',
+        [
+          'run',
+          '-s',
+          'cli',
+          '--',
+          'forward',
+          '--model',
+          path.join(TINY_A, 'target'),
+          '--tokens',
+          tokens,
+          '--out',
+          files[name],
+          '--activations',
+          ...extra,
+        ],
+        { timeout: 120_000 },
+      );
     }
     const whole = await readOut(files.whole);
     const chain = await readOut(files.chain);
@@ -36,14 +58,34 @@ describe('npm run cli -- forward', () => {
     // goldens (the yardstick the engine meets), plus the shared F32 goldens' own distance to them.
     const shared = (await golden.tensor('logits')).data;
     const truth = (await (await loadGolden(TINY_A_F64)).tensor('logits')).data;
-    const bound = maxAbsDiff((await (await loadTransformersF32()).tensor('logits')).data, truth) + maxAbsDiff(shared, truth);
-    expect(maxAbsDiff(logits, shared), `logits max abs vs the shared goldens (bound ${bound.toExponential(2)})`).toBeLessThanOrEqual(bound);
+    const bound =
+      maxAbsDiff((await (await loadTransformersF32()).tensor('logits')).data, truth) + maxAbsDiff(shared, truth);
+    expect(
+      maxAbsDiff(logits, shared),
+      `logits max abs vs the shared goldens (bound ${bound.toExponential(2)})`,
+    ).toBeLessThanOrEqual(bound);
     for (const name of chain.keys()) expect(Buffer.compare(chain.get(name)!, block.get(name)!), name).toBe(0);
     expect(readFileSync(files.chain).length).toBeGreaterThan(40 * 1024 * 4);
   });
 
   it('rejects a token outside the vocabulary with a clear message', async () => {
-    const err = await run('npm', ['run', '-s', 'cli', '--', 'forward', '--model', path.join(TINY_A, 'target'), '--tokens', '1,5000', '--out', '/tmp/x.safetensors'], { timeout: 60_000 }).catch((e) => e);
+    const err = await run(
+      'npm',
+      [
+        'run',
+        '-s',
+        'cli',
+        '--',
+        'forward',
+        '--model',
+        path.join(TINY_A, 'target'),
+        '--tokens',
+        '1,5000',
+        '--out',
+        '/tmp/x.safetensors',
+      ],
+      { timeout: 60_000 },
+    ).catch((e) => e);
     expect(err.code).toBe(1);
     expect(err.stderr).toMatch(/token 5000 is outside the vocabulary \(1024\)/);
   });

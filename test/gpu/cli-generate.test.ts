@@ -41,21 +41,63 @@ describe('npm run cli -- generate', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'ringside-tok-'));
     const target = path.join(dir, 'target');
     mkdirSync(target);
-    for (const f of ['config.json', 'model.safetensors']) copyFileSync(path.join(TINY_A, 'target', f), path.join(target, f));
+    for (const f of ['config.json', 'model.safetensors'])
+      copyFileSync(path.join(TINY_A, 'target', f), path.join(target, f));
     writeFileSync(path.join(target, 'tokenizer.json'), JSON.stringify(tinyTokenizerJson()));
     const out = path.join(dir, 'g.json');
-    const { stdout } = await cli('generate', '--target', target, '--prompt', 'hello world', '--chat', '--max-new', '6', '--mode', 'classic', '--json', out);
+    const { stdout } = await cli(
+      'generate',
+      '--target',
+      target,
+      '--prompt',
+      'hello world',
+      '--chat',
+      '--max-new',
+      '6',
+      '--mode',
+      'classic',
+      '--json',
+      out,
+    );
     const r = JSON.parse(readFileSync(out, 'utf8'));
     // The chat form <bos><|turn>user\nhello world<turn|>\n<|turn>model\n, split by the tiny tokenizer's BPE
     // merges (test/support/tokenizer.ts: h+e, l+l, then ▁+w, o+r, l+d, ▁w+or, ▁wor+ld; "user" and "model"
     // have no merges).
-    const pieces = ['<bos>', '<|turn>', 'u', 's', 'e', 'r', '\n', 'he', 'll', 'o', '▁world', '<turn|>', '\n', '<|turn>', 'm', 'o', 'd', 'e', 'l', '\n'];
+    const pieces = [
+      '<bos>',
+      '<|turn>',
+      'u',
+      's',
+      'e',
+      'r',
+      '\n',
+      'he',
+      'll',
+      'o',
+      '▁world',
+      '<turn|>',
+      '\n',
+      '<|turn>',
+      'm',
+      'o',
+      'd',
+      'e',
+      'l',
+      '\n',
+    ];
     expect(r.prompt).toEqual(pieces.map((p) => vocab[p]));
     // The tokens: classic greedy of the CPU float64 reference on the same prompt. Each step's top-1/top-2
     // gap must exceed twice the f32 yardstick (transformers' own f32 logits vs float64 on this model, from
     // the fixtures) for the GPU's f32 argmax to be bound to agree.
-    const ref = referenceGreedy((await loadReferenceWeights((await tinyTarget()).description)) as TargetWeights, r.prompt, 6);
-    const yard = maxAbsDiff((await (await loadTransformersF32()).tensor('logits')).data, (await (await loadGolden(TINY_A_F64)).tensor('logits')).data);
+    const ref = referenceGreedy(
+      (await loadReferenceWeights((await tinyTarget()).description)) as TargetWeights,
+      r.prompt,
+      6,
+    );
+    const yard = maxAbsDiff(
+      (await (await loadTransformersF32()).tensor('logits')).data,
+      (await (await loadGolden(TINY_A_F64)).tensor('logits')).data,
+    );
     const V = ref.logits.length / 6;
     for (let i = 0; i < 6; i++) {
       const row = [...ref.logits.subarray(i * V, (i + 1) * V)].sort((a, b) => b - a);

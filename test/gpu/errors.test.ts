@@ -31,7 +31,9 @@ describe('GPU error paths', () => {
     // one message, nothing from Dawn before it (Dawn is not asked without a driver)
     expect(err.stderr).toMatch(/^error: No WebGPU adapter\. /);
     expect(err.stderr.trim().split('\n')).toHaveLength(1);
-    expect(err.stderr).toMatch(/no Vulkan driver to use: VK_ICD_FILENAMES=\/nonexistent\/icd\.json names no ICD manifest that exists/);
+    expect(err.stderr).toMatch(
+      /no Vulkan driver to use: VK_ICD_FILENAMES=\/nonexistent\/icd\.json names no ICD manifest that exists/,
+    );
     expect(err.stderr).toMatch(/lavapipe/);
     expect(err.stderr).toMatch(/scripts\/provision-webgpu\.sh/);
     expect(err.stderr).toMatch(/--verbose/);
@@ -40,7 +42,9 @@ describe('GPU error paths', () => {
 
   it('with --verbose the CLI lets Dawn try and shows its messages before the same advice', async () => {
     const env = { ...process.env, VK_ICD_FILENAMES: '/nonexistent/icd.json' };
-    const err = await run('npm', ['run', '-s', 'cli', '--', 'info', '--verbose'], { env, timeout: 60_000 }).catch((e) => e);
+    const err = await run('npm', ['run', '-s', 'cli', '--', 'info', '--verbose'], { env, timeout: 60_000 }).catch(
+      (e) => e,
+    );
     expect(err.code).toBe(1);
     const at = err.stderr.indexOf('error: No WebGPU adapter.');
     expect(at).toBeGreaterThan(0);

@@ -62,7 +62,21 @@ describe('exact policy: block rows == chain rows, byte for byte', () => {
       await chainModel.prefill(prompt, { logits: 'none' });
       // Blocks of width K, accepting 0..K rows, until the ring has wrapped several times.
       const schedule = [
-        [4, 0], [4, 1], [4, 4], [8, 3], [2, 2], [3, 1], [8, 8], [4, 2], [8, 5], [2, 0], [3, 3], [8, 7], [4, 3], [8, 8], [8, 6],
+        [4, 0],
+        [4, 1],
+        [4, 4],
+        [8, 3],
+        [2, 2],
+        [3, 1],
+        [8, 8],
+        [4, 2],
+        [8, 5],
+        [2, 0],
+        [3, 3],
+        [8, 7],
+        [4, 3],
+        [8, 8],
+        [8, 6],
       ];
       let seed = 1;
       for (const [K, accepted] of schedule) {
@@ -72,7 +86,9 @@ describe('exact policy: block rows == chain rows, byte for byte', () => {
         // The chain model decodes only what was accepted; its rows must equal the verify rows.
         for (let j = 0; j < accepted; j++) {
           const row = (await chainModel.decode(block[j])).logits!;
-          expect(bytesEqual(rowBytes(row, 0, V), rowBytes(verify, j, V)), `${precision} block K=${K} row ${j}`).toBe(true);
+          expect(bytesEqual(rowBytes(row, 0, V), rowBytes(verify, j, V)), `${precision} block K=${K} row ${j}`).toBe(
+            true,
+          );
         }
       }
       expect(model.cache.state).toEqual(chainModel.cache.state);
@@ -82,8 +98,14 @@ describe('exact policy: block rows == chain rows, byte for byte', () => {
         const b = chainModel.cache.layers[i];
         // Sliding rings are compared whole; full caches up to nextPos (rows past it are dead).
         const bytes = (a.type === 'sliding' ? a.slots : model.cache.state.nextPos) * a.rowFloats * 4;
-        for (const [x, y] of [[a.k, b.k], [a.v, b.v]] as const) {
-          expect(bytesEqual(await readBytes(ctx.device, x, bytes), await readBytes(ctx.device, y, bytes)), `${precision} layer ${i} ${a.type}`).toBe(true);
+        for (const [x, y] of [
+          [a.k, b.k],
+          [a.v, b.v],
+        ] as const) {
+          expect(
+            bytesEqual(await readBytes(ctx.device, x, bytes), await readBytes(ctx.device, y, bytes)),
+            `${precision} layer ${i} ${a.type}`,
+          ).toBe(true);
         }
       }
       model.destroy();

@@ -20,7 +20,9 @@ import type { RopeSpec } from '../../src/format/config.ts';
 function rand(n: number, seed: number, scale = 1): Float32Array {
   let s = seed >>> 0 || 1;
   return Float32Array.from({ length: n }, () => {
-    s ^= s << 13; s ^= s >>> 17; s ^= s << 5;
+    s ^= s << 13;
+    s ^= s >>> 17;
+    s ^= s << 5;
     return ((s >>> 0) / 2 ** 32 - 0.5) * 2 * scale;
   });
 }
@@ -71,7 +73,11 @@ describe('fused residual norm + next norm + group sums (rmsnorm rows_wg)', () =>
     let sums: op.GroupSums | undefined;
     const base = { rows: M, D, eps: 1e-6, round, residual: { postScale: 0.75 } };
     if (fused) {
-      sums = op.rmsnorm(rec, a, w1, h, dummy, { ...base, nextNorm: { weight: w2, out: xn }, sums: { lin, rows, slot: 'test' } });
+      sums = op.rmsnorm(rec, a, w1, h, dummy, {
+        ...base,
+        nextNorm: { weight: w2, out: xn },
+        sums: { lin, rows, slot: 'test' },
+      });
     } else {
       op.rmsnorm(rec, a, w1, h, dummy, base);
       op.rmsnorm(rec, h, w2, xn, dummy, { rows: M, D, eps: 1e-6, round });
@@ -95,7 +101,8 @@ describe('fused residual norm + next norm + group sums (rmsnorm rows_wg)', () =>
       it(`${cls} kernels, ${round ? 'bf16' : 'f32'}: fused == separate dispatches, and M = 5 rows together == each row alone`, async () => {
         const fused = await run(cls, A, Hs, true, round);
         const separate = await run(cls, A, Hs, false, round);
-        for (const k of ['h', 'xn', 'xs'] as const) expect(same(fused[k], separate[k]), `${k}: fused vs separate`).toBe(true);
+        for (const k of ['h', 'xn', 'xs'] as const)
+          expect(same(fused[k], separate[k]), `${k}: fused vs separate`).toBe(true);
         // each row alone: the same random rows, generated for M = 5, taken one at a time
         for (let m = 0; m < 5; m++) {
           const one = await run(cls, A.subarray(m * D, (m + 1) * D), Hs.subarray(m * D, (m + 1) * D), true, round);
@@ -122,11 +129,15 @@ describe('fused gate/up/GeGLU (matmul_coop gate_up)', () => {
     ctx?.destroy();
   });
 
-  for (const [bits, gs] of [[4, 64], [8, 32]] as const) {
+  for (const [bits, gs] of [
+    [4, 64],
+    [8, 32],
+  ] as const) {
     it(`${bits}-bit gs ${gs}: fused == separate, M = 1..8 and 13 (f32 and bf16), and each row alone`, async () => {
       const kernels = kernelsOf(ctx.device, 'gpu');
       const device = ctx.device;
-      const N = 40, K = 256;
+      const N = 40,
+        K = 256;
       const gate = syntheticAffine(device, 'gate', N, K, bits, gs, 21);
       const up = syntheticAffine(device, 'up', N, K, bits, gs, 22);
       const xAll = rand(13 * K, 23);
@@ -151,10 +162,16 @@ describe('fused gate/up/GeGLU (matmul_coop gate_up)', () => {
         for (const M of [1, 2, 3, 4, 5, 6, 7, 8, 13]) {
           const x = xAll.subarray(0, M * K);
           const fused = await compute(x, M, round, true);
-          expect(Buffer.from(fused).equals(Buffer.from(await compute(x, M, round, false))), `M=${M} round=${round}: fused vs separate`).toBe(true);
+          expect(
+            Buffer.from(fused).equals(Buffer.from(await compute(x, M, round, false))),
+            `M=${M} round=${round}: fused vs separate`,
+          ).toBe(true);
           for (const m of [0, M - 1]) {
             const alone = await compute(x.subarray(m * K, (m + 1) * K), 1, round, true);
-            expect(Buffer.from(alone).equals(Buffer.from(fused.subarray(m * N * 4, (m + 1) * N * 4))), `M=${M} row ${m} alone`).toBe(true);
+            expect(
+              Buffer.from(alone).equals(Buffer.from(fused.subarray(m * N * 4, (m + 1) * N * 4))),
+              `M=${M} row ${m} alone`,
+            ).toBe(true);
           }
         }
       }
@@ -178,13 +195,19 @@ describe('fused q/k norm + RoPE (rmsnorm rows_wg)', () => {
     ctx?.destroy();
   });
 
-  const specs: [string, RopeSpec][] = [['default', { ropeType: 'default', theta: 10000, partialRotary: 1 }], ['proportional 0.25', { ropeType: 'proportional', theta: 1e6, partialRotary: 0.25 }]];
+  const specs: [string, RopeSpec][] = [
+    ['default', { ropeType: 'default', theta: 10000, partialRotary: 1 }],
+    ['proportional 0.25', { ropeType: 'proportional', theta: 1e6, partialRotary: 0.25 }],
+  ];
   for (const [name, spec] of specs) {
     for (const round of [false, true]) {
       it(`${name} RoPE, ${round ? 'bf16' : 'f32'}: fused == separate, 6 positions x 3 heads together == each position alone`, async () => {
         const kernels = kernelsOf(ctx.device, 'gpu');
         const device = ctx.device;
-        const d = 128, heads = 3, M = 6, p0 = 37;
+        const d = 128,
+          heads = 3,
+          M = 6,
+          p0 = 37;
         const table = ropeTable(device, spec, d, 64);
         const w = uploadBuffer(device, bf16Weights(d, 9), 'qnorm');
         const dummy = storageBuffer(device, 16, 'dummy');
@@ -205,11 +228,16 @@ describe('fused q/k norm + RoPE (rmsnorm rows_wg)', () => {
           return b;
         };
         const fused = await compute(M, p0, xAll, true);
-        expect(Buffer.from(fused).equals(Buffer.from(await compute(M, p0, xAll, false))), 'fused vs separate').toBe(true);
+        expect(Buffer.from(fused).equals(Buffer.from(await compute(M, p0, xAll, false))), 'fused vs separate').toBe(
+          true,
+        );
         const rowBytes = heads * d * 4;
         for (let m = 0; m < M; m++) {
           const alone = await compute(1, p0 + m, xAll.subarray(m * heads * d, (m + 1) * heads * d), true);
-          expect(Buffer.from(alone).equals(Buffer.from(fused.subarray(m * rowBytes, (m + 1) * rowBytes))), `position ${p0 + m} alone`).toBe(true);
+          expect(
+            Buffer.from(alone).equals(Buffer.from(fused.subarray(m * rowBytes, (m + 1) * rowBytes))),
+            `position ${p0 + m} alone`,
+          ).toBe(true);
         }
         [w, dummy, table.cos, table.sin].forEach((b) => b.destroy());
       });

@@ -25,7 +25,9 @@ export async function testGpu(): Promise<GpuContext> {
   const name = `${r.description} / ${r.architecture} / ${r.device} / ${r.vendor}`;
   if (pattern && !pattern.test(name)) {
     ctx.destroy();
-    throw new Error(`RINGSIDE_ADAPTER=${want} but Dawn gave the adapter "${name}" (VK_ICD_FILENAMES=${process.env.VK_ICD_FILENAMES ?? 'unset'}).`);
+    throw new Error(
+      `RINGSIDE_ADAPTER=${want} but Dawn gave the adapter "${name}" (VK_ICD_FILENAMES=${process.env.VK_ICD_FILENAMES ?? 'unset'}).`,
+    );
   }
   return ctx;
 }

@@ -14,7 +14,28 @@ import { shaderSource } from '../../src/gpu/shaders.ts';
 import * as op from '../../src/model/ops.ts';
 import type { GpuLinear } from '../../src/model/gpu-weights.ts';
 import { geluTanh, softcap as softcapRef } from '../../src/reference/ops.ts';
-import { ADAPTER, EXP_REF_ULP, RSQRT_REF_ULP, SENTINEL, U, bf16Rne, bitsF32, bytesOf, expectBf16, expectClose, f32Bits, f32Interval, geluBound, range, Rand, scaleInterval, tanhRefBound, ulpF32, useLab, type Lab } from './helpers/kernel-lab.ts';
+import {
+  ADAPTER,
+  EXP_REF_ULP,
+  RSQRT_REF_ULP,
+  SENTINEL,
+  U,
+  bf16Rne,
+  bitsF32,
+  bytesOf,
+  expectBf16,
+  expectClose,
+  f32Bits,
+  f32Interval,
+  geluBound,
+  range,
+  Rand,
+  scaleInterval,
+  tanhRefBound,
+  ulpF32,
+  useLab,
+  type Lab,
+} from './helpers/kernel-lab.ts';
 import { affineLinear, denseLinear, uploadTensors, type AffineCase } from './helpers/linears.ts';
 
 /** embed: v = scale * q + bias (2 roundings, relative to |scale q| + |bias|; dense tables: none), then * the
@@ -48,7 +69,13 @@ describe(`GPU kernels: embed, element-wise, argmax, transcendentals vs the CPU f
         const r = new Rand(3000 + c.N + c.K);
         const A = await affineLinear(lab, r, c);
         // the first and last rows of the table, the first row of the second part, a repeat, random rows
-        const ids = [c.N - 1, 0, Math.min(c.rowsPerPart ?? 1, c.N - 1), c.N - 1, ...range(c.M - 4).map(() => r.int(c.N))];
+        const ids = [
+          c.N - 1,
+          0,
+          Math.min(c.rowsPerPart ?? 1, c.N - 1),
+          c.N - 1,
+          ...range(c.M - 4).map(() => r.int(c.N)),
+        ];
         await checkEmbed(lab, A.lin, ids, c.K, (id, col) => {
           const g = id * (c.K / c.gs) + Math.floor(col / c.gs);
           const q = A.codes[id * c.K + col];
@@ -60,23 +87,31 @@ describe(`GPU kernels: embed, element-wise, argmax, transcendentals vs the CPU f
       it(`dense ${dtype}: V 30, H 48, M 6, 4 parts`, async () => {
         const r = new Rand(3100 + dtype.length);
         const { lin, w } = await denseLinear(lab, r, 30, 48, dtype, 8);
-        await checkEmbed(lab, lin, [29, 0, 8, 7, 15, 29], 48, (id, col) => ({ v: w[id * 48 + col], mag: Math.abs(w[id * 48 + col]) }));
+        await checkEmbed(lab, lin, [29, 0, 8, 7, 15, 29], 48, (id, col) => ({
+          v: w[id * 48 + col],
+          mag: Math.abs(w[id * 48 + col]),
+        }));
       });
     }
 
     it('bf16 rounding is round-to-nearest-even: ties, carries, overflow, signs (f32 table, scale 1)', async () => {
       const special = [
-        0x3f800000, 0x3f808000, 0x3f818000, 0x3f808001, 0x3f807fff, 0xbf808000, 0xbf818000, 0xbf818001,
-        0x3fff8000, 0x3fffffff, 0x407f8000, 0x00808000, 0x00818000, 0x7f7f7fff, 0x7f7f8000, 0xff7f8000,
-        0x7f7fffff, 0x00000000, 0x80000000, 0x3eaaaaab, 0x4049fdb0, 0x4049ffff, 0x477fe000, 0x477ff000,
+        0x3f800000, 0x3f808000, 0x3f818000, 0x3f808001, 0x3f807fff, 0xbf808000, 0xbf818000, 0xbf818001, 0x3fff8000,
+        0x3fffffff, 0x407f8000, 0x00808000, 0x00818000, 0x7f7f7fff, 0x7f7f8000, 0xff7f8000, 0x7f7fffff, 0x00000000,
+        0x80000000, 0x3eaaaaab, 0x4049fdb0, 0x4049ffff, 0x477fe000, 0x477ff000,
       ];
       const r = new Rand(3200);
       const H = 64;
       const table = new Uint32Array(2 * H);
       special.forEach((b, i) => (table[i] = b));
       for (let i = special.length; i < table.length; i++) table[i] = f32Bits(r.normal(10));
-      const { refs, gpu } = await uploadTensors(lab, [{ name: 'e.weight', dtype: 'F32', shape: [2, H], data: bytesOf(table) }]);
-      const lin: GpuLinear = { desc: { kind: 'dense', name: 'e', outFeatures: 2, inFeatures: H, weight: refs[0] }, weight: gpu[0] };
+      const { refs, gpu } = await uploadTensors(lab, [
+        { name: 'e.weight', dtype: 'F32', shape: [2, H], data: bytesOf(table) },
+      ]);
+      const lin: GpuLinear = {
+        desc: { kind: 'dense', name: 'e', outFeatures: 2, inFeatures: H, weight: refs[0] },
+        weight: gpu[0],
+      };
       const h = lab.sentinel(2 * H);
       await lab.run((rec) => op.embed(rec, lin, lab.u32([0, 1]), h, 1, { M: 2, round: true }));
       const got = await lab.read(h, 2 * H);
@@ -97,9 +132,13 @@ describe(`GPU kernels: embed, element-wise, argmax, transcendentals vs the CPU f
     for (const n of [1, 63, 64, 65, 1000]) {
       it(`geglu over ${n} elements, f32 and bf16 outputs`, async () => {
         const r = new Rand(6000 + n);
-        const a = Float64Array.from({ length: n }, (_, i) => Math.fround(i % 10 === 9 ? r.uniform(-14, 14) : r.normal(2)));
+        const a = Float64Array.from({ length: n }, (_, i) =>
+          Math.fround(i % 10 === 9 ? r.uniform(-14, 14) : r.normal(2)),
+        );
         const b = r.f32s(n);
-        const ab = lab.f32(a), aR = lab.f32(a), bb = lab.f32(b);
+        const ab = lab.f32(a),
+          aR = lab.f32(a),
+          bb = lab.f32(b);
         await lab.run((rec) => {
           op.geglu(rec, ab, bb, n, false);
           op.geglu(rec, aR, bb, n, true);
@@ -113,7 +152,9 @@ describe(`GPU kernels: embed, element-wise, argmax, transcendentals vs the CPU f
         const bound = a.map((v, i) => Math.abs(b[i]) * geluBound(v) + U * Math.abs(ref[i]));
         expectClose('geglu', await lab.read(ab, n), ref, bound, 1);
         // a = r(r(gelu(a)) * b): the range of gelu's f32 value goes through the inner rounding
-        const exactB = new Float64Array(n), loB = new Float64Array(n), hiB = new Float64Array(n);
+        const exactB = new Float64Array(n),
+          loB = new Float64Array(n),
+          hiB = new Float64Array(n);
         for (let i = 0; i < n; i++) {
           const g = geluTanh(a[i]);
           const dg = geluBound(a[i]);
@@ -126,12 +167,17 @@ describe(`GPU kernels: embed, element-wise, argmax, transcendentals vs the CPU f
         expectBf16('geglu bf16', await lab.read(aR, n), exactB, loB, hiB);
       });
     }
-    for (const [n, cap] of [[200, 30], [65, 50], [1, 30]] as const) {
+    for (const [n, cap] of [
+      [200, 30],
+      [65, 50],
+      [1, 30],
+    ] as const) {
       it(`softcap ${cap} over ${n} elements (small, mid and saturated), f32 and bf16 outputs`, async () => {
         const r = new Rand(6500 + n);
         const vals = [0, -0, 1e-3, -3.7, 3.74, 3.76, 300, -300, 1e4];
         const a = Float64Array.from({ length: n }, (_, i) => Math.fround(i < vals.length ? vals[i] : r.normal(40)));
-        const ab = lab.f32(a), aR = lab.f32(a);
+        const ab = lab.f32(a),
+          aR = lab.f32(a);
         await lab.run((rec) => {
           op.softcap(rec, ab, n, cap, false);
           op.softcap(rec, aR, n, cap, true);
@@ -209,7 +255,8 @@ describe(`GPU kernels: embed, element-wise, argmax, transcendentals vs the CPU f
       const ab = lab.f32(a);
       await lab.run((rec) => op.softcap(rec, ab, n, 30, false));
       const got = await lab.read(ab, n);
-      const ref = new Float64Array(n), bound = new Float64Array(n);
+      const ref = new Float64Array(n),
+        bound = new Float64Array(n);
       for (let i = 0; i < n; i++) {
         ref[i] = softcapRef(a[i], 30);
         bound[i] = softcapBound(a[i], 30);
@@ -217,7 +264,6 @@ describe(`GPU kernels: embed, element-wise, argmax, transcendentals vs the CPU f
       expectClose('softcap', got, ref, bound, 1);
     });
   });
-
 
   // -- shaders/common.wgsl: exp_ref, tanh_ref, rsqrt_ref ----------------------------------------------
   // The figures common.wgsl states, measured in f32 ULPs of the true value (ulpF32 of a float64 truth:
@@ -227,8 +273,10 @@ describe(`GPU kernels: embed, element-wise, argmax, transcendentals vs the CPU f
   // functions cancels in its true value, so a relative (ULP) figure is meaningful everywhere.
   describe('reference-grade transcendentals (shaders/common.wgsl), in f32 ULPs of a float64 truth', () => {
     const N = 1 << 16;
-    const grid = (lo: number, hi: number, n = N) => Float32Array.from({ length: n }, (_, i) => lo + ((hi - lo) * (i + 0.5)) / n);
-    const random = (r: Rand, lo: number, hi: number, n = N) => Float32Array.from({ length: n }, () => r.uniform(lo, hi));
+    const grid = (lo: number, hi: number, n = N) =>
+      Float32Array.from({ length: n }, (_, i) => lo + ((hi - lo) * (i + 0.5)) / n);
+    const random = (r: Rand, lo: number, hi: number, n = N) =>
+      Float32Array.from({ length: n }, () => r.uniform(lo, hi));
     /** Every x of `xs` through the common.wgsl function `fn`, on the GPU. */
     async function gpuEval(fn: 'exp_ref' | 'tanh_ref' | 'rsqrt_ref', xs: Float32Array): Promise<Float32Array> {
       const device = lab.device;
@@ -240,13 +288,25 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
   if (g.x < arrayLength(&xs)) { ys[g.x] = ${fn}(xs[g.x]); }
 }`;
       device.pushErrorScope('validation');
-      const pipeline = device.createComputePipeline({ layout: 'auto', compute: { module: device.createShaderModule({ code }), entryPoint: 'main' } });
+      const pipeline = device.createComputePipeline({
+        layout: 'auto',
+        compute: { module: device.createShaderModule({ code }), entryPoint: 'main' },
+      });
       const xb = lab.own(uploadBuffer(device, xs, 'x'));
       const yb = lab.own(storageBuffer(device, xs.byteLength, 'y'));
       const enc = device.createCommandEncoder();
       const pass = enc.beginComputePass();
       pass.setPipeline(pipeline);
-      pass.setBindGroup(0, device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries: [{ binding: 0, resource: { buffer: xb } }, { binding: 1, resource: { buffer: yb } }] }));
+      pass.setBindGroup(
+        0,
+        device.createBindGroup({
+          layout: pipeline.getBindGroupLayout(0),
+          entries: [
+            { binding: 0, resource: { buffer: xb } },
+            { binding: 1, resource: { buffer: yb } },
+          ],
+        }),
+      );
       pass.dispatchWorkgroups(Math.ceil(xs.length / 64));
       pass.end();
       device.queue.submit([enc.finish()]);
@@ -269,11 +329,21 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
     it(`exp_ref: within ${EXP_REF_ULP} ULP where e^x is a normal f32 (x in [-87.3, 88]); within 2^-126 below; 0 under -103`, async () => {
       const r = new Rand(14000);
       // (k + 1/2) ln 2 and its f32 neighbours: where the reduction's n changes and |r| is largest
-      const edges = Float32Array.from(range(251).flatMap((i) => {
-        const e = Math.fround((i - 125.5) * Math.LN2);
-        return [e, bitsF32(f32Bits(e) + 1), bitsF32(f32Bits(e) - 1)];
-      }).filter((x) => x >= -87.3 && x <= 88));
-      const xs = cat(grid(-87.3, 88), random(r, -87.3, 88), grid(-20, 0), edges, Float32Array.from([0, -0, 1e-30, -1e-30, 1e-8, -1e-8, 2 ** -24, -(2 ** -24)]));
+      const edges = Float32Array.from(
+        range(251)
+          .flatMap((i) => {
+            const e = Math.fround((i - 125.5) * Math.LN2);
+            return [e, bitsF32(f32Bits(e) + 1), bitsF32(f32Bits(e) - 1)];
+          })
+          .filter((x) => x >= -87.3 && x <= 88),
+      );
+      const xs = cat(
+        grid(-87.3, 88),
+        random(r, -87.3, 88),
+        grid(-20, 0),
+        edges,
+        Float32Array.from([0, -0, 1e-30, -1e-30, 1e-8, -1e-8, 2 ** -24, -(2 ** -24)]),
+      );
       const w = worstUlp(xs, await gpuEval('exp_ref', xs), Math.exp);
       console.log(`exp_ref (${ADAPTER}): worst ${w.ulps.toFixed(3)} ULP at x = ${w.at} over ${xs.length} inputs`);
       expect(w.ulps, `exp_ref at x = ${w.at}`).toBeLessThanOrEqual(EXP_REF_ULP);
@@ -303,9 +373,23 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
     it(`tanh_ref: within ${TANH_FIGURES.map(([lo, hi, u]) => `${u} ULP on [${lo}, ${hi})`).join(', ')} of |x|; every input within its tanhRefBound`, async () => {
       const r = new Rand(14100);
       const near = (v: number) => range(64).map((i) => bitsF32(f32Bits(v) + i - 32));
-      const special = Float32Array.from([...near(0.125), ...near(9.1), ...near(1), 1e-30, 1e-8, 2 ** -20, 20, 1e4, 3.4e38, Infinity]);
+      const special = Float32Array.from([
+        ...near(0.125),
+        ...near(9.1),
+        ...near(1),
+        1e-30,
+        1e-8,
+        2 ** -20,
+        20,
+        1e4,
+        3.4e38,
+        Infinity,
+      ]);
       const pos = cat(grid(0, 10), random(r, 0, 1), grid(0.125, 0.25, 1 << 14), grid(0, 0.125, 1 << 14), special);
-      const xs = cat(pos, pos.map((x) => -x));
+      const xs = cat(
+        pos,
+        pos.map((x) => -x),
+      );
       const ys = await gpuEval('tanh_ref', xs);
       let nbad = 0;
       const bad: string[] = [];
@@ -313,7 +397,10 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
         const err = Math.abs(ys[i] - Math.tanh(x));
         if (!(err <= tanhRefBound(x))) {
           nbad++;
-          if (bad.length < 6) bad.push(`x ${x}: ${(err / ulpF32(Math.tanh(x))).toFixed(2)} ULP, bound ${(tanhRefBound(x) / ulpF32(Math.tanh(x))).toFixed(2)}`);
+          if (bad.length < 6)
+            bad.push(
+              `x ${x}: ${(err / ulpF32(Math.tanh(x))).toFixed(2)} ULP, bound ${(tanhRefBound(x) / ulpF32(Math.tanh(x))).toFixed(2)}`,
+            );
         }
       });
       expect(nbad, `tanh_ref over its per-input bound: ${bad.join('; ')}`).toBe(0);
@@ -323,7 +410,9 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
         const ysel = ys.filter((_, i) => Math.abs(xs[i]) >= lo && Math.abs(xs[i]) < hi);
         const w = worstUlp(sel, ysel, Math.tanh);
         const analysis = Math.max(...sel.map((x) => tanhRefBound(x) / ulpF32(Math.tanh(x))));
-        lines.push(`[${lo}, ${hi}): worst ${w.ulps.toFixed(3)} ULP at ${w.at} (bound ${analysis.toFixed(2)}, stated ${figure})`);
+        lines.push(
+          `[${lo}, ${hi}): worst ${w.ulps.toFixed(3)} ULP at ${w.at} (bound ${analysis.toFixed(2)}, stated ${figure})`,
+        );
         expect(analysis, `tanhRefBound on [${lo}, ${hi}) vs the figure common.wgsl states`).toBeLessThanOrEqual(figure);
         expect(w.ulps, `tanh_ref on |x| in [${lo}, ${hi}) at x = ${w.at}`).toBeLessThanOrEqual(figure);
       }
@@ -341,7 +430,6 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
       expect(w.ulps, `rsqrt_ref at x = ${w.at}`).toBeLessThanOrEqual(RSQRT_REF_ULP);
     });
   });
-
 });
 
 // ---- helpers ---------------------------------------------------------------------------------------
@@ -353,7 +441,13 @@ function argmaxFirst(v: Float32Array): number {
 }
 
 /** Runs op.embed in f32 and bf16 mode and checks every row of the output against `entry(id, col)`. */
-async function checkEmbed(lab: Lab, lin: GpuLinear, ids: number[], H: number, entry: (id: number, col: number) => { v: number; mag: number }): Promise<void> {
+async function checkEmbed(
+  lab: Lab,
+  lin: GpuLinear,
+  ids: number[],
+  H: number,
+  entry: (id: number, col: number) => { v: number; mag: number },
+): Promise<void> {
   const M = ids.length;
   const scale = Math.fround(Math.sqrt(H));
   const idb = lab.u32(ids);
@@ -363,8 +457,11 @@ async function checkEmbed(lab: Lab, lin: GpuLinear, ids: number[], H: number, en
     op.embed(rec, lin, idb, h, scale, { M, round: false });
     op.embed(rec, lin, idb, hb, scale, { M, round: true });
   });
-  const ref = new Float64Array(M * H), mag = new Float64Array(M * H);
-  const exactB = new Float64Array(M * H), loB = new Float64Array(M * H), hiB = new Float64Array(M * H);
+  const ref = new Float64Array(M * H),
+    mag = new Float64Array(M * H);
+  const exactB = new Float64Array(M * H),
+    loB = new Float64Array(M * H),
+    hiB = new Float64Array(M * H);
   ids.forEach((id, m) => {
     for (let col = 0; col < H; col++) {
       const { v, mag: e } = entry(id, col);

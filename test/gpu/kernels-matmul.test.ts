@@ -19,8 +19,34 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as op from '../../src/model/ops.ts';
-import { ADAPTER, ROW_COUNTS, SENTINEL, U, expectBf16, expectClose, expectSameBytes, f32Bits, f32Interval, Rand, sameAsAffine, useLab, type Lab } from './helpers/kernel-lab.ts';
-import { AFFINE_TOL, DENSE_TOL, affineLinear, affineReference, affineRows, denseLinear, denseRows, expectRowInvariantMatmul, quantizedBounds, type AffineCase, type DenseDtype } from './helpers/linears.ts';
+import {
+  ADAPTER,
+  ROW_COUNTS,
+  SENTINEL,
+  U,
+  expectBf16,
+  expectClose,
+  expectSameBytes,
+  f32Bits,
+  f32Interval,
+  Rand,
+  sameAsAffine,
+  useLab,
+  type Lab,
+} from './helpers/kernel-lab.ts';
+import {
+  AFFINE_TOL,
+  DENSE_TOL,
+  affineLinear,
+  affineReference,
+  affineRows,
+  denseLinear,
+  denseRows,
+  expectRowInvariantMatmul,
+  quantizedBounds,
+  type AffineCase,
+  type DenseDtype,
+} from './helpers/linears.ts';
 
 describe(`GPU kernels: matmul vs the CPU float64 reference (${ADAPTER})`, () => {
   let lab: Lab;
@@ -63,7 +89,9 @@ describe(`GPU kernels: matmul vs the CPU float64 reference (${ADAPTER})`, () => 
     it('writes only its columns at x/y strides (n_offset per part, padding untouched)', async () => {
       const r = new Rand(77);
       const c = { bits: 4 as const, gs: 32, K: 64, N: 21, rowsPerPart: 8 };
-      const M = 3, xStride = c.K + 5, yStride = c.N + 7;
+      const M = 3,
+        xStride = c.K + 5,
+        yStride = c.N + 7;
       const A = await affineLinear(lab, r, c);
       const x = r.f32s(M * xStride);
       const y = lab.sentinel(M * yStride);
@@ -103,7 +131,14 @@ describe(`GPU kernels: matmul vs the CPU float64 reference (${ADAPTER})`, () => 
       { name: '2-bit gs 64', bits: 2, gs: 64, K: 192, N: 17 },
       { name: '4-bit gs 128, N > one lanes workgroup of 64 invocations', bits: 4, gs: 128, K: 256, N: 131 },
       { name: '8-bit gs 64, N > two tile / lanes workgroups (256 features each)', bits: 8, gs: 64, K: 128, N: 600 },
-      { name: '4-bit gs 32, N > two lanes workgroups (256 features each), 2 parts', bits: 4, gs: 32, K: 96, N: 600, rowsPerPart: 530 },
+      {
+        name: '4-bit gs 32, N > two lanes workgroups (256 features each), 2 parts',
+        bits: 4,
+        gs: 32,
+        K: 96,
+        N: 600,
+        rowsPerPart: 530,
+      },
       { name: '8-bit gs 128', bits: 8, gs: 128, K: 256, N: 9 },
     ];
     // The coop rule gives two features per invocation only to linears of 8192 outputs or more (the
@@ -115,7 +150,8 @@ describe(`GPU kernels: matmul vs the CPU float64 reference (${ADAPTER})`, () => 
         it(`coop R = 2 row-invariant (${c.name}, K ${c.K}, N ${c.N}): M = 1..8 and 13 together == each row alone`, async () => {
           const r = new Rand(900 + c.K + c.N + c.bits);
           const A = await affineLinear(lab, r, c);
-          for (const M of [1, 2, 3, 4, 5, 6, 7, 8, 13]) await expectRowInvariantMatmul(lab, r, A.lin, M, c.K, c.N, 'coop');
+          for (const M of [1, 2, 3, 4, 5, 6, 7, 8, 13])
+            await expectRowInvariantMatmul(lab, r, A.lin, M, c.K, c.N, 'coop');
         });
         it(`coop R = 2 gives every feature the bytes of R = 1 (${c.name}; M = 1, 5, 13)`, async () => {
           const r = new Rand(950 + c.K + c.N + c.bits);
@@ -129,7 +165,11 @@ describe(`GPU kernels: matmul vs the CPU float64 reference (${ADAPTER})`, () => 
               op.setCoopFeatures(2);
               op.matmul(rec, A.lin, xb, two, { M, round: false }, c.K, c.N, 'coop');
             });
-            expectSameBytes(`coop R = 2 vs R = 1, M = ${M}`, await lab.bytes(two, M * c.N), await lab.bytes(one, M * c.N));
+            expectSameBytes(
+              `coop R = 2 vs R = 1, M = ${M}`,
+              await lab.bytes(two, M * c.N),
+              await lab.bytes(one, M * c.N),
+            );
           }
         });
       }
@@ -140,7 +180,8 @@ describe(`GPU kernels: matmul vs the CPU float64 reference (${ADAPTER})`, () => 
         it(`${kernel} row-invariant (${c.name}, K ${c.K}, N ${c.N}): M = 1..8 and 13 together == each row alone, every row position, byte for byte (f32 and bf16)`, async () => {
           const r = new Rand(700 + c.K + c.N + c.bits + kernel.length);
           const A = await affineLinear(lab, r, c);
-          for (const M of [1, 2, 3, 4, 5, 6, 7, 8, 13]) await expectRowInvariantMatmul(lab, r, A.lin, M, c.K, c.N, kernel);
+          for (const M of [1, 2, 3, 4, 5, 6, 7, 8, 13])
+            await expectRowInvariantMatmul(lab, r, A.lin, M, c.K, c.N, kernel);
         });
       }
     }
@@ -176,9 +217,18 @@ describe(`GPU kernels: matmul vs the CPU float64 reference (${ADAPTER})`, () => 
           const bound = quantizedBounds(kernel, c.gs, o);
           expectClose(`matmul.${kernel}`, got, o.ref, bound, 1);
           // Against the affine kernel: each is within its bound of the exact value, so within their sum of each other.
-          expectClose(`matmul.${kernel}-vs-affine`, got, old, bound.map((b, i) => b + AFFINE_TOL * o.mag[i]), 1);
+          expectClose(
+            `matmul.${kernel}-vs-affine`,
+            got,
+            old,
+            bound.map((b, i) => b + AFFINE_TOL * o.mag[i]),
+            1,
+          );
           const same = got.reduce((n, v, i) => n + (f32Bits(v) === f32Bits(old[i]) ? 1 : 0), 0);
-          sameAsAffine.set(kernel, [(sameAsAffine.get(kernel)?.[0] ?? 0) + same, (sameAsAffine.get(kernel)?.[1] ?? 0) + got.length]);
+          sameAsAffine.set(kernel, [
+            (sameAsAffine.get(kernel)?.[0] ?? 0) + same,
+            (sameAsAffine.get(kernel)?.[1] ?? 0) + got.length,
+          ]);
           const iv = f32Interval(o.ref, bound, 1);
           expectBf16(`matmul.${kernel} bf16`, await lab.read(yb, c.M * c.N), o.ref, iv.lo, iv.hi);
         });
@@ -189,7 +239,9 @@ describe(`GPU kernels: matmul vs the CPU float64 reference (${ADAPTER})`, () => 
       for (const kernel of ROW_KERNELS) {
         const r = new Rand(78 + kernel.length);
         const c = { bits: 4 as const, gs: 32, K: 64, N: 21, rowsPerPart: 8 };
-        const M = 6, xStride = c.K + 8, yStride = c.N + 7;
+        const M = 6,
+          xStride = c.K + 8,
+          yStride = c.N + 7;
         const A = await affineLinear(lab, r, c);
         const x = r.f32s(M * xStride);
         const y = lab.sentinel(M * yStride);
@@ -198,8 +250,15 @@ describe(`GPU kernels: matmul vs the CPU float64 reference (${ADAPTER})`, () => 
         const gotU = new Uint32Array(got.buffer, got.byteOffset, got.length);
         for (let m = 0; m < M; m++) {
           const o = affineReference(A, c, x, m * xStride);
-          expectClose(`matmul.${kernel} row ${m}`, got.subarray(m * yStride, m * yStride + c.N), o.ref, quantizedBounds(kernel, c.gs, o), 1);
-          for (let i = c.N; i < yStride; i++) expect(gotU[m * yStride + i], `${kernel} padding y[${m}, ${i}]`).toBe(SENTINEL);
+          expectClose(
+            `matmul.${kernel} row ${m}`,
+            got.subarray(m * yStride, m * yStride + c.N),
+            o.ref,
+            quantizedBounds(kernel, c.gs, o),
+            1,
+          );
+          for (let i = c.N; i < yStride; i++)
+            expect(gotU[m * yStride + i], `${kernel} padding y[${m}, ${i}]`).toBe(SENTINEL);
         }
         lab.release();
       }
@@ -209,7 +268,8 @@ describe(`GPU kernels: matmul vs the CPU float64 reference (${ADAPTER})`, () => 
       for (const kernel of ROW_KERNELS) {
         const r = new Rand(79);
         const c = { bits: 4 as const, gs: 32, K: 64, N: 21 };
-        const M = 3, xStride = c.K + 5;
+        const M = 3,
+          xStride = c.K + 5;
         const A = await affineLinear(lab, r, c);
         const x = r.f32s(M * xStride);
         const xb = lab.f32(x);
@@ -266,7 +326,9 @@ describe(`GPU kernels: matmul vs the CPU float64 reference (${ADAPTER})`, () => 
   // -- a dispatch of more than 65535 workgroups (a 262144-row LM head), folded into 2-D ---------------
   describe('dispatches folded into 2-D (over maxComputeWorkgroupsPerDimension workgroups)', () => {
     it('dense f32 matmul with M * N = 60 * 70001 outputs (an LM head over a large vocabulary)', async () => {
-      const M = 60, N = 70001, K = 8;
+      const M = 60,
+        N = 70001,
+        K = 8;
       expect(Math.ceil((M * N) / 64)).toBeGreaterThan(lab.device.limits.maxComputeWorkgroupsPerDimension);
       const r = new Rand(13100);
       const { lin, w } = await denseLinear(lab, r, N, K, 'F32');

@@ -15,7 +15,25 @@ import type { RopeSpec } from '../../src/format/config.ts';
 import { bf16ToNumber } from '../../src/format/dtype.ts';
 import { rmsNorm } from '../../src/reference/ops.ts';
 import { Rope } from '../../src/reference/rope.ts';
-import { ADAPTER, ROW_COUNTS, SENTINEL, U, bf16Rne, bf16Trunc, expectBf16, expectClose, expectSameBytes, f32Bits, f32Interval, range, Rand, RSQRT_REF_ULP, scaleInterval, useLab, type Lab } from './helpers/kernel-lab.ts';
+import {
+  ADAPTER,
+  ROW_COUNTS,
+  SENTINEL,
+  U,
+  bf16Rne,
+  bf16Trunc,
+  expectBf16,
+  expectClose,
+  expectSameBytes,
+  f32Bits,
+  f32Interval,
+  range,
+  Rand,
+  RSQRT_REF_ULP,
+  scaleInterval,
+  useLab,
+  type Lab,
+} from './helpers/kernel-lab.ts';
 
 /**
  * rmsnorm's rounding count (shaders/rmsnorm.wgsl): sum x^2 a Neumaier sum of rounded squares (2U
@@ -54,7 +72,15 @@ describe(`GPU kernels: rmsnorm and RoPE vs the CPU float64 reference (${ADAPTER}
       { name: 'residual, post scale 1', rows: 4, D: 96, weighted: true, residual: 1 },
       { name: 'residual, post scale 0.7373 (layer scalar)', rows: 3, D: 64, weighted: true, residual: 0.7373 },
       { name: 'strided rows', rows: 3, D: 40, weighted: true, inPad: 6, outPad: 10 },
-      { name: 'strided rows, residual, weightless', rows: 5, D: 24, weighted: false, residual: 1.5, inPad: 3, outPad: 1 },
+      {
+        name: 'strided rows, residual, weightless',
+        rows: 5,
+        D: 24,
+        weighted: false,
+        residual: 1.5,
+        inPad: 3,
+        outPad: 1,
+      },
     ];
     const eps = 1e-6;
     for (const c of cases) {
@@ -70,27 +96,44 @@ describe(`GPU kernels: rmsnorm and RoPE vs the CPU float64 reference (${ADAPTER}
         const out0 = new Uint32Array(c.rows * outStride).fill(SENTINEL);
         const resid = r.f32s(c.rows * outStride, 2);
         const resid16 = resid.map(bf16Rne); // the bf16 run's residual stream is bf16
-        if (c.residual !== undefined) for (let m = 0; m < c.rows; m++) for (let i = 0; i < c.D; i++) out0[m * outStride + i] = f32Bits(resid[m * outStride + i]);
+        if (c.residual !== undefined)
+          for (let m = 0; m < c.rows; m++)
+            for (let i = 0; i < c.D; i++) out0[m * outStride + i] = f32Bits(resid[m * outStride + i]);
         const out0b = Uint32Array.from(out0);
-        if (c.residual !== undefined) for (let m = 0; m < c.rows; m++) for (let i = 0; i < c.D; i++) out0b[m * outStride + i] = f32Bits(resid16[m * outStride + i]);
+        if (c.residual !== undefined)
+          for (let m = 0; m < c.rows; m++)
+            for (let i = 0; i < c.D; i++) out0b[m * outStride + i] = f32Bits(resid16[m * outStride + i]);
         const xb = lab.f32(x);
         const out = lab.u32(out0);
         const outB = lab.u32(out0b);
         const post = Math.fround(c.residual ?? 1);
-        const args = (round: boolean): op.NormArgs => ({ rows: c.rows, D: c.D, eps, round, inStride, outStride, residual: c.residual !== undefined ? { postScale: post } : undefined });
+        const args = (round: boolean): op.NormArgs => ({
+          rows: c.rows,
+          D: c.D,
+          eps,
+          round,
+          inStride,
+          outStride,
+          residual: c.residual !== undefined ? { postScale: post } : undefined,
+        });
         await lab.run((rec) => {
           op.rmsnorm(rec, xb, c.weighted ? wb : null, out, lab.dummy, args(false));
           op.rmsnorm(rec, xb, c.weighted ? wb : null, outB, lab.dummy, args(true));
         });
         const got = await lab.read(out, c.rows * outStride);
         const gotB = await lab.read(outB, c.rows * outStride);
-        const ref = new Float64Array(c.rows * c.D), mag = new Float64Array(c.rows * c.D);
-        const exactB = new Float64Array(c.rows * c.D), loB = new Float64Array(c.rows * c.D), hiB = new Float64Array(c.rows * c.D);
-        const g = new Float32Array(c.rows * c.D), gB = new Float32Array(c.rows * c.D);
+        const ref = new Float64Array(c.rows * c.D),
+          mag = new Float64Array(c.rows * c.D);
+        const exactB = new Float64Array(c.rows * c.D),
+          loB = new Float64Array(c.rows * c.D),
+          hiB = new Float64Array(c.rows * c.D);
+        const g = new Float32Array(c.rows * c.D),
+          gB = new Float32Array(c.rows * c.D);
         for (let m = 0; m < c.rows; m++) {
           const v = rmsNorm(x, m * inStride, c.D, c.weighted ? w : null, Math.fround(eps));
           for (let i = 0; i < c.D; i++) {
-            const at = m * c.D + i, o = m * outStride + i;
+            const at = m * c.D + i,
+              o = m * outStride + i;
             g[at] = got[o];
             gB[at] = gotB[o];
             const dv = NORM_TOL * Math.abs(v[i]); // f32 bound of the norm itself
@@ -103,11 +146,18 @@ describe(`GPU kernels: rmsnorm and RoPE vs the CPU float64 reference (${ADAPTER}
               mag[at] = (Math.abs(resid[o]) + Math.abs(v[i])) * Math.abs(post);
               // out = r(r(out + r(v)) * post): propagate the range of v through both inner roundings
               exactB[at] = bf16Rne(resid16[o] + bf16Rne(v[i])) * post;
-              [loB[at], hiB[at]] = scaleInterval(bf16Rne(resid16[o] + bf16Rne(v[i] - dv)), bf16Rne(resid16[o] + bf16Rne(v[i] + dv)), post);
+              [loB[at], hiB[at]] = scaleInterval(
+                bf16Rne(resid16[o] + bf16Rne(v[i] - dv)),
+                bf16Rne(resid16[o] + bf16Rne(v[i] + dv)),
+                post,
+              );
             }
           }
           const padU = new Uint32Array(got.buffer, got.byteOffset + (m * outStride + c.D) * 4, outStride - c.D);
-          expect([...padU].every((u) => u === SENTINEL), `row ${m} padding untouched`).toBe(true);
+          expect(
+            [...padU].every((u) => u === SENTINEL),
+            `row ${m} padding untouched`,
+          ).toBe(true);
         }
         expectClose('rmsnorm', g, ref, mag, c.residual === undefined ? NORM_TOL : NORM_RESIDUAL_TOL);
         expectBf16('rmsnorm bf16', gB, exactB, loB, hiB);
@@ -117,19 +167,36 @@ describe(`GPU kernels: rmsnorm and RoPE vs the CPU float64 reference (${ADAPTER}
     it(`row-invariant: M in ${ROW_COUNTS.join(',')} rows together == each row alone (residual mode)`, async () => {
       const r = new Rand(4500);
       const D = 48;
-      const wb = lab.own(uploadBuffer(lab.device, Uint16Array.from({ length: D }, () => bf16Trunc(r.uniform(0.5, 2))), 'w'));
+      const wb = lab.own(
+        uploadBuffer(
+          lab.device,
+          Uint16Array.from({ length: D }, () => bf16Trunc(r.uniform(0.5, 2))),
+          'w',
+        ),
+      );
       for (const M of ROW_COUNTS) {
         const x = r.f32s(M * D);
         const resid = r.f32s(M * D);
         const block = lab.f32(resid);
         const alone = range(M).map((m) => lab.f32(resid.subarray(m * D, (m + 1) * D)));
         await lab.run((rec) => {
-          const a = (rows: number): op.NormArgs => ({ rows, D, eps: 1e-6, round: false, residual: { postScale: 0.81 } });
+          const a = (rows: number): op.NormArgs => ({
+            rows,
+            D,
+            eps: 1e-6,
+            round: false,
+            residual: { postScale: 0.81 },
+          });
           op.rmsnorm(rec, lab.f32(x), wb, block, lab.dummy, a(M));
           alone.forEach((buf, m) => op.rmsnorm(rec, lab.f32(x.subarray(m * D, (m + 1) * D)), wb, buf, lab.dummy, a(1)));
         });
         const all = await lab.bytes(block, M * D);
-        for (let m = 0; m < M; m++) expectSameBytes(`rmsnorm M=${M} row ${m}`, all.subarray(m * D * 4, (m + 1) * D * 4), await lab.bytes(alone[m], D));
+        for (let m = 0; m < M; m++)
+          expectSameBytes(
+            `rmsnorm M=${M} row ${m}`,
+            all.subarray(m * D * 4, (m + 1) * D * 4),
+            await lab.bytes(alone[m], D),
+          );
       }
     });
   });
@@ -154,7 +221,9 @@ describe(`GPU kernels: rmsnorm and RoPE vs the CPU float64 reference (${ADAPTER}
         lab.own(table.cos);
         lab.own(table.sin);
         const rope = new Rope(c.d, c.spec, 'f32');
-        expect(table.rotPairs).toBe(c.spec.ropeType === 'default' ? c.d / 2 : Math.floor((c.spec.partialRotary * c.d) / 2));
+        expect(table.rotPairs).toBe(
+          c.spec.ropeType === 'default' ? c.d / 2 : Math.floor((c.spec.partialRotary * c.d) / 2),
+        );
         const n = c.M * c.heads * c.d;
         const x = r.f32s(n, 2);
         const xb = lab.f32(x);
@@ -175,7 +244,8 @@ describe(`GPU kernels: rmsnorm and RoPE vs the CPU float64 reference (${ADAPTER}
             const off = (m * c.heads + h) * c.d;
             rope.apply(ref, off, c.pos0 + m);
             for (let i = 0; i < table.rotPairs; i++) {
-              const a = Math.abs(x[off + i]), b = Math.abs(x[off + i + half]);
+              const a = Math.abs(x[off + i]),
+                b = Math.abs(x[off + i + half]);
               mag[off + i] = a * Math.abs(cos[i]) + b * Math.abs(sin[i]);
               mag[off + i + half] = b * Math.abs(cos[i]) + a * Math.abs(sin[i]);
               rotated[off + i] = rotated[off + i + half] = true;
@@ -191,15 +261,33 @@ describe(`GPU kernels: rmsnorm and RoPE vs the CPU float64 reference (${ADAPTER}
           }
         }
         const idx = range(n).filter((i) => rotated[i]);
-        expectClose('rope', idx.map((i) => got[i]), idx.map((i) => ref[i]), idx.map((i) => mag[i]), ROPE_TOL);
-        const iv = f32Interval(idx.map((i) => ref[i]), idx.map((i) => mag[i]), ROPE_TOL);
-        expectBf16('rope bf16', Float32Array.from(idx, (i) => gotB[i]), idx.map((i) => ref[i]), iv.lo, iv.hi);
+        expectClose(
+          'rope',
+          idx.map((i) => got[i]),
+          idx.map((i) => ref[i]),
+          idx.map((i) => mag[i]),
+          ROPE_TOL,
+        );
+        const iv = f32Interval(
+          idx.map((i) => ref[i]),
+          idx.map((i) => mag[i]),
+          ROPE_TOL,
+        );
+        expectBf16(
+          'rope bf16',
+          Float32Array.from(idx, (i) => gotB[i]),
+          idx.map((i) => ref[i]),
+          iv.lo,
+          iv.hi,
+        );
       });
     }
 
     it(`row-invariant: M in ${ROW_COUNTS.join(',')} rows at p == each row alone at p + j`, async () => {
       const r = new Rand(5500);
-      const d = 32, heads = 3, p = 40;
+      const d = 32,
+        heads = 3,
+        p = 40;
       const table = ropeTable(lab.device, PROPORTIONAL, d, 64);
       const tableD = ropeTable(lab.device, DEFAULT, d, 64);
       [table.cos, table.sin, tableD.cos, tableD.sin].forEach((b) => lab.own(b));
@@ -213,7 +301,12 @@ describe(`GPU kernels: rmsnorm and RoPE vs the CPU float64 reference (${ADAPTER}
             alone.forEach((b, m) => op.rope(rec, b, t, heads, d, p + m, { M: 1, round: false }));
           });
           const all = await lab.bytes(block, M * heads * d);
-          for (let m = 0; m < M; m++) expectSameBytes(`rope M=${M} row ${m}`, all.subarray(m * heads * d * 4, (m + 1) * heads * d * 4), await lab.bytes(alone[m], heads * d));
+          for (let m = 0; m < M; m++)
+            expectSameBytes(
+              `rope M=${M} row ${m}`,
+              all.subarray(m * heads * d * 4, (m + 1) * heads * d * 4),
+              await lab.bytes(alone[m], heads * d),
+            );
         }
       }
     });

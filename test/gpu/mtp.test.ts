@@ -15,7 +15,8 @@ describe('MTP speculative decoding == classic greedy (exact policy)', () => {
   let ctx: GpuContext;
   let tw: GpuWeights<TargetDescription>;
   let aw: GpuWeights<AssistantDescription>;
-  const newTarget = (maxContext = 400) => new TargetModel(ctx, tw, { maxContext, maxBlock: 8, prefillChunk: 64, precision: 'f32' });
+  const newTarget = (maxContext = 400) =>
+    new TargetModel(ctx, tw, { maxContext, maxBlock: 8, prefillChunk: 64, precision: 'f32' });
   beforeAll(async () => {
     ctx = await testGpu();
     tw = await tinyWeights(ctx);
@@ -60,33 +61,44 @@ describe('MTP speculative decoding == classic greedy (exact policy)', () => {
     expect(Buffer.from(chained.logits).equals(Buffer.from(loop.logits))).toBe(true);
   });
 
-  for (const K of [2, 3, 4, 8]) it(`300+ token generations that wrap the ring many times, K = ${K}: both draft sources, both positions`, { timeout: 600_000 }, async () => {
-    const prompt = tokens(20, 99);
-    const target = newTarget();
-    const classic = await generateClassic(target, prompt, { maxNew: 310 });
-    expect(classic.tokens.length).toBe(310);
-    const rates: string[] = [];
-    {
-      for (const convention of ['hf', 'mlxcel'] as DraftConvention[]) {
-        const asst = new AssistantModel(ctx, aw, target, convention);
-        const mtp = await generateMtp(target, assistantSource(asst), prompt, K, { maxNew: 310, draftPosition: convention });
-        expect(mtp.tokens, `assistant K=${K} ${convention}`).toEqual(classic.tokens);
-        rates.push(`K=${K} ${convention}: ${(100 * mtp.counters!.acceptanceRate).toFixed(1)}% (${mtp.counters!.rounds} rounds)`);
-        asst.destroy();
+  for (const K of [2, 3, 4, 8])
+    it(`300+ token generations that wrap the ring many times, K = ${K}: both draft sources, both positions`, {
+      timeout: 600_000,
+    }, async () => {
+      const prompt = tokens(20, 99);
+      const target = newTarget();
+      const classic = await generateClassic(target, prompt, { maxNew: 310 });
+      expect(classic.tokens.length).toBe(310);
+      const rates: string[] = [];
+      {
+        for (const convention of ['hf', 'mlxcel'] as DraftConvention[]) {
+          const asst = new AssistantModel(ctx, aw, target, convention);
+          const mtp = await generateMtp(target, assistantSource(asst), prompt, K, {
+            maxNew: 310,
+            draftPosition: convention,
+          });
+          expect(mtp.tokens, `assistant K=${K} ${convention}`).toEqual(classic.tokens);
+          rates.push(
+            `K=${K} ${convention}: ${(100 * mtp.counters!.acceptanceRate).toFixed(1)}% (${mtp.counters!.rounds} rounds)`,
+          );
+          asst.destroy();
+        }
+        // Oracle: wrong drafts at stream indices whose gaps cycle through 0 .. K, so that rounds
+        // accept every length 0 .. K-1 and roll back every depth.
+        const wrong = new Set<number>();
+        for (let m = 0, g = 0; m < 400; g = (g + 1) % (K + 1)) wrong.add((m += g + 1));
+        const oracle = oracleSource(classic.tokens, 1024, (i) => wrong.has(i));
+        const mtp = await generateMtp(target, oracle, prompt, K, { maxNew: 310 });
+        expect(mtp.tokens, `oracle K=${K}`).toEqual(classic.tokens);
+        const hist = mtp.counters!.acceptedHistogram;
+        expect(
+          hist.every((n) => n > 0),
+          `K=${K} acceptance lengths ${hist.join(',')}`,
+        ).toBe(true);
       }
-      // Oracle: wrong drafts at stream indices whose gaps cycle through 0 .. K, so that rounds
-      // accept every length 0 .. K-1 and roll back every depth.
-      const wrong = new Set<number>();
-      for (let m = 0, g = 0; m < 400; g = (g + 1) % (K + 1)) wrong.add((m += g + 1));
-      const oracle = oracleSource(classic.tokens, 1024, (i) => wrong.has(i));
-      const mtp = await generateMtp(target, oracle, prompt, K, { maxNew: 310 });
-      expect(mtp.tokens, `oracle K=${K}`).toEqual(classic.tokens);
-      const hist = mtp.counters!.acceptedHistogram;
-      expect(hist.every((n) => n > 0), `K=${K} acceptance lengths ${hist.join(',')}`).toBe(true);
-    }
-    console.log(`assistant acceptance on tiny-a (random weights): ${rates.join('; ')}`);
-    target.destroy();
-  });
+      console.log(`assistant acceptance on tiny-a (random weights): ${rates.join('; ')}`);
+      target.destroy();
+    });
 
   it('after an MTP run the caches are byte-identical to classic decode over the same tokens', async () => {
     const prompt = tokens(9, 5);
@@ -105,8 +117,14 @@ describe('MTP speculative decoding == classic greedy (exact policy)', () => {
       const x = a.cache.layers[i];
       const y = b.cache.layers[i];
       const bytes = (x.type === 'sliding' ? x.slots : a.cache.state.nextPos) * x.rowFloats * 4;
-      expect(Buffer.compare(await readBytes(ctx.device, x.k, bytes), await readBytes(ctx.device, y.k, bytes)), `k ${i}`).toBe(0);
-      expect(Buffer.compare(await readBytes(ctx.device, x.v, bytes), await readBytes(ctx.device, y.v, bytes)), `v ${i}`).toBe(0);
+      expect(
+        Buffer.compare(await readBytes(ctx.device, x.k, bytes), await readBytes(ctx.device, y.k, bytes)),
+        `k ${i}`,
+      ).toBe(0);
+      expect(
+        Buffer.compare(await readBytes(ctx.device, x.v, bytes), await readBytes(ctx.device, y.v, bytes)),
+        `v ${i}`,
+      ).toBe(0);
     }
     a.destroy();
     b.destroy();

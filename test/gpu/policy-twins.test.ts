@@ -66,7 +66,8 @@ const bf16Bits = (x: number) => new Uint32Array(Float32Array.of(x).buffer)[0] >>
 
 function expectSameBytes(what: string, got: Uint8Array, want: Uint8Array): void {
   expect(got.byteLength, `${what}: byte length`).toBe(want.byteLength);
-  let first = -1, count = 0;
+  let first = -1,
+    count = 0;
   for (let i = 0; i < got.byteLength; i++) {
     if (got[i] !== want[i]) {
       if (first < 0) first = i;
@@ -76,7 +77,9 @@ function expectSameBytes(what: string, got: Uint8Array, want: Uint8Array): void 
   if (first >= 0) {
     const g = new Float32Array(got.buffer, got.byteOffset, got.byteLength >> 2);
     const w = new Float32Array(want.buffer, want.byteOffset, want.byteLength >> 2);
-    expect.fail(`${what}: ${count} of ${got.byteLength} bytes differ, first at float ${first >> 2}: ${g[first >> 2]} vs ${w[first >> 2]}`);
+    expect.fail(
+      `${what}: ${count} of ${got.byteLength} bytes differ, first at float ${first >> 2}: ${g[first >> 2]} vs ${w[first >> 2]}`,
+    );
   }
 }
 const differs = (a: Uint8Array, b: Uint8Array) => !bytesEqual(a, b);
@@ -137,15 +140,33 @@ interface LinCase {
 }
 
 function tensorRef(name: string, dtype: TensorRef['dtype'], shape: number[], bytes: number): TensorRef {
-  return { name, file: bytesSource(`${name} (test data, on the GPU only)`, new Uint8Array(0)), dtype, shape, offset: 0, byteLength: bytes };
+  return {
+    name,
+    file: bytesSource(`${name} (test data, on the GPU only)`, new Uint8Array(0)),
+    dtype,
+    shape,
+    offset: 0,
+    byteLength: bytes,
+  };
 }
 
 /** `rows` rows of `perRow` elements, uploaded in parts of rowsPerPart rows. */
-function rowParts(lab: Lab, name: string, data: Uint32Array | Uint16Array | Float32Array, rows: number, perRow: number, rowsPerPart: number): GpuTensor {
+function rowParts(
+  lab: Lab,
+  name: string,
+  data: Uint32Array | Uint16Array | Float32Array,
+  rows: number,
+  perRow: number,
+  rowsPerPart: number,
+): GpuTensor {
   const parts: RowPart[] = [];
   for (let rowStart = 0; rowStart < rows; rowStart += rowsPerPart) {
     const n = Math.min(rowsPerPart, rows - rowStart);
-    parts.push({ rowStart, rows: n, buffer: lab.upload(data.slice(rowStart * perRow, (rowStart + n) * perRow), `${name}[${rowStart}]`) });
+    parts.push({
+      rowStart,
+      rows: n,
+      buffer: lab.upload(data.slice(rowStart * perRow, (rowStart + n) * perRow), `${name}[${rowStart}]`),
+    });
   }
   return { name, rows, parts };
 }
@@ -164,16 +185,33 @@ function makeLinear(lab: Lab, r: Rand, c: LinCase): GpuLinear {
     // bias about -2^(bits-1) scale, as MLX's conversions give (the centred codes' reason to exist)
     const b = Uint16Array.from(scale, (v) => bf16Bits(-v * (1 << (bits - 1)) + r.normal(0.01)));
     const desc: AffineLinear = {
-      kind: 'affine', name: c.name, outFeatures: N, inFeatures: K, bits, groupSize: gs,
+      kind: 'affine',
+      name: c.name,
+      outFeatures: N,
+      inFeatures: K,
+      bits,
+      groupSize: gs,
       weight: tensorRef('w.weight', 'U32', [N, wordsPerRow], N * wordsPerRow * 4),
       scales: tensorRef('w.scales', 'BF16', [N, groups], N * groups * 2),
       biases: tensorRef('w.biases', 'BF16', [N, groups], N * groups * 2),
     };
-    return { desc, weight: rowParts(lab, 'w', words, N, wordsPerRow, rpp), scales: rowParts(lab, 's', s, N, groups, rpp), biases: rowParts(lab, 'b', b, N, groups, rpp) };
+    return {
+      desc,
+      weight: rowParts(lab, 'w', words, N, wordsPerRow, rpp),
+      scales: rowParts(lab, 's', s, N, groups, rpp),
+      biases: rowParts(lab, 'b', b, N, groups, rpp),
+    };
   }
   const dtype = c.dense!;
-  const data = dtype === 'F32' ? r.f32s(N * K, 0.2) : Uint16Array.from({ length: N * K }, () => bf16Bits(r.normal(0.2)));
-  const desc: DenseLinear = { kind: 'dense', name: c.name, outFeatures: N, inFeatures: K, weight: tensorRef('w.weight', dtype, [N, K], N * K * (dtype === 'F32' ? 4 : 2)) };
+  const data =
+    dtype === 'F32' ? r.f32s(N * K, 0.2) : Uint16Array.from({ length: N * K }, () => bf16Bits(r.normal(0.2)));
+  const desc: DenseLinear = {
+    kind: 'dense',
+    name: c.name,
+    outFeatures: N,
+    inFeatures: K,
+    weight: tensorRef('w.weight', dtype, [N, K], N * K * (dtype === 'F32' ? 4 : 2)),
+  };
   return { desc, weight: rowParts(lab, 'w', data, N, K, rpp) };
 }
 
@@ -181,16 +219,48 @@ function makeLinear(lab: Lab, r: Rand, c: LinCase): GpuLinear {
 // groups of 32 or 64 run coop on GPUs and lanes on software adapters; groups of 128 run lanes on both;
 // 2-bit runs matmul.wgsl `affine` on both. Prefill runs tile where lanes fits. Dense runs `main`.
 const LINEARS: LinCase[] = [
-  { name: '4-bit, groups of 64, 3 row parts', N: 40, K: 512, affine: { bits: 4, gs: 64 }, rowsPerPart: 16, step: { software: 'lanes', gpu: 'coop' } },
-  { name: '8-bit, groups of 32, 5 groups (uneven split 2)', N: 24, K: 160, affine: { bits: 8, gs: 32 }, step: { software: 'lanes', gpu: 'coop' } },
-  { name: '4-bit, groups of 128', N: 20, K: 384, affine: { bits: 4, gs: 128 }, step: { software: 'lanes', gpu: 'lanes' } },
-  { name: '2-bit (the affine fallback), x stride 260', N: 12, K: 256, affine: { bits: 2, gs: 64 }, xStride: 260, step: { software: 'affine', gpu: 'affine' } },
+  {
+    name: '4-bit, groups of 64, 3 row parts',
+    N: 40,
+    K: 512,
+    affine: { bits: 4, gs: 64 },
+    rowsPerPart: 16,
+    step: { software: 'lanes', gpu: 'coop' },
+  },
+  {
+    name: '8-bit, groups of 32, 5 groups (uneven split 2)',
+    N: 24,
+    K: 160,
+    affine: { bits: 8, gs: 32 },
+    step: { software: 'lanes', gpu: 'coop' },
+  },
+  {
+    name: '4-bit, groups of 128',
+    N: 20,
+    K: 384,
+    affine: { bits: 4, gs: 128 },
+    step: { software: 'lanes', gpu: 'lanes' },
+  },
+  {
+    name: '2-bit (the affine fallback), x stride 260',
+    N: 12,
+    K: 256,
+    affine: { bits: 2, gs: 64 },
+    xStride: 260,
+    step: { software: 'affine', gpu: 'affine' },
+  },
   { name: 'dense bf16, K 70', N: 11, K: 70, dense: 'BF16' },
   { name: 'dense f32, 2 row parts, x stride 72', N: 9, K: 64, dense: 'F32', rowsPerPart: 5, xStride: 72 },
 ];
 
 /** y = matmul(x) through ops.matmul as the engine calls it; returns y's bytes. */
-async function runMatmul(lab: Lab, lin: GpuLinear, x: Float32Array, rows: op.Rows, xStride: number): Promise<Uint8Array> {
+async function runMatmul(
+  lab: Lab,
+  lin: GpuLinear,
+  x: Float32Array,
+  rows: op.Rows,
+  xStride: number,
+): Promise<Uint8Array> {
   const N = lin.desc.outFeatures;
   const y = lab.out(rows.M * N);
   const xb = lab.upload(x, 'x');
@@ -229,24 +299,54 @@ interface AttnData {
 function attnData(r: Rand, c: AttnCase): AttnData {
   const row = c.kvHeads * c.d;
   const slots = c.mode === 'linear' ? c.p + c.M : c.window;
-  return { q: r.f32s(c.M * c.heads * c.d, 0.6), kCache: r.f32s(slots * row, 0.6), vCache: r.f32s(slots * row), kStage: r.f32s(c.M * row, 0.6), vStage: r.f32s(c.M * row) };
+  return {
+    q: r.f32s(c.M * c.heads * c.d, 0.6),
+    kCache: r.f32s(slots * row, 0.6),
+    vCache: r.f32s(slots * row),
+    kStage: r.f32s(c.M * row, 0.6),
+    vStage: r.f32s(c.M * row),
+  };
 }
 
 /** Keys of the dispatch's longest row (what the scratch must hold). */
-const maxKeys = (c: AttnCase) => (c.mode === 'masked' ? op.maskedKeyCount(c.p, c.M, c.window) : c.mode === 'linear' ? c.p + c.M : Math.min(c.p + c.M, c.window));
+const maxKeys = (c: AttnCase) =>
+  c.mode === 'masked'
+    ? op.maskedKeyCount(c.p, c.M, c.window)
+    : c.mode === 'linear'
+      ? c.p + c.M
+      : Math.min(c.p + c.M, c.window);
 
 /** op.attention as target.ts calls it for a step (linear: the block's rows already in the cache), on the class's path. */
 async function runAttention(lab: Lab, c: AttnCase, x: AttnData, split: number): Promise<Uint8Array> {
   const n = c.M * c.heads * c.d;
   const out = lab.out(n);
-  const scratch = createAttentionScratch(lab.device, { heads: c.heads, qWidth: c.heads * c.d, maxKeys: maxKeys(c), prefillRows: c.M, stepRows: c.M }, 'twins');
+  const scratch = createAttentionScratch(
+    lab.device,
+    { heads: c.heads, qWidth: c.heads * c.d, maxKeys: maxKeys(c), prefillRows: c.M, stepRows: c.M },
+    'twins',
+  );
   scratch.buffers.forEach((b) => lab.own(b));
   const [q, kCache, vCache, kStage, vStage] = [x.q, x.kCache, x.vCache, x.kStage, x.vStage].map((a) => lab.upload(a));
   const linear = c.mode === 'linear';
   await lab.run((rec) =>
     op.attention(rec, {
-      M: c.M, heads: c.heads, kvHeads: c.kvHeads, d: c.d, mode: c.mode, window: c.window, base: c.base, p: c.p, round: false, split,
-      q, kCache, vCache, kStage: linear ? kCache : kStage, vStage: linear ? vCache : vStage, out, scratch: scratch.step,
+      M: c.M,
+      heads: c.heads,
+      kvHeads: c.kvHeads,
+      d: c.d,
+      mode: c.mode,
+      window: c.window,
+      base: c.base,
+      p: c.p,
+      round: false,
+      split,
+      q,
+      kCache,
+      vCache,
+      kStage: linear ? kCache : kStage,
+      vStage: linear ? vCache : vStage,
+      out,
+      scratch: scratch.step,
     }),
   );
   return lab.bytes(out, n);
@@ -263,7 +363,9 @@ describe('inexact variants with their mechanism off == the exact kernel, byte fo
   beforeAll(async () => {
     ctx = await testGpu();
     lab = new Lab(ctx);
-    console.log(`policy twins on ${ctx.report.description || ctx.report.device}, kernel class ${lab.kernels.kernelClass}`);
+    console.log(
+      `policy twins on ${ctx.report.description || ctx.report.device}, kernel class ${lab.kernels.kernelClass}`,
+    );
   });
   afterAll(() => {
     lab?.release();
@@ -272,10 +374,23 @@ describe('inexact variants with their mechanism off == the exact kernel, byte fo
 
   describe('split-K matmul (matmul-m-split; prefill-chunk-mismatch, mlx-metal)', () => {
     it('split ranges: whole units, contiguous, none empty', () => {
-      expect(op.splitRanges(4, 2)).toEqual([[0, 2], [2, 4]]);
-      expect(op.splitRanges(5, 2)).toEqual([[0, 3], [3, 5]]);
-      expect(op.splitRanges(5, 3)).toEqual([[0, 2], [2, 4], [4, 5]]);
-      expect(op.splitRanges(2, 4)).toEqual([[0, 1], [1, 2]]);
+      expect(op.splitRanges(4, 2)).toEqual([
+        [0, 2],
+        [2, 4],
+      ]);
+      expect(op.splitRanges(5, 2)).toEqual([
+        [0, 3],
+        [3, 5],
+      ]);
+      expect(op.splitRanges(5, 3)).toEqual([
+        [0, 2],
+        [2, 4],
+        [4, 5],
+      ]);
+      expect(op.splitRanges(2, 4)).toEqual([
+        [0, 1],
+        [1, 2],
+      ]);
       expect(op.splitRanges(7, 1)).toEqual([[0, 7]]);
     });
 
@@ -285,7 +400,10 @@ describe('inexact variants with their mechanism off == the exact kernel, byte fo
         const lin = makeLinear(lab, r, c);
         const xStride = c.xStride ?? c.K;
         // the exact kernel compared against is the one this device's class runs
-        if (c.step) expect(op.stepKernel(new Recorder(lab.device, lab.kernels), lin, xStride)).toBe(c.step[lab.kernels.kernelClass]);
+        if (c.step)
+          expect(op.stepKernel(new Recorder(lab.device, lab.kernels), lin, xStride)).toBe(
+            c.step[lab.kernels.kernelClass],
+          );
         for (const prefill of [false, true]) {
           // M = 9: more rows than one pass of coop (ROWS = 8) and than one tile block (8 rows).
           for (const M of [1, 3, 9]) {
@@ -294,7 +412,11 @@ describe('inexact variants with their mechanism off == the exact kernel, byte fo
               const rows: op.Rows = { M, round, prefill };
               const exact = await runMatmul(lab, lin, x, rows, xStride);
               const off = await runMatmul(lab, lin, x, { ...rows, split: 1 }, xStride);
-              expectSameBytes(`${c.name}, ${prefill ? 'prefill' : 'step'}, M ${M}${round ? ', bf16' : ''}: split 1 vs exact`, off, exact);
+              expectSameBytes(
+                `${c.name}, ${prefill ? 'prefill' : 'step'}, M ${M}${round ? ', bf16' : ''}: split 1 vs exact`,
+                off,
+                exact,
+              );
             }
           }
         }
@@ -310,7 +432,8 @@ describe('inexact variants with their mechanism off == the exact kernel, byte fo
         const r = new Rand(200 + ci);
         const lin = makeLinear(lab, r, c);
         const xStride = c.xStride ?? c.K;
-        const N = c.N, M = 3;
+        const N = c.N,
+          M = 3;
         const unit = c.affine ? c.affine.gs : 1;
         const x = r.f32s(M * xStride);
         const exact = await runMatmul(lab, lin, x, { M, round: false }, xStride);
@@ -320,7 +443,13 @@ describe('inexact variants with their mechanism off == the exact kernel, byte fo
           const sum = new Float32Array(M * N);
           const ranges = op.splitRanges(c.K / unit, split);
           for (const [i, [lo, hi]] of ranges.entries()) {
-            const b = await runMatmul(lab, lin, maskColumns(x, M, xStride, lo * unit, hi * unit), { M, round: false }, xStride);
+            const b = await runMatmul(
+              lab,
+              lin,
+              maskColumns(x, M, xStride, lo * unit, hi * unit),
+              { M, round: false },
+              xStride,
+            );
             const part = new Float32Array(b.buffer, b.byteOffset, M * N);
             for (let e = 0; e < M * N; e++) sum[e] = i === 0 ? part[e] : Math.fround(sum[e] + part[e]);
           }
@@ -348,7 +477,9 @@ describe('inexact variants with their mechanism off == the exact kernel, byte fo
     for (const c of splitCases) {
       it(`attention-m-split: split = the exact segment count == exact (${c.mode}, rows at ${c.p}..${c.p + c.M - 1})`, async () => {
         const x = attnData(new Rand(300 + c.p), c);
-        const keys = Array.from({ length: c.M }, (_, j) => (c.mode === 'linear' ? c.p + j + 1 : Math.min(c.p + j + 1, c.window)));
+        const keys = Array.from({ length: c.M }, (_, j) =>
+          c.mode === 'linear' ? c.p + j + 1 : Math.min(c.p + j + 1, c.window),
+        );
         const counts = new Set(keys.map(exactSegments));
         expect(counts.size, 'one exact segment count for every row').toBe(1);
         const [S] = counts;
@@ -368,10 +499,26 @@ describe('inexact variants with their mechanism off == the exact kernel, byte fo
     const orderCases: (AttnCase & { what: string })[] = [
       { what: 'ring not wrapped, 4 rows', mode: 'chrono', M: 4, p: 5, window: 16, base: 0, ...H },
       { what: 'wrapped, oldest key in slot 0', mode: 'chrono', M: 1, p: 40, window: 16, base: 9, ...H },
-      { what: 'wrapped, 150-key window (3 segments), oldest key in slot 0', mode: 'chrono', M: 1, p: 400, window: 150, base: 101, ...H },
+      {
+        what: 'wrapped, 150-key window (3 segments), oldest key in slot 0',
+        mode: 'chrono',
+        M: 1,
+        p: 400,
+        window: 150,
+        base: 101,
+        ...H,
+      },
       { what: 'one row, ring not wrapped', mode: 'masked', M: 1, p: 10, window: 16, base: 0, ...H },
       { what: 'one row, wrapped, oldest key in slot 0', mode: 'masked', M: 1, p: 40, window: 16, base: 9, ...H },
-      { what: 'one row, 150-key window (3 segments), oldest key in slot 0', mode: 'masked', M: 1, p: 400, window: 150, base: 101, ...H },
+      {
+        what: 'one row, 150-key window (3 segments), oldest key in slot 0',
+        mode: 'masked',
+        M: 1,
+        p: 400,
+        window: 150,
+        base: 101,
+        ...H,
+      },
     ];
     for (const c of orderCases) {
       const policy = c.mode === 'chrono' ? 'ring-chronological' : 'mask-widened';
@@ -391,12 +538,20 @@ describe('inexact variants with their mechanism off == the exact kernel, byte fo
       const wrapped: AttnCase = { mode: 'physical', M: 1, p: 40, window: 16, base: 0, ...H }; // (40 - 0) mod 16 = 8
       const x = attnData(new Rand(500), wrapped);
       const exact = await runAttention(lab, wrapped, x, 0);
-      expect(differs(await runAttention(lab, { ...wrapped, mode: 'chrono' }, x, 0), exact), 'chronological order').toBe(true);
-      expect(differs(await runAttention(lab, { ...wrapped, mode: 'masked' }, x, 1), exact), 'masked, chronological order').toBe(true);
+      expect(differs(await runAttention(lab, { ...wrapped, mode: 'chrono' }, x, 0), exact), 'chronological order').toBe(
+        true,
+      );
+      expect(
+        differs(await runAttention(lab, { ...wrapped, mode: 'masked' }, x, 1), exact),
+        'masked, chronological order',
+      ).toBe(true);
       const block: AttnCase = { mode: 'physical', M: 4, p: 40, window: 16, base: 9, ...H };
       const xb = attnData(new Rand(501), block);
       const exactBlock = await runAttention(lab, block, xb, 0);
-      expect(differs(await runAttention(lab, { ...block, mode: 'masked' }, xb, 1), exactBlock), 'widened over 4 rows, chronological').toBe(true);
+      expect(
+        differs(await runAttention(lab, { ...block, mode: 'masked' }, xb, 1), exactBlock),
+        'widened over 4 rows, chronological',
+      ).toBe(true);
       lab.release();
     });
   });
@@ -411,7 +566,13 @@ describe('inexact variants with their mechanism off == the exact kernel, byte fo
     const V = 1024;
 
     /** Logits of a verify block after prefilling `prompt` (in chunks of `chunk`, 0 = whole) under `policy`. */
-    async function verifyLogits(model: TargetModel, prompt: number[], block: number[], policy: Policy, chunk = 0): Promise<Float32Array> {
+    async function verifyLogits(
+      model: TargetModel,
+      prompt: number[],
+      block: number[],
+      policy: Policy,
+      chunk = 0,
+    ): Promise<Float32Array> {
       model.reset();
       await model.prefill(prompt, { chunk: chunk || prompt.length, policy, logits: 'none' });
       return (await model.step(block, { policy, logits: 'all' })).logits!;
@@ -420,25 +581,48 @@ describe('inexact variants with their mechanism off == the exact kernel, byte fo
     // Mechanism off, derived from the policy itself: wherever it picks a split-K matmul, one range;
     // wherever it picks an attention split, one segment (the exact count for the tiny model's at most
     // 48 keys per row, asserted below). Everything else about the policy stays.
-    const splitKOff = (p: Policy): Policy => ({ ...p, name: `${p.name}, split-K 1`, matmulSplit: (M, phase) => Math.min(1, p.matmulSplit(M, phase)) });
+    const splitKOff = (p: Policy): Policy => ({
+      ...p,
+      name: `${p.name}, split-K 1`,
+      matmulSplit: (M, phase) => Math.min(1, p.matmulSplit(M, phase)),
+    });
     const oneSegment = (plan: AttentionPlan): AttentionPlan => ({ ...plan, split: Math.min(1, plan.split) });
     const segmentsOff = (p: Policy): Policy => ({
-      ...p, name: `${p.name}, one segment`,
+      ...p,
+      name: `${p.name}, one segment`,
       slidingStep: (M, window, pos) => oneSegment(p.slidingStep(M, window, pos)),
       fullStep: (M) => oneSegment(p.fullStep(M)),
     });
     const off: { name: string; policy: Policy; prompt: number; chunk?: number }[] = [
       { name: 'matmul-m-split with split-K 1', policy: splitKOff(policyByName('matmul-m-split')), prompt: 40 },
-      { name: 'attention-m-split with one segment', policy: segmentsOff(policyByName('attention-m-split')), prompt: 40 },
+      {
+        name: 'attention-m-split with one segment',
+        policy: segmentsOff(policyByName('attention-m-split')),
+        prompt: 40,
+      },
       // the policy as it is: before the ring wraps (5 + 4 <= 16) chronological is the physical order
       { name: 'ring-chronological, ring not wrapped', policy: policyByName('ring-chronological'), prompt: 5 },
       // the chain arm's whole prompt, chunks of 8 (split by the policy), the block arm's chunks of 4
       // (not split by the policy): chunking itself changes nothing, the prefill GEMM's split-K does
-      { name: 'prefill-chunk-mismatch with split-K 1, whole prompt (chain arm)', policy: splitKOff(policyByName('prefill-chunk-mismatch')), prompt: 40 },
-      { name: 'prefill-chunk-mismatch with split-K 1, chunks of 8', policy: splitKOff(policyByName('prefill-chunk-mismatch')), prompt: 40, chunk: 8 },
-      { name: 'prefill-chunk-mismatch, chunks of 4 (block arm)', policy: splitKOff(policyByName('prefill-chunk-mismatch')), prompt: 40, chunk: 4 },
+      {
+        name: 'prefill-chunk-mismatch with split-K 1, whole prompt (chain arm)',
+        policy: splitKOff(policyByName('prefill-chunk-mismatch')),
+        prompt: 40,
+      },
+      {
+        name: 'prefill-chunk-mismatch with split-K 1, chunks of 8',
+        policy: splitKOff(policyByName('prefill-chunk-mismatch')),
+        prompt: 40,
+        chunk: 8,
+      },
+      {
+        name: 'prefill-chunk-mismatch, chunks of 4 (block arm)',
+        policy: splitKOff(policyByName('prefill-chunk-mismatch')),
+        prompt: 40,
+        chunk: 4,
+      },
     ];
-    it('the tiny model\'s rows have one exact segment (so one segment is the mechanism off)', () => {
+    it("the tiny model's rows have one exact segment (so one segment is the mechanism off)", () => {
       expect(exactSegments(40 + 4)).toBe(1);
       expect(weights.desc.window).toBeLessThanOrEqual(64);
     });
@@ -452,7 +636,10 @@ describe('inexact variants with their mechanism off == the exact kernel, byte fo
             const exact = await verifyLogits(model, prompt, block, EXACT);
             const twin = await verifyLogits(model, prompt, block, c.policy, c.chunk);
             for (let j = 0; j < block.length; j++) {
-              expect(bytesEqual(rowBytes(twin, j, V), rowBytes(exact, j, V)), `${c.name}: verify row ${j} differs from exact`).toBe(true);
+              expect(
+                bytesEqual(rowBytes(twin, j, V), rowBytes(exact, j, V)),
+                `${c.name}: verify row ${j} differs from exact`,
+              ).toBe(true);
             }
           } finally {
             model.destroy();

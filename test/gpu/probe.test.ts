@@ -27,7 +27,10 @@ describe('block-versus-chain probe', () => {
         const r = await runProbe(env, { block: K, policy: 'exact', precision, localize: true });
         expect(validateReport(r)).toEqual([]);
         expect(r.provenance.drawLengths).toEqual([8, 8, 8, 48]);
-        expect(r.draws.map((d) => d.verdict), `K=${K}`).toEqual(['equal', 'equal', 'equal', 'equal']);
+        expect(
+          r.draws.map((d) => d.verdict),
+          `K=${K}`,
+        ).toEqual(['equal', 'equal', 'equal', 'equal']);
         expect(r.verdict).toBe('equal');
         expect(r.consequence).toMatch(/enabled/);
       }
@@ -35,7 +38,10 @@ describe('block-versus-chain probe', () => {
   }
 
   // stage the policy changes, and where it must show first
-  const expectations: Record<string, { stage: string; layerKind?: 'sliding' | 'full'; layer?: number; shortDrawsEqual?: boolean }> = {
+  const expectations: Record<
+    string,
+    { stage: string; layerKind?: 'sliding' | 'full'; layer?: number; shortDrawsEqual?: boolean }
+  > = {
     'ring-chronological': { stage: 'attn', layerKind: 'sliding', shortDrawsEqual: true },
     'mask-widened': { stage: 'attn', layerKind: 'sliding' },
     'matmul-m-split': { stage: 'q', layer: 0 },
@@ -62,14 +68,22 @@ describe('block-versus-chain probe', () => {
         expect(fd.stage).toBe(want.stage);
         if (want.layerKind) expect(fd.layerKind).toBe(want.layerKind);
         if (want.layer !== undefined) expect(fd.layer).toBe(want.layer);
-        expect(d.text).toMatch(/^verify block position \d+ differs from the single-token chain in \d+ of 4096 logit bytes$/);
+        expect(d.text).toMatch(
+          /^verify block position \d+ differs from the single-token chain in \d+ of 4096 logit bytes$/,
+        );
         expect(fd.text).toMatch(/^first divergence: (layer \d+ \((sliding|full)\) )?.+ at position \d+$/);
         // Every stage before the first divergence is byte-identical.
         const idx = d.stages!.findIndex((s) => s.layer === fd.layer && s.stage === fd.stage);
-        for (const s of d.stages!.slice(0, idx)) expect(s.rows.every((x) => x.bytesDiffering === 0), `${s.stage}.${s.layer}`).toBe(true);
+        for (const s of d.stages!.slice(0, idx))
+          expect(
+            s.rows.every((x) => x.bytesDiffering === 0),
+            `${s.stage}.${s.layer}`,
+          ).toBe(true);
         expect(d.lens!.length).toBe(12);
       }
-      console.log(`${policy}: ${failing.map((d) => `${d.promptLength}: ${d.text}; ${d.firstDivergence!.text}`).join(' | ')}`);
+      console.log(
+        `${policy}: ${failing.map((d) => `${d.promptLength}: ${d.text}; ${d.firstDivergence!.text}`).join(' | ')}`,
+      );
     });
   }
 });

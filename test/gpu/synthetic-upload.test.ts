@@ -10,12 +10,18 @@ import { checkMemory, planMemory } from '../../src/model/memory-budget.ts';
 
 describe('streaming upload of a synthetic checkpoint (Dawn)', () => {
   let ctx: GpuContext;
-  beforeAll(async () => { ctx = await testGpu(); });
+  beforeAll(async () => {
+    ctx = await testGpu();
+  });
   afterAll(() => ctx?.destroy());
 
   it('the planned checkpoint fits, uploads from virtual files, and the GPU holds the file bytes', async () => {
-    const d = (await openCheckpoint(syntheticCheckpoint(synthGeometry('tiny'), { seed: 9 }).target)).description as TargetDescription;
-    const limits = { maxBufferSize: ctx.device.limits.maxBufferSize, maxStorageBufferBindingSize: ctx.device.limits.maxStorageBufferBindingSize };
+    const d = (await openCheckpoint(syntheticCheckpoint(synthGeometry('tiny'), { seed: 9 }).target))
+      .description as TargetDescription;
+    const limits = {
+      maxBufferSize: ctx.device.limits.maxBufferSize,
+      maxStorageBufferBindingSize: ctx.device.limits.maxStorageBufferBindingSize,
+    };
     checkMemory(planMemory(d, { maxContext: 256, maxBlock: 8, prefillChunk: 64 }, limits), 1e9);
     const progress: number[] = [];
     const w = await uploadWeights(ctx.device, d, (p) => progress.push(p.done));

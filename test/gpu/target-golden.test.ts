@@ -1,6 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testGpu } from './gpu-context.ts';
-import { TINY_A_F64, loadGolden, loadTransformersF32, maxAbsDiff, nmse, nmseTransport, tinyTarget, type Golden } from '../support/fixtures.ts';
+import {
+  TINY_A_F64,
+  loadGolden,
+  loadTransformersF32,
+  maxAbsDiff,
+  nmse,
+  nmseTransport,
+  tinyTarget,
+  type Golden,
+} from '../support/fixtures.ts';
 import { uploadWeights } from '../../src/model/gpu-weights.ts';
 import { TargetModel } from '../../src/model/target.ts';
 import type { GpuContext } from '../../src/gpu/device.ts';
@@ -33,7 +42,9 @@ describe('GPU f32 target forward vs transformers float64 goldens (tiny-a)', () =
     const truth = (await g64.tensor('logits')).data;
     const logitBound = maxAbsDiff((await tf32.tensor('logits')).data, truth) + maxAbsDiff(ref.data, truth);
     const err = maxAbsDiff(r.logits!, ref.data);
-    expect(err, `logits max abs vs the shared goldens (bound ${logitBound.toExponential(2)})`).toBeLessThanOrEqual(logitBound);
+    expect(err, `logits max abs vs the shared goldens (bound ${logitBound.toExponential(2)})`).toBeLessThanOrEqual(
+      logitBound,
+    );
     // Same argmax wherever the golden top-1/top-2 gap exceeds twice that bound (neither logit can move
     // by more than the bound, so their order cannot flip).
     const V = ref.shape[1];
@@ -43,7 +54,10 @@ describe('GPU f32 target forward vs transformers float64 goldens (tiny-a)', () =
       if (sorted[0] - sorted[1] > 2 * logitBound) expect(r.argmax![t], `position ${t}`).toBe(row.indexOf(sorted[0]));
     }
     const L = model.desc.layers.length;
-    const names = [...Array.from({ length: L }, (_, i) => [`attn.${i}`, `mlp.${i}`, `layer.${i}`]).flat(), 'final_norm'];
+    const names = [
+      ...Array.from({ length: L }, (_, i) => [`attn.${i}`, `mlp.${i}`, `layer.${i}`]).flat(),
+      'final_norm',
+    ];
     const worst: Record<string, number> = {};
     for (const n of names) {
       const g = (await golden.tensor(`act.${n}`)).data;
@@ -53,8 +67,12 @@ describe('GPU f32 target forward vs transformers float64 goldens (tiny-a)', () =
       worst[n] = e;
       expect(e, `act.${n} (bound ${bound.toExponential(2)})`).toBeLessThanOrEqual(bound);
     }
-    const top = Object.entries(worst).sort((a, b) => b[1] - a[1]).slice(0, 3);
-    console.log(`logits max abs err ${err.toExponential(3)} (bound ${logitBound.toExponential(3)}); worst act NMSE ${top.map(([k, v]) => `${k} ${v.toExponential(2)}`).join(', ')}`);
+    const top = Object.entries(worst)
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 3);
+    console.log(
+      `logits max abs err ${err.toExponential(3)} (bound ${logitBound.toExponential(3)}); worst act NMSE ${top.map(([k, v]) => `${k} ${v.toExponential(2)}`).join(', ')}`,
+    );
   });
 
   it('every act.* tensor and the logits at least as close to the float64 goldens (tiny-a-f64) as transformers in f32', async () => {
@@ -77,7 +95,10 @@ describe('GPU f32 target forward vs transformers float64 goldens (tiny-a)', () =
     const err = maxAbsDiff(r.logits!, goldLogits);
     const tfErr = maxAbsDiff((await tf32.tensor('logits')).data, goldLogits);
     const L = model.desc.layers.length;
-    const names = [...Array.from({ length: L }, (_, i) => [`attn.${i}`, `mlp.${i}`, `layer.${i}`]).flat(), 'final_norm'];
+    const names = [
+      ...Array.from({ length: L }, (_, i) => [`attn.${i}`, `mlp.${i}`, `layer.${i}`]).flat(),
+      'final_norm',
+    ];
     const tfLogitsNmse = nmse((await tf32.tensor('logits')).data, goldLogits);
     const e: Record<string, number> = {};
     const tf: Record<string, number> = {};
@@ -86,16 +107,25 @@ describe('GPU f32 target forward vs transformers float64 goldens (tiny-a)', () =
       e[n] = nmse(r.captures.get(n)!, gold);
       tf[n] = nmse((await tf32.tensor(`act.${n}`)).data, gold);
     }
-    const worstOf = (k: string) => Object.entries(e).filter(([n]) => n.startsWith(k)).sort((a, b) => b[1] - a[1])[0];
+    const worstOf = (k: string) =>
+      Object.entries(e)
+        .filter(([n]) => n.startsWith(k))
+        .sort((a, b) => b[1] - a[1])[0];
     const over = names.filter((n) => e[n] > 1e-8);
     const ratio = Math.max(...names.map((n) => e[n] / tf[n]));
-    console.log(`vs float64 goldens: logits max abs err ${err.toExponential(3)} (transformers f32: ${tfErr.toExponential(3)}); worst act NMSE: ${['attn', 'mlp', 'layer', 'final_norm'].map((k) => `${worstOf(k)[0]} ${worstOf(k)[1].toExponential(2)} (transformers f32: ${tf[worstOf(k)[0]].toExponential(2)})`).join(', ')}; over 1e-8: ${over.map((n) => `${n} ${e[n].toExponential(2)}`).join(', ') || 'none'} (transformers f32: ${names.filter((n) => tf[n] > 1e-8).length} of ${names.length}); largest engine/transformers-f32 NMSE ratio ${ratio.toFixed(2)}`);
-    for (const n of names) expect(e[n], `act.${n} vs transformers f32 ${tf[n].toExponential(2)}`).toBeLessThanOrEqual(tf[n]);
+    console.log(
+      `vs float64 goldens: logits max abs err ${err.toExponential(3)} (transformers f32: ${tfErr.toExponential(3)}); worst act NMSE: ${['attn', 'mlp', 'layer', 'final_norm'].map((k) => `${worstOf(k)[0]} ${worstOf(k)[1].toExponential(2)} (transformers f32: ${tf[worstOf(k)[0]].toExponential(2)})`).join(', ')}; over 1e-8: ${over.map((n) => `${n} ${e[n].toExponential(2)}`).join(', ') || 'none'} (transformers f32: ${names.filter((n) => tf[n] > 1e-8).length} of ${names.length}); largest engine/transformers-f32 NMSE ratio ${ratio.toFixed(2)}`,
+    );
+    for (const n of names)
+      expect(e[n], `act.${n} vs transformers f32 ${tf[n].toExponential(2)}`).toBeLessThanOrEqual(tf[n]);
     expect(err, 'logits max abs').toBeLessThanOrEqual(tfErr);
-    expect(nmse(r.logits!, goldLogits), `logits NMSE vs transformers f32 ${tfLogitsNmse.toExponential(2)}`).toBeLessThanOrEqual(tfLogitsNmse);
+    expect(
+      nmse(r.logits!, goldLogits),
+      `logits NMSE vs transformers f32 ${tfLogitsNmse.toExponential(2)}`,
+    ).toBeLessThanOrEqual(tfLogitsNmse);
   });
 
-  it('teacher-forced per layer (each layer fed the float64 goldens\' input rows): each layer adds no more than one layer of transformers in f32', async () => {
+  it("teacher-forced per layer (each layer fed the float64 goldens' input rows): each layer adds no more than one layer of transformers in f32", async () => {
     // Where the error of the full forward comes from: fed the golden act.layer.{i-1} (layer 0: the embedding
     // the engine computes), layer i's outputs are compared with the golden act.attn.i / act.mlp.i / act.layer.i.
     // This measures what each layer adds, without what it inherits; the full forward's 1.4e-8 / 1.8e-8 at
@@ -112,16 +142,32 @@ describe('GPU f32 target forward vs transformers float64 goldens (tiny-a)', () =
     const H = model.desc.hidden;
     model.reset();
     const r = await model.prefill(g64.json.prompt, {
-      logits: 'none', captures: 'all',
+      logits: 'none',
+      captures: 'all',
       layerInputs: (layer, p, M) => (layer === 0 ? undefined : inputs[layer].slice(p * H, (p + M) * H)),
     });
     const e: [string, number][] = [];
-    for (let i = 0; i < L; i++) for (const k of ['attn', 'mlp', 'layer']) e.push([`${k}.${i}`, nmse(r.captures.get(`${k}.${i}`)!, (await g64.tensor(`act.${k}.${i}`)).data)]);
+    for (let i = 0; i < L; i++)
+      for (const k of ['attn', 'mlp', 'layer'])
+        e.push([`${k}.${i}`, nmse(r.captures.get(`${k}.${i}`)!, (await g64.tensor(`act.${k}.${i}`)).data)]);
     const worst = [...e].sort((a, b) => b[1] - a[1]);
-    console.log(`teacher-forced per layer vs float64 goldens: worst act NMSE ${worst.slice(0, 3).map(([n, v]) => `${n} ${v.toExponential(2)}`).join(', ')}; layer 11 ${e.filter(([n]) => n.endsWith('.11')).map(([n, v]) => `${n} ${v.toExponential(2)}`).join(', ')}`);
+    console.log(
+      `teacher-forced per layer vs float64 goldens: worst act NMSE ${worst
+        .slice(0, 3)
+        .map(([n, v]) => `${n} ${v.toExponential(2)}`)
+        .join(', ')}; layer 11 ${e
+        .filter(([n]) => n.endsWith('.11'))
+        .map(([n, v]) => `${n} ${v.toExponential(2)}`)
+        .join(', ')}`,
+    );
     const perLayer: Record<string, number> = {};
-    for (const k of ['attn', 'mlp', 'layer']) perLayer[k] = nmse((await tf32.tensor(`act.${k}.0`)).data, (await g64.tensor(`act.${k}.0`)).data);
-    for (const [n, v] of e) expect(v, `act.${n} vs transformers f32 at layer 0 ${perLayer[n.split('.')[0]].toExponential(2)}`).toBeLessThanOrEqual(perLayer[n.split('.')[0]]);
+    for (const k of ['attn', 'mlp', 'layer'])
+      perLayer[k] = nmse((await tf32.tensor(`act.${k}.0`)).data, (await g64.tensor(`act.${k}.0`)).data);
+    for (const [n, v] of e)
+      expect(
+        v,
+        `act.${n} vs transformers f32 at layer 0 ${perLayer[n.split('.')[0]].toExponential(2)}`,
+      ).toBeLessThanOrEqual(perLayer[n.split('.')[0]]);
   });
 
   it('reproduces the 24 greedy tokens by chain decoding after prefill', async () => {

@@ -10,7 +10,12 @@ export async function tinyWeights(ctx: GpuContext): Promise<GpuWeights<TargetDes
   return uploadWeights(ctx.device, (await tinyTarget()).description as TargetDescription);
 }
 
-export function tinyModel(ctx: GpuContext, w: GpuWeights<TargetDescription>, precision: Precision, opts: { prefillChunk?: number } = {}): TargetModel {
+export function tinyModel(
+  ctx: GpuContext,
+  w: GpuWeights<TargetDescription>,
+  precision: Precision,
+  opts: { prefillChunk?: number } = {},
+): TargetModel {
   return new TargetModel(ctx, w, { maxContext: 160, maxBlock: 8, prefillChunk: opts.prefillChunk ?? 64, precision });
 }
 

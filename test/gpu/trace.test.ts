@@ -8,7 +8,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testGpu } from './gpu-context.ts';
 import { tinyWeights } from './tiny-model.ts';
-import { DECIDED_GAP, defaultStream, runTrace, traceMetrics, type TraceEnv, type TracePosition, type TraceReport } from '../../src/parity/trace.ts';
+import {
+  DECIDED_GAP,
+  defaultStream,
+  runTrace,
+  traceMetrics,
+  type TraceEnv,
+  type TracePosition,
+  type TraceReport,
+} from '../../src/parity/trace.ts';
 import { POLICIES } from '../../src/model/policy.ts';
 import { checkpointInfo } from '../../src/parity/summary.ts';
 import { TINY_A_F64, loadGolden, loadTransformersF32, maxAbsDiff, tinyTarget } from '../support/fixtures.ts';
@@ -37,7 +45,11 @@ describe('teacher-forced trace (chain vs block)', () => {
     V = env.weights.desc.vocab;
     // runTrace's default stream; the reference runs it as one forward: row t is the logits after token t
     const stream = defaultStream(PREFIX + TRACED + 1, V);
-    refLogits = referenceForward((await loadReferenceWeights(ck.description)) as TargetWeights, stream.slice(0, PREFIX + TRACED), { numerics: 'exact' }).logits;
+    refLogits = referenceForward(
+      (await loadReferenceWeights(ck.description)) as TargetWeights,
+      stream.slice(0, PREFIX + TRACED),
+      { numerics: 'exact' },
+    ).logits;
     const g64 = await loadGolden(TINY_A_F64);
     const tf32 = await loadTransformersF32();
     yard = maxAbsDiff((await tf32.tensor('logits_full')).data, (await g64.tensor('logits_full')).data);
@@ -47,7 +59,8 @@ describe('teacher-forced trace (chain vs block)', () => {
 
   const refRow = (position: number) => refLogits.subarray(position * V, (position + 1) * V);
   const top2 = (row: ArrayLike<number>) => {
-    let a = 0, b = -1;
+    let a = 0,
+      b = -1;
     for (let i = 1; i < row.length; i++) {
       if (row[i] > row[a]) [a, b] = [i, a];
       else if (b < 0 || row[i] > row[b]) b = i;
@@ -77,15 +90,18 @@ describe('teacher-forced trace (chain vs block)', () => {
       const top = arm === 'chain' ? p.chainTop : p.blockTop;
       for (const t of top) expect(Math.abs(t.logit - ref[t.id]), `${at}, token ${t.id}`).toBeLessThanOrEqual(yard);
       if (want.gap > 2 * yard) expect(top[0].id, at).toBe(want.id);
-      expect(Math.abs((arm === 'chain' ? p.nllChain : p.nllBlock) - nll(ref, p.next)), `${at} nll`).toBeLessThanOrEqual(2 * yard);
+      expect(Math.abs((arm === 'chain' ? p.nllChain : p.nllBlock) - nll(ref, p.next)), `${at} nll`).toBeLessThanOrEqual(
+        2 * yard,
+      );
       if (arm === 'chain') {
         expect(Math.abs(p.gap - want.gap), `${at} gap`).toBeLessThanOrEqual(2 * yard);
-        if (Math.abs(want.gap - DECIDED_GAP) > 2 * yard) expect(p.gap >= DECIDED_GAP, `${at} decided`).toBe(want.gap >= DECIDED_GAP);
+        if (Math.abs(want.gap - DECIDED_GAP) > 2 * yard)
+          expect(p.gap >= DECIDED_GAP, `${at} decided`).toBe(want.gap >= DECIDED_GAP);
       }
     });
   }
 
-  it('exact: every traced row byte-identical, the two arms\' top-k identical, both as the float64 reference ranks them', () => {
+  it("exact: every traced row byte-identical, the two arms' top-k identical, both as the float64 reference ranks them", () => {
     const r = exact;
     expect(r.verdict).toBe('equal');
     expect(r.metrics.rowsByteEqual).toBe(TRACED);
@@ -102,7 +118,7 @@ describe('teacher-forced trace (chain vs block)', () => {
     console.log(`exact trace: ${decided} of ${TRACED} positions decided; f32 yardstick ${yard.toExponential(2)}`);
   });
 
-  it('each inexact policy: block rows differ, by rounding only (within the f32 yardstick of the reference); the chain arm is exact\'s where its prefill is', async () => {
+  it("each inexact policy: block rows differ, by rounding only (within the f32 yardstick of the reference); the chain arm is exact's where its prefill is", async () => {
     const lines: string[] = [];
     for (const p of POLICIES.filter((x) => x.name !== 'exact')) {
       const r = await runTrace(env, { block: BLOCK, prefix: PREFIX, traced: TRACED, policy: p.name, precision: 'f32' });
@@ -111,7 +127,10 @@ describe('teacher-forced trace (chain vs block)', () => {
       expect(m.rowsByteEqual, p.name).toBeLessThan(TRACED);
       // The chain arm (M = 1) runs the exact kernels (src/model/policy.ts); from the same prefill it is exact's,
       // row for row. prefill-chunk-mismatch prefills its chain arm differently (whole prompt, split-K GEMM).
-      if (!p.prefillChunks) r.positions.forEach((q, i) => expect(q.chainTop, `${p.name} chain position ${q.position}`).toEqual(exact.positions[i].chainTop));
+      if (!p.prefillChunks)
+        r.positions.forEach((q, i) =>
+          expect(q.chainTop, `${p.name} chain position ${q.position}`).toEqual(exact.positions[i].chainTop),
+        );
       expectNearReference(r, 'chain');
       expectNearReference(r, 'block');
       // Both arms within yard of the reference: the chosen token's logits within 2 yard of each other, and
@@ -122,15 +141,35 @@ describe('teacher-forced trace (chain vs block)', () => {
         if (q.gap > 4 * yard) expect(q.agree, `${p.name} position ${q.position} (gap ${q.gap})`).toBe(true);
       }
       expect(m.decidedDisagreements, p.name).toBe(0);
-      lines.push(`${p.name}: rows differing ${TRACED - m.rowsByteEqual}/${TRACED}, top-1 disagreements ${m.top1Disagreements}, decided ${m.decidedDisagreements}/${m.decidedPositions}, |dlogit| p50 ${m.deltaLogit.p50.toExponential(2)} p99 ${m.deltaLogit.p99.toExponential(2)} max ${m.deltaLogit.max.toExponential(2)}, ppl ${m.perplexity.chain.toFixed(3)} vs ${m.perplexity.block.toFixed(3)}`);
+      lines.push(
+        `${p.name}: rows differing ${TRACED - m.rowsByteEqual}/${TRACED}, top-1 disagreements ${m.top1Disagreements}, decided ${m.decidedDisagreements}/${m.decidedPositions}, |dlogit| p50 ${m.deltaLogit.p50.toExponential(2)} p99 ${m.deltaLogit.p99.toExponential(2)} max ${m.deltaLogit.max.toExponential(2)}, ppl ${m.perplexity.chain.toFixed(3)} vs ${m.perplexity.block.toFixed(3)}`,
+      );
     }
     console.log(lines.join('\n'));
   });
 
   it('buckets and decided positions follow the chain gap', () => {
-    const mk = (gap: number, agree: boolean): TracePosition => ({ position: 0, next: 0, chainTop: [], blockTop: [], nllChain: 1, nllBlock: 1, gap, deltaChosen: gap / 10, agree, bytesDiffering: agree ? 0 : 4 });
+    const mk = (gap: number, agree: boolean): TracePosition => ({
+      position: 0,
+      next: 0,
+      chainTop: [],
+      blockTop: [],
+      nllChain: 1,
+      nllBlock: 1,
+      gap,
+      deltaChosen: gap / 10,
+      agree,
+      bytesDiffering: agree ? 0 : 4,
+    });
     const m = traceMetrics([mk(0.1, false), mk(0.7, true), mk(1.5, false), mk(2.0, false), mk(7, true), mk(12, true)]);
-    expect(m.buckets.map((b) => [b.positions, b.disagreements])).toEqual([[1, 1], [1, 0], [1, 1], [1, 1], [1, 0], [1, 0]]);
+    expect(m.buckets.map((b) => [b.positions, b.disagreements])).toEqual([
+      [1, 1],
+      [1, 0],
+      [1, 1],
+      [1, 1],
+      [1, 0],
+      [1, 0],
+    ]);
     expect(m.decidedPositions).toBe(3);
     expect(m.decidedDisagreements).toBe(1);
     expect(m.top1Disagreements).toBe(3);

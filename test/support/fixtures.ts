@@ -69,7 +69,9 @@ export async function tinyAssistant(): Promise<Checkpoint> {
  */
 export function kvHeadMajor(tokenMajor: Float64Array, kvHeads: number, T: number, headDim: number): Float64Array {
   const out = new Float64Array(tokenMajor.length);
-  for (let h = 0; h < kvHeads; h++) for (let t = 0; t < T; t++) for (let i = 0; i < headDim; i++) out[(h * T + t) * headDim + i] = tokenMajor[(t * kvHeads + h) * headDim + i];
+  for (let h = 0; h < kvHeads; h++)
+    for (let t = 0; t < T; t++)
+      for (let i = 0; i < headDim; i++) out[(h * T + t) * headDim + i] = tokenMajor[(t * kvHeads + h) * headDim + i];
   return out;
 }
 
@@ -87,7 +89,9 @@ export function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
  * NMSE(e, other) <= (sqrt(B) |truth| + |truth - other|)^2 / |other|^2.
  */
 export function nmseTransport(B: number, truth: ArrayLike<number>, other: ArrayLike<number>): number {
-  let t2 = 0, d2 = 0, o2 = 0;
+  let t2 = 0,
+    d2 = 0,
+    o2 = 0;
   for (let i = 0; i < truth.length; i++) {
     t2 += truth[i] ** 2;
     d2 += (truth[i] - other[i]) ** 2;

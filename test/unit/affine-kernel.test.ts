@@ -5,9 +5,14 @@
 import { describe, expect, it } from 'vitest';
 import { affineKernel, engineKernels, type LinearShape } from '../../src/model/ops.ts';
 
-const lin = (bits: number, groupSize: number, inFeatures = 3840): LinearShape => ({ kind: 'affine', bits, groupSize, inFeatures });
+const lin = (bits: number, groupSize: number, inFeatures = 3840): LinearShape => ({
+  kind: 'affine',
+  bits,
+  groupSize,
+  inFeatures,
+});
 
-describe('the engine\'s affine kernels', () => {
+describe("the engine's affine kernels", () => {
   it('per kernel class: coop on GPUs and lanes on software adapters for steps, tile for prefill', () => {
     expect(engineKernels('gpu')).toEqual({ step: 'coop', prefill: 'tile' });
     expect(engineKernels('software')).toEqual({ step: 'lanes', prefill: 'tile' });

@@ -17,12 +17,26 @@ describe('config.json', () => {
     const c = parseConfig(config);
     expect(c.role).toBe('target');
     expect(c.layers.map((l) => l.type[0]).join('')).toBe('sssssfsssssf');
-    expect(c.layers[0]).toMatchObject({ headDim: 64, numHeads: 4, numKvHeads: 2, kEqV: false, rope: { theta: 10000, partialRotary: 1 } });
-    expect(c.layers[5]).toMatchObject({ headDim: 128, numKvHeads: 1, kEqV: true, rope: { ropeType: 'proportional', theta: 1e6, partialRotary: 0.25 } });
+    expect(c.layers[0]).toMatchObject({
+      headDim: 64,
+      numHeads: 4,
+      numKvHeads: 2,
+      kEqV: false,
+      rope: { theta: 10000, partialRotary: 1 },
+    });
+    expect(c.layers[5]).toMatchObject({
+      headDim: 128,
+      numKvHeads: 1,
+      kEqV: true,
+      rope: { ropeType: 'proportional', theta: 1e6, partialRotary: 0.25 },
+    });
     expect(c.eosIds).toEqual([1, 106]);
     expect(c.finalSoftcap).toBe(30);
     expect(c.quantization!.defaults).toEqual({ groupSize: 64, bits: 4 });
-    expect(c.quantization!.overrides.get('language_model.model.layers.3.mlp.up_proj')).toEqual({ groupSize: 64, bits: 8 });
+    expect(c.quantization!.overrides.get('language_model.model.layers.3.mlp.up_proj')).toEqual({
+      groupSize: 64,
+      bits: 8,
+    });
   });
 
   it('parses the assistant (KV-shared by design, no softcap)', async () => {
@@ -33,9 +47,11 @@ describe('config.json', () => {
 
   it('reads eos ids from root, text_config or generation config', async () => {
     const { config } = await fixtureFiles('target');
-    const a = clone(config); a.eos_token_id = [1, 106, 50];
+    const a = clone(config);
+    a.eos_token_id = [1, 106, 50];
     expect(parseConfig(a).eosIds).toEqual([1, 106, 50]);
-    const b = clone(config); b.text_config.eos_token_id = 7;
+    const b = clone(config);
+    b.text_config.eos_token_id = 7;
     expect(parseConfig(b).eosIds).toEqual([7]);
     expect(parseConfig(clone(config), 'config.json', { eos_token_id: [3, 4] }).eosIds).toEqual([3, 4]);
   });
@@ -62,7 +78,10 @@ describe('checkpoint', () => {
       expect(l.down).toMatchObject({ kind: 'affine', bits: 8, inFeatures: 512 });
       expect(l.qProj).toMatchObject({ kind: 'affine', bits: 4 });
       expect(l.oProj).toMatchObject({ kind: 'affine', bits: 4 });
-      if (l.type === 'full') { expect(l.vProj).toBeNull(); expect(l.kEqV).toBe(true); } else expect(l.vProj).not.toBeNull();
+      if (l.type === 'full') {
+        expect(l.vProj).toBeNull();
+        expect(l.kEqV).toBe(true);
+      } else expect(l.vProj).not.toBeNull();
       expect(l.layerScalar.shape).toEqual([1]);
     }
     expect(t.digest).toMatch(/^[0-9a-f]{64}$/);
@@ -74,7 +93,10 @@ describe('checkpoint', () => {
     expect(ad.layers.every((l) => l.kProj === null && l.kNorm === null)).toBe(true);
     checkCompatibility(d, ad);
     // nodeFolderSources lists the real folder
-    expect((await nodeFolderSources(path.join(TINY_A, 'target'))).map((s) => s.name).sort()).toEqual(['config.json', 'model.safetensors']);
+    expect((await nodeFolderSources(path.join(TINY_A, 'target'))).map((s) => s.name).sort()).toEqual([
+      'config.json',
+      'model.safetensors',
+    ]);
   });
 
   it('normalises name prefixes (model.language_model., model., language_model.model.) and skips vision towers', async () => {
@@ -90,7 +112,12 @@ describe('checkpoint', () => {
           delete c.quantization[k];
         }
       }
-      const vision: TensorToWrite = { name: 'model.vision_tower.patch.weight', dtype: 'F32', shape: [2], data: new Uint8Array(8) };
+      const vision: TensorToWrite = {
+        name: 'model.vision_tower.patch.weight',
+        dtype: 'F32',
+        shape: [2],
+        data: new Uint8Array(8),
+      };
       const ck = await openCheckpoint(memoryCheckpoint(c, [...renamed, vision]));
       expect([...ck.tensors.keys()].sort()).toEqual([...base.tensors.keys()].sort());
       expect(ck.ignoredTensors).toBe(1);
@@ -104,10 +131,17 @@ describe('checkpoint', () => {
     const shards = [tensors.slice(0, half), tensors.slice(half)];
     const names = ['model-00001-of-00002.safetensors', 'model-00002-of-00002.safetensors'];
     const weightMap: Record<string, string> = {};
-    shards.forEach((s, i) => s.forEach((t) => { weightMap[t.name] = names[i]; }));
+    shards.forEach((s, i) =>
+      s.forEach((t) => {
+        weightMap[t.name] = names[i];
+      }),
+    );
     const files: ByteSource[] = [
       bytesSource('config.json', new TextEncoder().encode(JSON.stringify(config))),
-      bytesSource('model.safetensors.index.json', new TextEncoder().encode(JSON.stringify({ metadata: {}, weight_map: weightMap }))),
+      bytesSource(
+        'model.safetensors.index.json',
+        new TextEncoder().encode(JSON.stringify({ metadata: {}, weight_map: weightMap })),
+      ),
       ...shards.map((s, i) => bytesSource(names[i], writeSafetensors(s))),
     ];
     const ck = await openCheckpoint(files);

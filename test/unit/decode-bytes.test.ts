@@ -16,9 +16,16 @@ describe('decode bytes per token', () => {
     const ck = await openCheckpointDir(path.join(TINY_A, 'target'));
     const d = ck.description as TargetDescription;
     const tensorBytes = [...ck.tensors.values()].reduce((a, t) => a + t.byteLength, 0);
-    const embedBytes = d.embed.kind === 'affine' ? d.embed.weight.byteLength + d.embed.scales.byteLength + d.embed.biases.byteLength : d.embed.weight.byteLength;
+    const embedBytes =
+      d.embed.kind === 'affine'
+        ? d.embed.weight.byteLength + d.embed.scales.byteLength + d.embed.biases.byteLength
+        : d.embed.weight.byteLength;
     for (const context of [3, 15, 40, 200]) {
-      const kv = d.layers.reduce((a, l) => a + 2 * 4 * l.numKvHeads * l.headDim * (l.type === 'sliding' ? Math.min(context + 1, d.window) : context + 1), 0);
+      const kv = d.layers.reduce(
+        (a, l) =>
+          a + 2 * 4 * l.numKvHeads * l.headDim * (l.type === 'sliding' ? Math.min(context + 1, d.window) : context + 1),
+        0,
+      );
       expect(decodeBytesPerToken(d, context)).toBeCloseTo(tensorBytes + embedBytes / d.vocab + kv, 6);
     }
   });

@@ -6,9 +6,21 @@ import type { Linear } from '../../src/format/model-description.ts';
 import { openCheckpointDir } from '../../src/node/file-source.ts';
 import { TINY_A } from './fixtures.ts';
 
-function linearsOf(d: { embed: Linear; layers: { qProj: Linear; kProj: Linear | null; vProj: Linear | null; oProj: Linear; gate: Linear; up: Linear; down: Linear }[] }): Linear[] {
+function linearsOf(d: {
+  embed: Linear;
+  layers: {
+    qProj: Linear;
+    kProj: Linear | null;
+    vProj: Linear | null;
+    oProj: Linear;
+    gate: Linear;
+    up: Linear;
+    down: Linear;
+  }[];
+}): Linear[] {
   const out: Linear[] = [d.embed];
-  for (const l of d.layers) out.push(...[l.qProj, l.kProj, l.vProj, l.oProj, l.gate, l.up, l.down].filter((x): x is Linear => x !== null));
+  for (const l of d.layers)
+    out.push(...[l.qProj, l.kProj, l.vProj, l.oProj, l.gate, l.up, l.down].filter((x): x is Linear => x !== null));
   return out;
 }
 
@@ -17,7 +29,10 @@ function pack(codes: number[], bits: number): Uint32Array {
   const words = new Uint32Array((codes.length * bits) / 32);
   codes.forEach((c, k) => {
     for (let b = 0; b < bits; b++) {
-      if ((c >> b) & 1) { const bit = k * bits + b; words[bit >>> 5] |= 1 << (bit & 31); }
+      if ((c >> b) & 1) {
+        const bit = k * bits + b;
+        words[bit >>> 5] |= 1 << (bit & 31);
+      }
     }
   });
   return words;
@@ -35,7 +50,8 @@ describe('dequantization', () => {
       const n = 64;
       const codes = Array.from({ length: n }, (_, k) => (k * 7 + 3) % (1 << bits));
       expect([...unpackRow(pack(codes, bits), 0, n, bits)]).toEqual(codes);
-      const s = new Float64Array([0.5]), b = new Float64Array([-1]);
+      const s = new Float64Array([0.5]),
+        b = new Float64Array([-1]);
       const w = dequantAffine(pack(codes, bits), s, b, 1, n, bits, 64);
       expect([...w]).toEqual(codes.map((c) => 0.5 * c - 1));
     }

@@ -13,13 +13,16 @@ export { TINY_A };
 export const maxAbs = maxAbsDiff;
 
 /** The fixture folder's files as in-memory ByteSources (config.json + model.safetensors). */
-export async function fixtureFiles(which: 'target' | 'assistant'): Promise<{ config: any; tensors: TensorToWrite[]; metadata?: Record<string, string> }> {
+export async function fixtureFiles(
+  which: 'target' | 'assistant',
+): Promise<{ config: any; tensors: TensorToWrite[]; metadata?: Record<string, string> }> {
   const dir = path.join(TINY_A, which);
   const config = JSON.parse(await readFile(path.join(dir, 'config.json'), 'utf8'));
   const st = bytesSource('model.safetensors', new Uint8Array(await readFile(path.join(dir, 'model.safetensors'))));
   const h = await readSafetensorsHeader(st);
   const tensors: TensorToWrite[] = [];
-  for (const t of h.tensors) tensors.push({ name: t.name, dtype: t.dtype, shape: t.shape, data: await readTensorBytes(t) });
+  for (const t of h.tensors)
+    tensors.push({ name: t.name, dtype: t.dtype, shape: t.shape, data: await readTensorBytes(t) });
   return { config, tensors, metadata: h.metadata };
 }
 
@@ -33,7 +36,10 @@ export function memoryCheckpoint(config: unknown, tensors: TensorToWrite[], extr
 }
 
 /** Every golden tensor, loaded at once (the reference tests read most of them). */
-export async function loadGolden(): Promise<{ json: any; tensors: Map<string, { shape: readonly number[]; data: Float64Array }> }> {
+export async function loadGolden(): Promise<{
+  json: any;
+  tensors: Map<string, { shape: readonly number[]; data: Float64Array }>;
+}> {
   const golden = await loadGoldenLazy();
   const tensors = new Map<string, { shape: readonly number[]; data: Float64Array }>();
   for (const name of golden.names) tensors.set(name, await golden.tensor(name));

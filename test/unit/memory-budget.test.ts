@@ -35,10 +35,19 @@ describe('memory plan', () => {
     // A recording stand-in for a device with tiny limits: every tensor over 4 KiB gets split.
     const limits = { maxBufferSize: 6000, maxStorageBufferBindingSize: 4096 };
     const sizes: number[] = [];
-    (globalThis as any).GPUBufferUsage ??= { STORAGE: 0x80, COPY_SRC: 0x4, COPY_DST: 0x8, UNIFORM: 0x40, MAP_READ: 0x1 };
+    (globalThis as any).GPUBufferUsage ??= {
+      STORAGE: 0x80,
+      COPY_SRC: 0x4,
+      COPY_DST: 0x8,
+      UNIFORM: 0x40,
+      MAP_READ: 0x1,
+    };
     const device = {
       limits,
-      createBuffer: ({ size }: { size: number }) => { sizes.push(size); return { size, destroy() {} }; },
+      createBuffer: ({ size }: { size: number }) => {
+        sizes.push(size);
+        return { size, destroy() {} };
+      },
       queue: { writeBuffer() {} },
       pushErrorScope() {},
       popErrorScope: async () => null,
@@ -61,7 +70,12 @@ describe('memory plan', () => {
     });
     const total = (b: { scores: number; stats: number; partial: number }) => b.scores + b.stats + b.partial;
     // target.ts: prefill rows (R = 64) in one segment, step rows (maxBlock) in up to SEG_MAX
-    const target = attentionScratchBytes({ ...widths(t), maxKeys: Math.max(t.window, o.maxContext), prefillRows: 64, stepRows: 8 });
+    const target = attentionScratchBytes({
+      ...widths(t),
+      maxKeys: Math.max(t.window, o.maxContext),
+      prefillRows: 64,
+      stepRows: 8,
+    });
     // at a long context the scores ([64 rows, heads, 4096 keys] x 2) are the largest buffer of all
     const plan = planMemory(t, o, lavapipe);
     expect(plan.largest.bytes).toBe(target.scores);
@@ -71,8 +85,18 @@ describe('memory plan', () => {
     expect(tight.oversize.map((x) => x.bytes)).toEqual([target.scores]);
     // assistant.ts: one query row over the target's caches. Its estimate does not depend on the
     // context, so its share of the workspace grows with the context exactly as its scratch does.
-    const share = (maxContext: number) => planMemory(t, { ...o, maxContext }, lavapipe, a).workspace - planMemory(t, { ...o, maxContext }, lavapipe).workspace;
-    const asst = (maxContext: number) => total(attentionScratchBytes({ ...widths(a), maxKeys: Math.max(maxContext, t.window + 1), prefillRows: 0, stepRows: 1 }));
+    const share = (maxContext: number) =>
+      planMemory(t, { ...o, maxContext }, lavapipe, a).workspace -
+      planMemory(t, { ...o, maxContext }, lavapipe).workspace;
+    const asst = (maxContext: number) =>
+      total(
+        attentionScratchBytes({
+          ...widths(a),
+          maxKeys: Math.max(maxContext, t.window + 1),
+          prefillRows: 0,
+          stepRows: 1,
+        }),
+      );
     expect(share(2 * o.maxContext) - share(o.maxContext)).toBe(asst(2 * o.maxContext) - asst(o.maxContext));
     expect(share(o.maxContext)).toBeGreaterThan(asst(o.maxContext));
   });
@@ -86,7 +110,9 @@ describe('memory plan', () => {
     // the assistant's 4-bit embedding rows are 512 bytes: 262144 of them fill a binding exactly
     expect(plan.largest).toEqual({ what: 'model.embed_tokens.weight[0:262144]', bytes: 134217728 });
     // the target's rows are 1920 bytes: 69905 per part
-    expect(planMemory(t, { maxContext: 8192, maxBlock: 8, prefillChunk: 64 }, lavapipe).largest.what).toBe('language_model.model.embed_tokens.weight[0:69905]');
+    expect(planMemory(t, { maxContext: 8192, maxBlock: 8, prefillChunk: 64 }, lavapipe).largest.what).toBe(
+      'language_model.model.embed_tokens.weight[0:69905]',
+    );
     expect(fmtBytes(plan.weights)).toBe('6.94 GB');
     // 40 sliding x 1024 slots x 8 x 256 + 8 full x 8192 rows x 1 x 512 floats, K and V (+ staging)
     expect(plan.cache).toBeGreaterThan(2 * 4 * (40 * 1024 * 2048 + 8 * 8192 * 512));

@@ -22,13 +22,18 @@ describe('quantized matmul, CPU twin', () => {
   });
 
   it('y = W x with the magnitudes of stored and centred codes', () => {
-    const x = Float64Array.from({ length: 16 }, (_, k) => (k % 2 ? -1 : 1) * (k + 1) / 16);
+    const x = Float64Array.from({ length: 16 }, (_, k) => ((k % 2 ? -1 : 1) * (k + 1)) / 16);
     const o = affineMatvec(a, x);
     for (let n = 0; n < 2; n++) {
-      let y = 0, mag = 0, magC = 0;
+      let y = 0,
+        mag = 0,
+        magC = 0;
       for (let g = 0; g < 2; g++) {
-        const s = scales[n * 2 + g], b = biases[n * 2 + g];
-        let qx = 0, qcx = 0, ax = 0;
+        const s = scales[n * 2 + g],
+          b = biases[n * 2 + g];
+        let qx = 0,
+          qcx = 0,
+          ax = 0;
         for (let k = g * 8; k < g * 8 + 8; k++) {
           const q = a.codes[n * 16 + k];
           y += (s * q + b) * x[k];
@@ -50,7 +55,8 @@ describe('quantized matmul, CPU twin', () => {
   it('M rows at a stride are each row alone', () => {
     const xs = Float64Array.from({ length: 3 * 20 }, (_, i) => Math.sin(i));
     const all = affineMatmul(a, xs, 3, 20);
-    for (let m = 0; m < 3; m++) expect([...all.y.subarray(m * 2, m * 2 + 2)]).toEqual([...affineMatvec(a, xs, m * 20).y]);
+    for (let m = 0; m < 3; m++)
+      expect([...all.y.subarray(m * 2, m * 2 + 2)]).toEqual([...affineMatvec(a, xs, m * 20).y]);
   });
 
   it('refuses inputs that do not fill whole groups', () => {

@@ -17,7 +17,15 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import path from 'node:path';
 import type { AssistantDescription, TargetDescription } from '../../src/format/model-description.ts';
 import { openCheckpointDir } from '../../src/node/file-source.ts';
-import { loadReferenceWeights, referenceDraft, referenceForward, referenceGreedy, type AssistantWeights, type ForwardResult, type TargetWeights } from '../../src/reference/index.ts';
+import {
+  loadReferenceWeights,
+  referenceDraft,
+  referenceForward,
+  referenceGreedy,
+  type AssistantWeights,
+  type ForwardResult,
+  type TargetWeights,
+} from '../../src/reference/index.ts';
 import { TINY_A, loadGolden, maxAbs, maxAbsOf } from './fixtures.ts';
 import { TINY_A_F64, kvHeadMajor, loadGolden as loadGoldenLazy, type Golden } from '../support/fixtures.ts';
 import { createHash } from 'node:crypto';
@@ -29,7 +37,8 @@ let G: Map<string, { shape: readonly number[]; data: Float64Array }>;
 let json: any;
 let prompt: number[];
 let fwd: ForwardResult;
-const H = 256, V = 1024;
+const H = 256,
+  V = 1024;
 
 const golden = (k: string) => {
   const g = G.get(k);
@@ -45,13 +54,19 @@ function f32Mismatches(a: ArrayLike<number>, g: ArrayLike<number>): number {
 }
 
 function nmse(a: ArrayLike<number>, g: ArrayLike<number>): number {
-  let e = 0, s = 0;
-  for (let i = 0; i < a.length; i++) { e += (a[i] - g[i]) ** 2; s += g[i] ** 2; }
+  let e = 0,
+    s = 0;
+  for (let i = 0; i < a.length; i++) {
+    e += (a[i] - g[i]) ** 2;
+    s += g[i] ** 2;
+  }
   return e / s;
 }
 
 const report: string[] = [];
-const note = (s: string) => { report.push(s); };
+const note = (s: string) => {
+  report.push(s);
+};
 
 beforeAll(async () => {
   const t = await openCheckpointDir(path.join(TINY_A, 'target'));
@@ -71,7 +86,11 @@ describe('reference vs transformers goldens (tiny-a)', () => {
     expect(err).toBeLessThan(5e-3);
     // argmax of every prompt row agrees
     for (let t = 0; t < 40; t++) {
-      const row = (x: ArrayLike<number>) => { let b = 0; for (let v = 1; v < V; v++) if (x[t * V + v] > x[t * V + b]) b = v; return b; };
+      const row = (x: ArrayLike<number>) => {
+        let b = 0;
+        for (let v = 1; v < V; v++) if (x[t * V + v] > x[t * V + b]) b = v;
+        return b;
+      };
       expect(row(fwd.logits)).toBe(row(golden('logits')));
     }
   });
@@ -99,11 +118,14 @@ describe('reference vs transformers goldens (tiny-a)', () => {
       const g = golden(k);
       const rel = maxAbs(v, g) / maxAbsOf(g);
       worstRel = Math.max(worstRel, rel);
-      if (k.endsWith('.0') || k.endsWith('.11') || k === 'act.final_norm') note(`${k}: max abs ${maxAbs(v, g).toExponential(2)}, relative ${rel.toExponential(2)}`);
+      if (k.endsWith('.0') || k.endsWith('.11') || k === 'act.final_norm')
+        note(`${k}: max abs ${maxAbs(v, g).toExponential(2)}, relative ${rel.toExponential(2)}`);
       expect(rel, k).toBeLessThan(3e-4);
     }
     note(`all act.*: worst max-abs/max|golden| ${worstRel.toExponential(2)}`);
-    expect(maxAbs(fwd.acts!.get('act.attn.0')!, golden('act.attn.0')) / maxAbsOf(golden('act.attn.0'))).toBeLessThan(2e-6);
+    expect(maxAbs(fwd.acts!.get('act.attn.0')!, golden('act.attn.0')) / maxAbsOf(golden('act.attn.0'))).toBeLessThan(
+      2e-6,
+    );
   });
 
   it('shared K/V and the seed hidden state', () => {
@@ -118,11 +140,15 @@ describe('reference vs transformers goldens (tiny-a)', () => {
     // order (make_fixtures saved a transposed, non-contiguous tensor's memory). Read them in that order.
     const sl = fwd.sharedKv.sliding;
     expect(sl.layerIndex).toBe(10);
-    const T = 40, d = 64, kvh = 2;
+    const T = 40,
+      d = 64,
+      kvh = 2;
     const reorder = (g: Float64Array) => kvHeadMajor(g, kvh, T, d);
     const ek = maxAbs(sl.keys, reorder(golden('shared_kv.sliding_attention.keys')));
     const ev = maxAbs(sl.values, reorder(golden('shared_kv.sliding_attention.values')));
-    note(`shared_kv: full keys ${maxAbs(full.keys, golden('shared_kv.full_attention.keys')).toExponential(2)}, values ${maxAbs(full.values, golden('shared_kv.full_attention.values')).toExponential(2)}; sliding keys ${ek.toExponential(2)}, values ${ev.toExponential(2)} (after reordering)`);
+    note(
+      `shared_kv: full keys ${maxAbs(full.keys, golden('shared_kv.full_attention.keys')).toExponential(2)}, values ${maxAbs(full.values, golden('shared_kv.full_attention.values')).toExponential(2)}; sliding keys ${ek.toExponential(2)}, values ${ev.toExponential(2)} (after reordering)`,
+    );
     expect(ek).toBeLessThan(1e-3);
     expect(ev).toBeLessThan(1e-3);
   });
@@ -134,29 +160,45 @@ describe('reference vs transformers goldens (tiny-a)', () => {
     // the cached decode's logits equal the full forward's rows up to f64 noise
     const full = referenceForward(tw, [...prompt, ...g.tokens]);
     for (let i = 0; i < 24; i++) {
-      expect(maxAbs(g.logits.subarray(i * V, (i + 1) * V), full.logits.subarray((39 + i) * V, (40 + i) * V))).toBeLessThan(1e-9);
+      expect(
+        maxAbs(g.logits.subarray(i * V, (i + 1) * V), full.logits.subarray((39 + i) * V, (40 + i) * V)),
+      ).toBeLessThan(1e-9);
     }
     const err = maxAbs(full.logits, golden('logits_full'));
-    note(`greedy 24 tokens equal; logits_full [64,1024]: max abs ${err.toExponential(2)}; cached decode vs full forward: < 1e-9`);
+    note(
+      `greedy 24 tokens equal; logits_full [64,1024]: max abs ${err.toExponential(2)}; cached decode vs full forward: < 1e-9`,
+    );
     expect(err).toBeLessThan(5e-3);
   });
 
   it('assistant draft steps, end to end from the reference target', () => {
     const bonus = json.bonus_token as number;
     const d = referenceDraft(tw, aw, {
-      bonusToken: bonus, seedHidden: fwd.finalHidden.slice(39 * H, 40 * H), positionId: json.draft.position_id,
-      sharedKv: fwd.sharedKv, steps: 3,
+      bonusToken: bonus,
+      seedHidden: fwd.finalHidden.slice(39 * H, 40 * H),
+      positionId: json.draft.position_id,
+      sharedKv: fwd.sharedKv,
+      steps: 3,
     });
     expect(d.tokens).toEqual([...golden('draft.tokens')]);
     expect(d.tokens).toEqual(json.draft.tokens);
     const le = maxAbs(d.logits, golden('draft.logits'));
     const hn = nmse(d.hidden, golden('draft.hidden'));
-    note(`draft (end to end): tokens ${d.tokens.join(',')} equal; logits max abs ${le.toExponential(2)}; hidden NMSE ${hn.toExponential(2)}`);
+    note(
+      `draft (end to end): tokens ${d.tokens.join(',')} equal; logits max abs ${le.toExponential(2)}; hidden NMSE ${hn.toExponential(2)}`,
+    );
     // The target's f32-level drift (seed hidden ~1e-3 off) carries into the draft.
     expect(le).toBeLessThan(5e-3);
     expect(hn).toBeLessThan(1e-7);
     // the sliding span matters: the target's own window (W keys) would draft different tokens
-    const w = referenceDraft(tw, aw, { bonusToken: bonus, seedHidden: fwd.finalHidden.slice(39 * H), positionId: 40, sharedKv: fwd.sharedKv, steps: 3, slidingSpan: 16 });
+    const w = referenceDraft(tw, aw, {
+      bonusToken: bonus,
+      seedHidden: fwd.finalHidden.slice(39 * H),
+      positionId: 40,
+      sharedKv: fwd.sharedKv,
+      steps: 3,
+      slidingSpan: 16,
+    });
     expect(w.tokens).not.toEqual(d.tokens);
   });
 
@@ -165,16 +207,28 @@ describe('reference vs transformers goldens (tiny-a)', () => {
     const kv = (type: 'sliding' | 'full', kvh: number, d: number, layerIndex: number) => {
       const name = `${type}_attention`;
       const reorder = (g: Float64Array) => kvHeadMajor(g, kvh, T, d); // see the layout quirk above (a no-op for one head)
-      return { layerIndex, numKvHeads: kvh, headDim: d, length: T, keys: reorder(golden(`shared_kv.${name}.keys`)), values: reorder(golden(`shared_kv.${name}.values`)) };
+      return {
+        layerIndex,
+        numKvHeads: kvh,
+        headDim: d,
+        length: T,
+        keys: reorder(golden(`shared_kv.${name}.keys`)),
+        values: reorder(golden(`shared_kv.${name}.values`)),
+      };
     };
     const d = referenceDraft(tw, aw, {
-      bonusToken: json.bonus_token, seedHidden: golden('draft.seed_hidden'), positionId: json.draft.position_id,
-      sharedKv: { sliding: kv('sliding', 2, 64, 10), full: kv('full', 1, 128, 11) }, steps: 3,
+      bonusToken: json.bonus_token,
+      seedHidden: golden('draft.seed_hidden'),
+      positionId: json.draft.position_id,
+      sharedKv: { sliding: kv('sliding', 2, 64, 10), full: kv('full', 1, 128, 11) },
+      steps: 3,
     });
     expect(d.tokens).toEqual([...golden('draft.tokens')]);
     const le = maxAbs(d.logits, golden('draft.logits'));
     const hn = nmse(d.hidden, golden('draft.hidden'));
-    note(`draft (golden inputs): logits max abs ${le.toExponential(2)}; hidden NMSE ${hn.toExponential(2)}, max abs ${maxAbs(d.hidden, golden('draft.hidden')).toExponential(2)}`);
+    note(
+      `draft (golden inputs): logits max abs ${le.toExponential(2)}; hidden NMSE ${hn.toExponential(2)}, max abs ${maxAbs(d.hidden, golden('draft.hidden')).toExponential(2)}`,
+    );
     // Only the F32 storage of the golden inputs and the f32 norms separate us here: the assistant itself is exact.
     expect(le).toBeLessThan(2e-5);
     expect(hn).toBeLessThan(1e-12);
@@ -195,14 +249,18 @@ describe('reference (numerics exact) vs float64 goldens (tiny-a-f64): logits and
   });
 
   it('the goldens belong to the fixture model and equal the shared goldens in every token', async () => {
-    const sha = (f: string) => createHash('sha256').update(readFileSync(path.join(TINY_A, f))).digest('hex');
-    for (const f of ['target/model.safetensors', 'assistant/model.safetensors']) expect(G64.json.checkpoint?.[f], f).toBe(sha(f));
+    const sha = (f: string) =>
+      createHash('sha256')
+        .update(readFileSync(path.join(TINY_A, f)))
+        .digest('hex');
+    for (const f of ['target/model.safetensors', 'assistant/model.safetensors'])
+      expect(G64.json.checkpoint?.[f], f).toBe(sha(f));
     expect(G64.json.prompt).toEqual(json.prompt);
     expect(G64.json.greedy).toEqual(json.greedy);
     expect(G64.json.bonus_token).toBe(json.bonus_token);
     expect(G64.json.draft.tokens).toEqual(json.draft.tokens);
     expect(G64.json.mtp_tokens).toEqual(json.mtp_tokens);
-    expect([...await g64('greedy')]).toEqual(json.greedy);
+    expect([...(await g64('greedy'))]).toEqual(json.greedy);
   });
 
   it('prompt logits, every act.*, the seed hidden state and the shared K/V', async () => {
@@ -218,9 +276,14 @@ describe('reference (numerics exact) vs float64 goldens (tiny-a-f64): logits and
     lines.push(`all act.*: worst max abs ${worst.toExponential(2)}`);
     expect(maxAbs(fwd64.finalHidden.subarray(39 * H, 40 * H), await g64('draft.seed_hidden'))).toBeLessThanOrEqual(TOL);
     // [kv_heads, T, head_dim] for both layer types here (no layout quirk in these goldens)
-    for (const [type, kv] of [['sliding', fwd64.sharedKv.sliding], ['full', fwd64.sharedKv.full]] as const) {
+    for (const [type, kv] of [
+      ['sliding', fwd64.sharedKv.sliding],
+      ['full', fwd64.sharedKv.full],
+    ] as const) {
       expect(maxAbs(kv.keys, await g64(`shared_kv.${type}_attention.keys`)), `${type} keys`).toBeLessThanOrEqual(TOL);
-      expect(maxAbs(kv.values, await g64(`shared_kv.${type}_attention.values`)), `${type} values`).toBeLessThanOrEqual(TOL);
+      expect(maxAbs(kv.values, await g64(`shared_kv.${type}_attention.values`)), `${type} values`).toBeLessThanOrEqual(
+        TOL,
+      );
     }
   });
 
@@ -235,25 +298,39 @@ describe('reference (numerics exact) vs float64 goldens (tiny-a-f64): logits and
 
   it('assistant draft steps end to end from the reference target', async () => {
     const d = referenceDraft(tw, aw, {
-      bonusToken: G64.json.bonus_token, seedHidden: fwd64.finalHidden.slice(39 * H, 40 * H), positionId: G64.json.draft.position_id,
-      sharedKv: fwd64.sharedKv, steps: 3, numerics: 'exact',
+      bonusToken: G64.json.bonus_token,
+      seedHidden: fwd64.finalHidden.slice(39 * H, 40 * H),
+      positionId: G64.json.draft.position_id,
+      sharedKv: fwd64.sharedKv,
+      steps: 3,
+      numerics: 'exact',
     });
     expect(d.tokens).toEqual(G64.json.draft.tokens);
     const le = maxAbs(d.logits, await g64('draft.logits'));
     const he = maxAbs(d.hidden, await g64('draft.hidden'));
-    lines.push(`draft (end to end): logits max abs ${le.toExponential(2)}; hidden max abs ${he.toExponential(2)}, NMSE ${nmse(d.hidden, await g64('draft.hidden')).toExponential(2)}`);
+    lines.push(
+      `draft (end to end): logits max abs ${le.toExponential(2)}; hidden max abs ${he.toExponential(2)}, NMSE ${nmse(d.hidden, await g64('draft.hidden')).toExponential(2)}`,
+    );
     expect(le).toBeLessThanOrEqual(TOL);
     expect(he).toBeLessThanOrEqual(TOL);
   });
 
   it('assistant draft steps fed the golden seed hidden state and shared K/V', async () => {
     const kv = async (type: 'sliding' | 'full', kvh: number, d: number, layerIndex: number) => ({
-      layerIndex, numKvHeads: kvh, headDim: d, length: 40,
-      keys: await g64(`shared_kv.${type}_attention.keys`), values: await g64(`shared_kv.${type}_attention.values`),
+      layerIndex,
+      numKvHeads: kvh,
+      headDim: d,
+      length: 40,
+      keys: await g64(`shared_kv.${type}_attention.keys`),
+      values: await g64(`shared_kv.${type}_attention.values`),
     });
     const d = referenceDraft(tw, aw, {
-      bonusToken: G64.json.bonus_token, seedHidden: await g64('draft.seed_hidden'), positionId: G64.json.draft.position_id,
-      sharedKv: { sliding: await kv('sliding', 2, 64, 10), full: await kv('full', 1, 128, 11) }, steps: 3, numerics: 'exact',
+      bonusToken: G64.json.bonus_token,
+      seedHidden: await g64('draft.seed_hidden'),
+      positionId: G64.json.draft.position_id,
+      sharedKv: { sliding: await kv('sliding', 2, 64, 10), full: await kv('full', 1, 128, 11) },
+      steps: 3,
+      numerics: 'exact',
     });
     expect(d.tokens).toEqual(G64.json.draft.tokens);
     const le = maxAbs(d.logits, await g64('draft.logits'));

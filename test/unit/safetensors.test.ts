@@ -52,22 +52,36 @@ describe('safetensors header', () => {
 
   // Every refusal (truncation, bad JSON, dtype, ranges, overlaps, ...) is in bad-input.test.ts.
   it('accepts zero-size tensors and metadata', async () => {
-    const h = await readSafetensorsHeader(bytesSource('m.safetensors', file({
-      __metadata__: { format: 'mlx' }, e: { dtype: 'F32', shape: [0, 3], data_offsets: [0, 0] }, a: { dtype: 'U8', shape: [], data_offsets: [0, 1] },
-    }, 1)));
+    const h = await readSafetensorsHeader(
+      bytesSource(
+        'm.safetensors',
+        file(
+          {
+            __metadata__: { format: 'mlx' },
+            e: { dtype: 'F32', shape: [0, 3], data_offsets: [0, 0] },
+            a: { dtype: 'U8', shape: [], data_offsets: [0, 1] },
+          },
+          1,
+        ),
+      ),
+    );
     expect(h.tensors.map((t) => t.name).sort()).toEqual(['a', 'e']);
   });
 });
 
 describe('safetensors writer', () => {
   it('round-trips and writes an unpadded header', async () => {
-    const bytes = writeSafetensors([{ name: 'a', dtype: 'U8', shape: [1], data: new Uint8Array([7]) }], { format: 'mlx' });
+    const bytes = writeSafetensors([{ name: 'a', dtype: 'U8', shape: [1], data: new Uint8Array([7]) }], {
+      format: 'mlx',
+    });
     const n = Number(new DataView(bytes.buffer).getBigUint64(0, true));
     const text = new TextDecoder().decode(bytes.subarray(8, 8 + n));
     expect(text).toBe('{"__metadata__":{"format":"mlx"},"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}');
     expect(bytes.byteLength).toBe(8 + n + 1);
   });
   it('refuses data of the wrong size', () => {
-    expect(() => writeSafetensors([{ name: 'a', dtype: 'F32', shape: [2], data: new Uint8Array(4) }])).toThrow(/shape \[2\] x F32 = 8 bytes but 4 bytes were given/);
+    expect(() => writeSafetensors([{ name: 'a', dtype: 'F32', shape: [2], data: new Uint8Array(4) }])).toThrow(
+      /shape \[2\] x F32 = 8 bytes but 4 bytes were given/,
+    );
   });
 });

@@ -14,34 +14,58 @@ import { loadReferenceWeights, referenceForward } from '../../src/reference/inde
 import { TINY_A } from './fixtures.ts';
 
 let tmp: string;
-beforeAll(async () => { tmp = await mkdtemp(path.join(os.tmpdir(), 'ringside-synth-')); });
-afterAll(async () => { await rm(tmp, { recursive: true, force: true }); });
+beforeAll(async () => {
+  tmp = await mkdtemp(path.join(os.tmpdir(), 'ringside-synth-'));
+});
+afterAll(async () => {
+  await rm(tmp, { recursive: true, force: true });
+});
 
 const entries = async (file: string) =>
-  (await readSafetensorsHeader(await nodeFileSource(file))).tensors.map((t) => `${t.name} ${t.dtype} [${t.shape}]`).sort();
+  (await readSafetensorsHeader(await nodeFileSource(file))).tensors
+    .map((t) => `${t.name} ${t.dtype} [${t.shape}]`)
+    .sort();
 
 describe('synthetic checkpoints', () => {
   it('tiny preset on disk has exactly the tensors, dtypes and shapes of the tiny-a fixture, and opens as a pair', async () => {
     const dir = path.join(tmp, 'tiny');
     const files = await writeSynthetic(dir, synthGeometry('tiny'), { seed: 3 });
-    expect(files.map((f) => path.relative(dir, f.path))).toEqual(['target/config.json', 'target/model.safetensors', 'assistant/config.json', 'assistant/model.safetensors']);
+    expect(files.map((f) => path.relative(dir, f.path))).toEqual([
+      'target/config.json',
+      'target/model.safetensors',
+      'assistant/config.json',
+      'assistant/model.safetensors',
+    ]);
     for (const role of ['target', 'assistant']) {
-      expect(await entries(path.join(dir, role, 'model.safetensors'))).toEqual(await entries(path.join(TINY_A, role, 'model.safetensors')));
+      expect(await entries(path.join(dir, role, 'model.safetensors'))).toEqual(
+        await entries(path.join(TINY_A, role, 'model.safetensors')),
+      );
       const mine = JSON.parse(await readFile(path.join(dir, role, 'config.json'), 'utf8'));
       const fixture = JSON.parse(await readFile(path.join(TINY_A, role, 'config.json'), 'utf8'));
       expect(mine.quantization).toEqual(fixture.quantization);
-      expect({ ...mine.text_config, max_position_embeddings: 0 }).toEqual({ ...fixture.text_config, max_position_embeddings: 0 });
+      expect({ ...mine.text_config, max_position_embeddings: 0 }).toEqual({
+        ...fixture.text_config,
+        max_position_embeddings: 0,
+      });
     }
     const t = await openCheckpointDir(path.join(dir, 'target'));
     const a = await openCheckpointDir(path.join(dir, 'assistant'));
     checkCompatibility(t.description as TargetDescription, a.description as AssistantDescription);
     // the bytes on disk are the virtual file's bytes
-    const virtual = syntheticCheckpoint(synthGeometry('tiny'), { seed: 3 }).target.find((f) => f.name === 'model.safetensors')!;
-    expect(Buffer.compare(await readFile(path.join(dir, 'target/model.safetensors')), await virtual.read(0, virtual.size))).toBe(0);
+    const virtual = syntheticCheckpoint(synthGeometry('tiny'), { seed: 3 }).target.find(
+      (f) => f.name === 'model.safetensors',
+    )!;
+    expect(
+      Buffer.compare(await readFile(path.join(dir, 'target/model.safetensors')), await virtual.read(0, virtual.size)),
+    ).toBe(0);
     // an occupied folder is not mixed into
-    await expect(writeSynthetic(dir, synthGeometry('tiny'))).rejects.toThrow(/tiny\/target is not empty \(config\.json, model\.safetensors\); use --force/);
+    await expect(writeSynthetic(dir, synthGeometry('tiny'))).rejects.toThrow(
+      /tiny\/target is not empty \(config\.json, model\.safetensors\); use --force/,
+    );
     await writeFile(path.join(dir, 'assistant', 'notes.txt'), 'x');
-    await expect(writeSynthetic(dir, synthGeometry('tiny'), { force: true })).rejects.toThrow(/assistant is not empty .*use an empty folder/);
+    await expect(writeSynthetic(dir, synthGeometry('tiny'), { force: true })).rejects.toThrow(
+      /assistant is not empty .*use an empty folder/,
+    );
   });
 
   it('is deterministic per seed, and any byte range reads the same as the whole file', async () => {
@@ -63,8 +87,14 @@ describe('synthetic checkpoints', () => {
 
   it('shards past the size limit with an index, and opens', async () => {
     const pair = syntheticCheckpoint(synthGeometry('tiny'), { shardBytes: 2e6 });
-    expect(pair.target.map((f) => f.name)).toEqual(['config.json', 'model.safetensors.index.json',
-      'model-00001-of-00004.safetensors', 'model-00002-of-00004.safetensors', 'model-00003-of-00004.safetensors', 'model-00004-of-00004.safetensors']);
+    expect(pair.target.map((f) => f.name)).toEqual([
+      'config.json',
+      'model.safetensors.index.json',
+      'model-00001-of-00004.safetensors',
+      'model-00002-of-00004.safetensors',
+      'model-00003-of-00004.safetensors',
+      'model-00004-of-00004.safetensors',
+    ]);
     for (const f of pair.target.slice(2)) {
       const h = await readSafetensorsHeader(f);
       expect(f.size - h.dataStart).toBeLessThanOrEqual(2e6);
@@ -80,16 +110,46 @@ describe('synthetic checkpoints', () => {
       const t = await openCheckpoint(pair.target, p);
       const a = await openCheckpoint(pair.assistant!, p);
       checkCompatibility(t.description as TargetDescription, a.description as AssistantDescription);
-      for (const f of pair.target.filter((x) => x.name.endsWith('.safetensors'))) expect(f.size).toBeLessThanOrEqual(5e9);
-      return { t: t.description as TargetDescription, a: a.description as AssistantDescription, bytes: t.totalBytes, files: pair.target.length };
+      for (const f of pair.target.filter((x) => x.name.endsWith('.safetensors')))
+        expect(f.size).toBeLessThanOrEqual(5e9);
+      return {
+        t: t.description as TargetDescription,
+        a: a.description as AssistantDescription,
+        bytes: t.totalBytes,
+        files: pair.target.length,
+      };
     };
     const b12 = await open('12b');
-    expect(b12.t).toMatchObject({ modelType: 'gemma4_unified', hidden: 3840, intermediate: 15360, vocab: 262144, window: 1024, finalSoftcap: 30, embedScale: 62 });
+    expect(b12.t).toMatchObject({
+      modelType: 'gemma4_unified',
+      hidden: 3840,
+      intermediate: 15360,
+      vocab: 262144,
+      window: 1024,
+      finalSoftcap: 30,
+      embedScale: 62,
+    });
     expect(b12.t.layers.map((l) => (l.type === 'full' ? 'F' : 'S')).join('')).toBe('SSSSSF'.repeat(8));
-    expect(b12.t.layers[0]).toMatchObject({ numHeads: 16, numKvHeads: 8, headDim: 256, qProj: { bits: 4, groupSize: 64, outFeatures: 4096 } });
-    expect(b12.t.layers[47]).toMatchObject({ numKvHeads: 1, headDim: 512, kEqV: true, vProj: null, kProj: { outFeatures: 512 } });
+    expect(b12.t.layers[0]).toMatchObject({
+      numHeads: 16,
+      numKvHeads: 8,
+      headDim: 256,
+      qProj: { bits: 4, groupSize: 64, outFeatures: 4096 },
+    });
+    expect(b12.t.layers[47]).toMatchObject({
+      numKvHeads: 1,
+      headDim: 512,
+      kEqV: true,
+      vProj: null,
+      kProj: { outFeatures: 512 },
+    });
     expect(b12.t.embed.weight.shape).toEqual([262144, 480]);
-    expect(b12.a).toMatchObject({ modelType: 'gemma4_unified_assistant', hidden: 1024, intermediate: 8192, backboneHidden: 3840 });
+    expect(b12.a).toMatchObject({
+      modelType: 'gemma4_unified_assistant',
+      hidden: 1024,
+      intermediate: 8192,
+      backboneHidden: 3840,
+    });
     expect(b12.bytes / 1e9).toBeCloseTo(6.7, 1);
     expect(b12.files).toBe(4); // config, index, 2 shards
     const b31 = await open('31b');
@@ -99,7 +159,9 @@ describe('synthetic checkpoints', () => {
     expect(b31.t.layers[0]).toMatchObject({ numKvHeads: 16, headDim: 256 });
     expect(b31.a.embed.kind).toBe('dense'); // bf16 assistant, as seen in the wild
     expect(b31.bytes / 1e9).toBeGreaterThan(17);
-    const small = await openCheckpoint(syntheticCheckpoint(synthGeometry('12b', { layers: 7, mlpBits: 8, assistant: null })).target);
+    const small = await openCheckpoint(
+      syntheticCheckpoint(synthGeometry('12b', { layers: 7, mlpBits: 8, assistant: null })).target,
+    );
     const d = small.description as TargetDescription;
     expect(d.layers.map((l) => l.type[0]).join('')).toBe('sssssff');
     expect(d.layers[3].down).toMatchObject({ bits: 8 });
@@ -110,8 +172,12 @@ describe('synthetic checkpoints', () => {
     const d = ck.description as TargetDescription;
     for (const lin of [d.embed, d.layers[0].qProj, d.layers[0].down]) {
       const w = await dequantizeLinear(lin);
-      let s = 0, s2 = 0;
-      for (const v of w) { s += v; s2 += v * v; }
+      let s = 0,
+        s2 = 0;
+      for (const v of w) {
+        s += v;
+        s2 += v * v;
+      }
       const mean = s / w.length;
       const std = Math.sqrt(s2 / w.length - mean * mean);
       expect(Math.abs(mean), lin.name).toBeLessThan(0.1 * std);
@@ -119,8 +185,13 @@ describe('synthetic checkpoints', () => {
       expect(std * Math.sqrt(lin.inFeatures), lin.name).toBeLessThan(1.15);
     }
     const r = referenceForward(await loadReferenceWeights(d), [2, 7, 100, 5, 900, 33, 1, 64]);
-    let max = 0, s2 = 0;
-    for (const v of r.logits) { expect(Number.isFinite(v)).toBe(true); max = Math.max(max, Math.abs(v)); s2 += v * v; }
+    let max = 0,
+      s2 = 0;
+    for (const v of r.logits) {
+      expect(Number.isFinite(v)).toBe(true);
+      max = Math.max(max, Math.abs(v));
+      s2 += v * v;
+    }
     expect(max).toBeLessThan(20); // well inside the softcap
     expect(Math.sqrt(s2 / r.logits.length)).toBeGreaterThan(0.3); // not collapsed
   });

@@ -18,6 +18,8 @@ describe('tokenizer.json through @huggingface/tokenizers', () => {
   });
 
   it('refuses a file that is not a tokenizer with a message naming it', async () => {
-    await expect(loadTokenizer(source({ model: { type: 'Nope' } }))).rejects.toThrow(/tokenizer\.json: not a tokenizer this app can read/);
+    await expect(loadTokenizer(source({ model: { type: 'Nope' } }))).rejects.toThrow(
+      /tokenizer\.json: not a tokenizer this app can read/,
+    );
   });
 });

@@ -5,11 +5,25 @@
 import { describe, expect, it } from 'vitest';
 import { deflateSync } from 'fflate';
 import { divergingReport, equalReport, craftedReport, XSS } from '../e2e/sample-report.ts';
-import { readReport, defaultDetailDraw, firstDivergenceOf, longRing, LIMITS } from '../../src/ui/report/report-model.ts';
+import {
+  readReport,
+  defaultDetailDraw,
+  firstDivergenceOf,
+  longRing,
+  LIMITS,
+} from '../../src/ui/report/report-model.ts';
 import { buildHeatmap, bytesLevel, heatColor, EQUAL_COLOR, pickRows } from '../../src/ui/report/heatmap-model.ts';
 import { lensPoints } from '../../src/ui/report/lens-chart.ts';
 import { ringFacts, describeRing } from '../../src/ui/report/ring-view.ts';
-import { decodeShareFragment, encodeShareFragment, mdEscape, reportFileStem, reportMarkdown, toBase64Url, MAX_REPORT_BYTES } from '../../src/ui/share/share-codec.ts';
+import {
+  decodeShareFragment,
+  encodeShareFragment,
+  mdEscape,
+  reportFileStem,
+  reportMarkdown,
+  toBase64Url,
+  MAX_REPORT_BYTES,
+} from '../../src/ui/share/share-codec.ts';
 import { fmtBytes, fmtInt, fmtMs, fmtSci, num, parseLengths, shortDigest } from '../../src/ui/common/format.ts';
 import { validateReport } from '../../src/parity/report.ts';
 
@@ -22,7 +36,7 @@ describe('sample reports follow the schema', () => {
 });
 
 describe('readReport', () => {
-  it('returns the validator\'s problems for invalid input', () => {
+  it("returns the validator's problems for invalid input", () => {
     const r = readReport({ schema: 'x' });
     expect(r.ok).toBe(false);
     if (!r.ok) expect(r.problems.join('\n')).toMatch(/schema must be "ringside-report\/1"/);
@@ -45,7 +59,9 @@ describe('readReport', () => {
     expect(rep.draws[0].rows[0].maxAbs).toBeNaN();
     expect(rep.draws[0].rows[0].position).toBeNaN();
     const long = rep.draws[3];
-    expect(long.stages!.every((s) => ['q', 'k', 'v', 'attn', 'mlp', 'layer', 'final_norm', 'logits'].includes(s.stage))).toBe(true);
+    expect(
+      long.stages!.every((s) => ['q', 'k', 'v', 'attn', 'mlp', 'layer', 'final_norm', 'logits'].includes(s.stage)),
+    ).toBe(true);
     expect(long.stages![0].layerKind).toBeNull();
     expect(long.ring!.blockOrder).toBe('masked-chronological');
     expect(long.ring!.slotPositions[0]).toBeNaN();
@@ -106,7 +122,13 @@ describe('heatmap grid', () => {
       { position: 0, bytesDiffering: 1, bytesTotal: 10, maxAbs: 0.5, maxUlp: 3, nmse: 1e-9 },
       { position: 1, bytesDiffering: 4, bytesTotal: 10, maxAbs: 0.25, maxUlp: 9, nmse: 1e-8 },
     ];
-    expect(pickRows(rows, 'all')).toMatchObject({ bytesDiffering: 5, bytesTotal: 20, maxAbs: 0.5, maxUlp: 9, nmse: 1e-8 });
+    expect(pickRows(rows, 'all')).toMatchObject({
+      bytesDiffering: 5,
+      bytesTotal: 20,
+      maxAbs: 0.5,
+      maxUlp: 9,
+      nmse: 1e-8,
+    });
     expect(pickRows(rows, 1)).toMatchObject({ position: 1, bytesDiffering: 4 });
     expect(pickRows(rows, 7)).toBeUndefined();
   });
@@ -124,9 +146,24 @@ describe('heatmap grid', () => {
 
 describe('lens points and ring facts', () => {
   it('takes the largest KL and requires every picked position to agree', () => {
-    const lens = [{ layer: 1, rows: [{ position: 0, kl: 1e-6, top1Agree: true }, { position: 1, kl: 1e-3, top1Agree: false }] }, { layer: 0, rows: [{ position: 0, kl: 0, top1Agree: true }] }];
-    expect(lensPoints(lens, 'all')).toEqual([{ layer: 0, kl: 0, agree: true }, { layer: 1, kl: 1e-3, agree: false }]);
-    expect(lensPoints(lens, 0)).toEqual([{ layer: 0, kl: 0, agree: true }, { layer: 1, kl: 1e-6, agree: true }]);
+    const lens = [
+      {
+        layer: 1,
+        rows: [
+          { position: 0, kl: 1e-6, top1Agree: true },
+          { position: 1, kl: 1e-3, top1Agree: false },
+        ],
+      },
+      { layer: 0, rows: [{ position: 0, kl: 0, top1Agree: true }] },
+    ];
+    expect(lensPoints(lens, 'all')).toEqual([
+      { layer: 0, kl: 0, agree: true },
+      { layer: 1, kl: 1e-3, agree: false },
+    ]);
+    expect(lensPoints(lens, 0)).toEqual([
+      { layer: 0, kl: 0, agree: true },
+      { layer: 1, kl: 1e-6, agree: true },
+    ]);
   });
 
   it('finds where chronological order wraps and what each arm reads', () => {
@@ -139,7 +176,9 @@ describe('lens points and ring facts', () => {
     expect(f.chronological).toEqual(Array.from({ length: 16 }, (_, i) => 36 + i));
     const big = ringFacts(divergingReport().draws[3].ring!); // P = 1056, W = 1024
     expect(big.oldestSlot).toBe(32);
-    expect(describeRing(divergingReport().draws[3].ring!, big)).toMatch(/oldest in slot 32.*wraps at slot 32.*chronological order over the buffered cache/);
+    expect(describeRing(divergingReport().draws[3].ring!, big)).toMatch(
+      /oldest in slot 32.*wraps at slot 32.*chronological order over the buffered cache/,
+    );
   });
 });
 
@@ -155,8 +194,12 @@ describe('share link codec', () => {
 
   it('says what is wrong with a damaged link', () => {
     expect(() => decodeShareFragment('#report=ab$cd')).toThrow(/damaged.*base64url/);
-    expect(() => decodeShareFragment(`#report=${toBase64Url(new TextEncoder().encode('not deflate at all, just text'))}`)).toThrow(/damaged/);
-    expect(() => decodeShareFragment(`#report=${toBase64Url(deflateSync(new TextEncoder().encode('{"a": ')))}`) ).toThrow(/not JSON/);
+    expect(() =>
+      decodeShareFragment(`#report=${toBase64Url(new TextEncoder().encode('not deflate at all, just text'))}`),
+    ).toThrow(/damaged/);
+    expect(() =>
+      decodeShareFragment(`#report=${toBase64Url(deflateSync(new TextEncoder().encode('{"a": ')))}`),
+    ).toThrow(/not JSON/);
   });
 
   it('refuses a deflate bomb before it fills memory', () => {

@@ -8,13 +8,27 @@ import { asJson, sampleTrace } from '../e2e/sample-trace.ts';
 import { divergingReport } from '../e2e/sample-report.ts';
 import { readAnyReport } from '../../src/ui/report/read-report.ts';
 import { readReport } from '../../src/ui/report/report-model.ts';
-import { bucketLabel, DECIDED_GAP, disagreements, traceConsequence, traceSetup, TRACE_LIMITS } from '../../src/ui/trace/trace-model.ts';
+import {
+  bucketLabel,
+  DECIDED_GAP,
+  disagreements,
+  traceConsequence,
+  traceSetup,
+  TRACE_LIMITS,
+} from '../../src/ui/trace/trace-model.ts';
 import { DECIDED_GAP as PARITY_DECIDED_GAP } from '../../src/parity/trace.ts';
 import { buildShareLink, compactTrace, MAX_LINK_CHARS } from '../../src/ui/share/share-link.ts';
 import { decodeShareFragment, traceFileStem, traceMarkdown } from '../../src/ui/share/share-codec.ts';
 import { traceDefaults } from '../../src/ui/run/trace-form.ts';
 import { parseTokenIds } from '../../src/ui/common/format.ts';
-import { generationFileStem, generationVerdict, histogramBars, perPositionBars, tokenMarks, type GenerationRun } from '../../src/ui/generation/generation-model.ts';
+import {
+  generationFileStem,
+  generationVerdict,
+  histogramBars,
+  perPositionBars,
+  tokenMarks,
+  type GenerationRun,
+} from '../../src/ui/generation/generation-model.ts';
 import { validateReport } from '../../src/parity/report.ts';
 import { XSS } from '../e2e/sample-report.ts';
 
@@ -57,7 +71,7 @@ describe('reading trace reports', () => {
     expect(r.report.provenance.prefix).toBeNaN();
   });
 
-  it('refuses a trace whose positions are malformed, with the validator\'s words', () => {
+  it("refuses a trace whose positions are malformed, with the validator's words", () => {
     const t = asJson(sampleTrace({ traced: 4 })) as unknown as Record<string, any>;
     t.positions[2] = { position: 'x' };
     const r = readAnyReport(t);
@@ -76,7 +90,9 @@ describe('reading trace reports', () => {
     expect(decided.metrics.decidedDisagreements).toBeGreaterThan(0);
     expect(traceConsequence(decided)).toMatch(/decided position/);
     expect(disagreements(decided).map((p) => p.position)).toEqual([1536 + 4, 1536 + 7]);
-    expect(traceSetup(sampleTrace({ prefix: 40, traced: 48, policy: 'exact' }))).toBe('48 traced positions after a 40-token prefix · K = 4 · policy exact · bf16');
+    expect(traceSetup(sampleTrace({ prefix: 40, traced: 48, policy: 'exact' }))).toBe(
+      '48 traced positions after a 40-token prefix · K = 4 · policy exact · bf16',
+    );
     expect(bucketLabel({ lo: 10, hi: null })).toBe('[10, ∞)');
     expect(bucketLabel({ lo: 0.5, hi: 1 })).toBe('[0.5, 1)');
   });
@@ -118,10 +134,15 @@ describe('trace share links, Markdown and file names', () => {
     expect(l.ok).toBe(false);
     if (!l.ok) {
       expect(l.chars).toBeGreaterThan(MAX_LINK_CHARS);
-      expect(l.message).toMatch(/too large for a link \(\d+ kB even compressed; links stop at 64 kB\).*Download JSON.*Open a report \(JSON\)/);
+      expect(l.message).toMatch(
+        /too large for a link \(\d+ kB even compressed; links stop at 64 kB\).*Download JSON.*Open a report \(JSON\)/,
+      );
     }
     // Compaction leaves non-trace reports alone.
-    expect(compactTrace({ kind: 'trace', positions: [{ gap: 1.23456789012, chainTop: [1, 2, 3], blockTop: [4, 5] }] }).positions).toEqual([{ gap: 1.234568, chainTop: [1, 2], blockTop: [4] }]);
+    expect(
+      compactTrace({ kind: 'trace', positions: [{ gap: 1.23456789012, chainTop: [1, 2, 3], blockTop: [4, 5] }] })
+        .positions,
+    ).toEqual([{ gap: 1.234568, chainTop: [1, 2], blockTop: [4] }]);
   });
 
   it('writes Markdown with the metrics and buckets, markup escaped, and a safe file stem', () => {
@@ -133,7 +154,9 @@ describe('trace share links, Markdown and file names', () => {
     expect(md).toContain('| [0, 0.5) |');
     expect(md).toContain('[Open the full trace](http://127.0.0.1/#report=abc)');
     expect(md).not.toMatch(/(?<!\\)<img/);
-    expect(traceFileStem(t)).toMatch(/^ringside-trace-diverges-ring-img-src-x-[a-z0-9-]*-bf16-K4-P40-T48-3f2a9c1d7e5b$/);
+    expect(traceFileStem(t)).toMatch(
+      /^ringside-trace-diverges-ring-img-src-x-[a-z0-9-]*-bf16-K4-P40-T48-3f2a9c1d7e5b$/,
+    );
   });
 });
 
@@ -158,19 +181,51 @@ describe('generation verdict and counters', () => {
     let i = 0;
     while (i < classic.length && i < mtp.length && classic[i] === mtp[i]) i++;
     const identical = i === classic.length && i === mtp.length;
-    const counters = { rounds: 5, drafted: 15, accepted: 9, acceptanceRate: 0.6, meanAcceptedLength: 1.8, acceptedHistogram: [1, 1, 1, 2], perPositionAccepted: [4, 3, 2] };
-    const g = (mode: 'classic' | 'mtp', tokens: number[]) => ({ mode, block: 4, prompt: [2, 105], tokens, sha256: mode === 'classic' ? 'aa'.repeat(32) : 'bb'.repeat(32), stoppedOnEos: false, timings: { prefillMs: 1, decodeMs: 2, tokensPerSecond: 3 } });
+    const counters = {
+      rounds: 5,
+      drafted: 15,
+      accepted: 9,
+      acceptanceRate: 0.6,
+      meanAcceptedLength: 1.8,
+      acceptedHistogram: [1, 1, 1, 2],
+      perPositionAccepted: [4, 3, 2],
+    };
+    const g = (mode: 'classic' | 'mtp', tokens: number[]) => ({
+      mode,
+      block: 4,
+      prompt: [2, 105],
+      tokens,
+      sha256: mode === 'classic' ? 'aa'.repeat(32) : 'bb'.repeat(32),
+      stoppedOnEos: false,
+      timings: { prefillMs: 1, decodeMs: 2, tokensPerSecond: 3 },
+    });
     return {
       classic: g('classic', classic),
       mtp: { ...g('mtp', mtp), counters },
-      diff: { prompt: [2, 105], identical, firstDifference: identical ? null : i, classicSha256: 'aa', mtpSha256: 'bb', counters, tokensPerSecond: { classic: 3, mtp: 4 } },
+      diff: {
+        prompt: [2, 105],
+        identical,
+        firstDifference: identical ? null : i,
+        classicSha256: 'aa',
+        mtpSha256: 'bb',
+        counters,
+        tokensPerSecond: { classic: 3, mtp: 4 },
+      },
     };
   };
 
   it('says identical, or where the first difference is and what each arm has there', () => {
-    expect(generationVerdict(result([1, 2, 3], [1, 2, 3]))).toEqual({ verdict: 'identical', text: 'MTP output is identical to classic greedy decode: 3 tokens, same SHA-256' });
-    expect(generationVerdict(result([1, 2, 3, 4], [1, 2, 9, 4]))).toEqual({ verdict: 'differs', text: 'first difference at token 2: classic has token id 3, MTP has token id 9' });
-    expect(generationVerdict(result([1, 2], [1, 2, 5])).text).toBe('first difference at token 2: classic has the end (2 tokens), MTP has token id 5');
+    expect(generationVerdict(result([1, 2, 3], [1, 2, 3]))).toEqual({
+      verdict: 'identical',
+      text: 'MTP output is identical to classic greedy decode: 3 tokens, same SHA-256',
+    });
+    expect(generationVerdict(result([1, 2, 3, 4], [1, 2, 9, 4]))).toEqual({
+      verdict: 'differs',
+      text: 'first difference at token 2: classic has token id 3, MTP has token id 9',
+    });
+    expect(generationVerdict(result([1, 2], [1, 2, 5])).text).toBe(
+      'first difference at token 2: classic has the end (2 tokens), MTP has token id 5',
+    );
     expect(tokenMarks([1, 2, 3, 4, 5], [1, 2, 9, 4, 6], 2)).toEqual(['same', 'same', 'first', 'after', 'differs']);
     expect(tokenMarks([1, 2, 3], [1, 2, 3], null)).toEqual(['same', 'same', 'same']);
     expect(tokenMarks([1, 2], [1, 2, 5], 2)).toEqual(['same', 'same']);
@@ -178,9 +233,33 @@ describe('generation verdict and counters', () => {
 
   it('turns counters into bars and names the download safely', () => {
     const r = result([1, 2, 3], [1, 2, 3]);
-    expect(histogramBars(r.mtp.counters).map((b) => `${b.label} ${b.value}/${b.of}`)).toEqual(['0 accepted 1/5', '1 accepted 1/5', '2 accepted 1/5', '3 accepted 2/5']);
-    expect(perPositionBars(r.mtp.counters).map((b) => `${b.label} ${b.value}/${b.of}`)).toEqual(['draft 1 4/5', 'draft 2 3/5', 'draft 3 2/5']);
-    const run = { options: { prompt: [2, 105], chat: false, maxNew: 16, block: 4, policy: `exact ${XSS}`, precision: 'f32', draftPosition: 'hf' }, result: r, createdAt: '', elapsedMs: 1 } as unknown as GenerationRun;
-    expect(generationFileStem(run)).toMatch(/^ringside-generation-identical-exact-img-src-x-[a-z0-9-]*-f32-K4-hf-a{12}$/);
+    expect(histogramBars(r.mtp.counters).map((b) => `${b.label} ${b.value}/${b.of}`)).toEqual([
+      '0 accepted 1/5',
+      '1 accepted 1/5',
+      '2 accepted 1/5',
+      '3 accepted 2/5',
+    ]);
+    expect(perPositionBars(r.mtp.counters).map((b) => `${b.label} ${b.value}/${b.of}`)).toEqual([
+      'draft 1 4/5',
+      'draft 2 3/5',
+      'draft 3 2/5',
+    ]);
+    const run = {
+      options: {
+        prompt: [2, 105],
+        chat: false,
+        maxNew: 16,
+        block: 4,
+        policy: `exact ${XSS}`,
+        precision: 'f32',
+        draftPosition: 'hf',
+      },
+      result: r,
+      createdAt: '',
+      elapsedMs: 1,
+    } as unknown as GenerationRun;
+    expect(generationFileStem(run)).toMatch(
+      /^ringside-generation-identical-exact-img-src-x-[a-z0-9-]*-f32-K4-hf-a{12}$/,
+    );
   });
 });

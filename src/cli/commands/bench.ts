@@ -10,8 +10,10 @@ const KERNELS: readonly AffineKernel[] = ['lanes', 'tile', 'affine', 'coop'];
 
 export const bench: Command = {
   name: 'bench',
-  summary: 'Throughput of the adapter (copy GB/s, FMA GFLOP/s), of each kernel class at 12B (31B) shapes as ratios to it, and end to end on a small synthetic model.',
-  usage: 'bench [--quick] [--full] [--json FILE] [--no-e2e] [--wall-clock] [--layers N] [--prefill-rows N] [--compare lanes,coop,tile,affine] [--compare-head] [--no-subgroups] [--coop-threads N] [--coop-features 1|2] [--rows 1,4,8] [--no-kernels]',
+  summary:
+    'Throughput of the adapter (copy GB/s, FMA GFLOP/s), of each kernel class at 12B (31B) shapes as ratios to it, and end to end on a small synthetic model.',
+  usage:
+    'bench [--quick] [--full] [--json FILE] [--no-e2e] [--wall-clock] [--layers N] [--prefill-rows N] [--compare lanes,coop,tile,affine] [--compare-head] [--no-subgroups] [--coop-threads N] [--coop-features 1|2] [--rows 1,4,8] [--no-kernels]',
   options: {
     quick: { type: 'boolean', help: 'short form (about a minute on a 2-core CPU adapter)' },
     full: { type: 'boolean', help: 'also the 31B shapes' },
@@ -20,13 +22,29 @@ export const bench: Command = {
     'wall-clock': { type: 'boolean', help: 'time kernels with the wall clock even when timestamp-query exists' },
     layers: { type: 'string', help: 'layers of the end-to-end synthetic model (12B geometry)' },
     prompt: { type: 'string', help: 'end-to-end prompt tokens (prefill)' },
-    'prefill-rows': { type: 'string', help: 'rows of the prefill matmul (reduced automatically when one matmul would take too long)', default: '1056' },
-    compare: { type: 'string', help: `other exact affine kernels measured on the 4-bit MLP shapes (gate/up, down) at M = 1, 4, 8 (${KERNELS.join(', ')}; "none")` },
+    'prefill-rows': {
+      type: 'string',
+      help: 'rows of the prefill matmul (reduced automatically when one matmul would take too long)',
+      default: '1056',
+    },
+    compare: {
+      type: 'string',
+      help: `other exact affine kernels measured on the 4-bit MLP shapes (gate/up, down) at M = 1, 4, 8 (${KERNELS.join(', ')}; "none")`,
+    },
     'compare-head': { type: 'boolean', help: 'also compare the kernels on the LM head (slow on CPU adapters)' },
     seconds: { type: 'string', help: 'target GPU seconds per kernel measurement' },
-    'no-subgroups': { type: 'boolean', help: 'do not request the subgroups feature (kernels take their paths for devices without it)' },
-    'coop-threads': { type: 'string', help: 'tuning: invocations per output feature of the coop matvec (8..256, a power of two) instead of its rule' },
-    'coop-features': { type: 'string', help: 'tuning: output features per invocation of the coop matvec (1 or 2) instead of its rule' },
+    'no-subgroups': {
+      type: 'boolean',
+      help: 'do not request the subgroups feature (kernels take their paths for devices without it)',
+    },
+    'coop-threads': {
+      type: 'string',
+      help: 'tuning: invocations per output feature of the coop matvec (8..256, a power of two) instead of its rule',
+    },
+    'coop-features': {
+      type: 'string',
+      help: 'tuning: output features per invocation of the coop matvec (1 or 2) instead of its rule',
+    },
     rows: { type: 'string', help: 'M values of the matmul benchmarks, comma-separated' },
     'no-kernels': { type: 'boolean', help: 'skip the kernel benchmarks (yardsticks and end to end only)' },
   },
@@ -41,7 +59,9 @@ export const bench: Command = {
     o.prefillRows = intOption(v, 'prefill-rows', 0, 8192) ?? o.prefillRows;
     if (typeof v.compare === 'string') {
       const list = v.compare === 'none' ? [] : v.compare.split(',').map((s) => s.trim());
-      for (const k of list) if (!KERNELS.includes(k as AffineKernel)) throw new Error(`--compare: unknown kernel "${k}" (expected ${KERNELS.join(', ')})`);
+      for (const k of list)
+        if (!KERNELS.includes(k as AffineKernel))
+          throw new Error(`--compare: unknown kernel "${k}" (expected ${KERNELS.join(', ')})`);
       o.compareKernels = list as AffineKernel[];
     }
     if (v['compare-head']) o.compareHead = true;

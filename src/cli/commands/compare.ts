@@ -10,8 +10,10 @@ import type { Command } from '../command.ts';
 
 export const compare: Command = {
   name: 'compare',
-  summary: 'Free-generation comparison: for N prompts, classic vs MTP greedy output (identical, or the first differing token).',
-  usage: 'compare --target DIR --draft DIR --prompts FILE.json [--max-new N] [--block K] [--policy NAME] [--draft-position hf|mlxcel] [--precision f32|bf16] --json FILE',
+  summary:
+    'Free-generation comparison: for N prompts, classic vs MTP greedy output (identical, or the first differing token).',
+  usage:
+    'compare --target DIR --draft DIR --prompts FILE.json [--max-new N] [--block K] [--policy NAME] [--draft-position hf|mlxcel] [--precision f32|bf16] --json FILE',
   options: {
     target: { type: 'string', help: 'target checkpoint folder' },
     draft: { type: 'string', help: 'assistant checkpoint folder' },
@@ -27,7 +29,8 @@ export const compare: Command = {
   async run({ values }, io) {
     const out = requireString(values, 'json');
     const raw = JSON.parse(await readFile(requireString(values, 'prompts'), 'utf8')) as unknown;
-    if (!Array.isArray(raw) || !raw.length) throw new Error(`${values.prompts}: must be a non-empty JSON array of prompts`);
+    if (!Array.isArray(raw) || !raw.length)
+      throw new Error(`${values.prompts}: must be a non-empty JSON array of prompts`);
     const m = await loadModels(requireString(values, 'target'), requireString(values, 'draft'));
     try {
       const K = intOption(values, 'block', 2, 16)!;
@@ -40,24 +43,52 @@ export const compare: Command = {
           if (!m.tokenizer) throw new Error(`prompt ${i} is text but ${m.target.label} has no tokenizer.json`);
           return m.tokenizer.encode(p, values.chat === true);
         }
-        if (!Array.isArray(p) || p.some((t) => !Number.isInteger(t) || t < 0 || t >= m.targetWeights.desc.vocab)) throw new Error(`prompt ${i}: not a list of token ids below ${m.targetWeights.desc.vocab}`);
+        if (!Array.isArray(p) || p.some((t) => !Number.isInteger(t) || t < 0 || t >= m.targetWeights.desc.vocab))
+          throw new Error(`prompt ${i}: not a list of token ids below ${m.targetWeights.desc.vocab}`);
         return p as number[];
       });
       const results = [];
       for (const [i, prompt] of prompts.entries()) {
-        const target = new TargetModel(m.ctx, m.targetWeights, { maxContext: prompt.length + maxNew + K, maxBlock: K, prefillChunk: Math.min(prompt.length, 512), precision });
+        const target = new TargetModel(m.ctx, m.targetWeights, {
+          maxContext: prompt.length + maxNew + K,
+          maxBlock: K,
+          prefillChunk: Math.min(prompt.length, 512),
+          precision,
+        });
         const asst = new AssistantModel(m.ctx, m.assistantWeights!, target, position, precision);
         const opts = { maxNew, eosIds: m.targetWeights.desc.eosIds, policy };
         const classic = await generateClassic(target, prompt, opts);
         const mtp = await generateMtp(target, assistantSource(asst), prompt, K, { ...opts, draftPosition: position });
         const diff = diffGenerations(classic, mtp);
-        results.push({ ...diff, classicText: m.tokenizer?.decode(classic.tokens), mtpText: m.tokenizer?.decode(mtp.tokens) });
-        io.out(`prompt ${i}: ${diff.identical ? 'identical' : `first difference at token ${diff.firstDifference}`} (${mtp.tokens.length} tokens, acceptance ${(100 * mtp.counters!.acceptanceRate).toFixed(1)}%)`);
+        results.push({
+          ...diff,
+          classicText: m.tokenizer?.decode(classic.tokens),
+          mtpText: m.tokenizer?.decode(mtp.tokens),
+        });
+        io.out(
+          `prompt ${i}: ${diff.identical ? 'identical' : `first difference at token ${diff.firstDifference}`} (${mtp.tokens.length} tokens, acceptance ${(100 * mtp.counters!.acceptanceRate).toFixed(1)}%)`,
+        );
         asst.destroy();
         target.destroy();
       }
       const identical = results.filter((r) => r.identical).length;
-      await writeFile(out, JSON.stringify({ kind: 'generation-comparison', block: K, policy: policy.name, precision, draftPosition: position, identical, total: results.length, results }, null, 1));
+      await writeFile(
+        out,
+        JSON.stringify(
+          {
+            kind: 'generation-comparison',
+            block: K,
+            policy: policy.name,
+            precision,
+            draftPosition: position,
+            identical,
+            total: results.length,
+            results,
+          },
+          null,
+          1,
+        ),
+      );
       io.out(`${identical} of ${results.length} prompts identical; written to ${out}`);
       return identical === results.length ? 0 : 3;
     } finally {

@@ -19,11 +19,15 @@ function activationNames(layers: number): Map<string, string> {
 export const forward: Command = {
   name: 'forward',
   summary: 'Run the target over given tokens and write logits (and activations) to a safetensors file.',
-  usage: 'forward --model DIR --tokens 1,2,3 --out FILE.safetensors [--precision f32|bf16] [--activations] [--chain | --block K] [--prefill-chunk N]',
+  usage:
+    'forward --model DIR --tokens 1,2,3 --out FILE.safetensors [--precision f32|bf16] [--activations] [--chain | --block K] [--prefill-chunk N]',
   options: {
     model: { type: 'string', help: 'target checkpoint folder (MLX)' },
     tokens: { type: 'string', help: 'comma-separated token ids' },
-    out: { type: 'string', help: 'output .safetensors (logits F32 [T, V]; with --activations also act.* F32 [T, hidden])' },
+    out: {
+      type: 'string',
+      help: 'output .safetensors (logits F32 [T, V]; with --activations also act.* F32 [T, hidden])',
+    },
     precision: { type: 'string', help: 'f32 | bf16', default: 'f32' },
     activations: { type: 'boolean', help: 'also write act.attn.i, act.mlp.i, act.layer.i, act.final_norm' },
     chain: { type: 'boolean', help: 'one token per forward (classic decode, M = 1)' },
@@ -38,14 +42,21 @@ export const forward: Command = {
     const block = intOption(values, 'block', 1, 64);
     if (values.chain && block) throw new Error('--chain and --block are exclusive');
     const ck = await openCheckpointDir(requireString(values, 'model'));
-    if (ck.description.role !== 'target') throw new Error(`${ck.label}: not a target model (model_type "${ck.modelType}")`);
+    if (ck.description.role !== 'target')
+      throw new Error(`${ck.label}: not a target model (model_type "${ck.modelType}")`);
     const desc = ck.description as TargetDescription;
-    for (const t of tokens) if (t >= desc.vocab) throw new Error(`token ${t} is outside the vocabulary (${desc.vocab})`);
+    for (const t of tokens)
+      if (t >= desc.vocab) throw new Error(`token ${t} is outside the vocabulary (${desc.vocab})`);
     const ctx = await nodeGpuContext();
     const weights = await uploadWeights(ctx.device, desc);
-    const rowsPerForward = values.chain ? 1 : block ?? 0;
+    const rowsPerForward = values.chain ? 1 : (block ?? 0);
     const chunk = intOption(values, 'prefill-chunk', 1) ?? tokens.length;
-    const model = new TargetModel(ctx, weights, { maxContext: tokens.length, maxBlock: Math.max(rowsPerForward, 1), prefillChunk: Math.min(chunk, tokens.length), precision });
+    const model = new TargetModel(ctx, weights, {
+      maxContext: tokens.length,
+      maxBlock: Math.max(rowsPerForward, 1),
+      prefillChunk: Math.min(chunk, tokens.length),
+      precision,
+    });
     const captures = values.activations ? new Set(activationNames(desc.layers.length).keys()) : undefined;
     const parts: ForwardResult[] = [];
     if (rowsPerForward === 0) {
@@ -62,13 +73,27 @@ export const forward: Command = {
       arrays.reduce((off, x) => (o.set(x, off), off + x.length), 0);
       return o;
     };
-    const f32 = (name: string, shape: number[], data: Float32Array): TensorToWrite => ({ name, dtype: 'F32', shape, data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength) });
+    const f32 = (name: string, shape: number[], data: Float32Array): TensorToWrite => ({
+      name,
+      dtype: 'F32',
+      shape,
+      data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength),
+    });
     const tensors: TensorToWrite[] = [f32('logits', [tokens.length, desc.vocab], cat(parts.map((p) => p.logits!)))];
     if (captures) {
-      for (const [cap, name] of activationNames(desc.layers.length)) tensors.push(f32(name, [tokens.length, desc.hidden], cat(parts.map((p) => p.captures.get(cap)!))));
+      for (const [cap, name] of activationNames(desc.layers.length))
+        tensors.push(f32(name, [tokens.length, desc.hidden], cat(parts.map((p) => p.captures.get(cap)!))));
     }
-    const mode = rowsPerForward === 0 ? `prefill chunk ${Math.min(chunk, tokens.length)}` : rowsPerForward === 1 ? 'chain' : `block ${rowsPerForward}`;
-    await writeFile(out, writeSafetensors(tensors, { source: 'ringside forward', precision, mode, target_digest: ck.digest }));
+    const mode =
+      rowsPerForward === 0
+        ? `prefill chunk ${Math.min(chunk, tokens.length)}`
+        : rowsPerForward === 1
+          ? 'chain'
+          : `block ${rowsPerForward}`;
+    await writeFile(
+      out,
+      writeSafetensors(tensors, { source: 'ringside forward', precision, mode, target_digest: ck.digest }),
+    );
     io.out(`wrote ${tensors.length} tensors for ${tokens.length} tokens (${mode}, ${precision}) to ${out}`);
     model.destroy();
     weights.destroy();

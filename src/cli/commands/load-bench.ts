@@ -18,7 +18,10 @@ export const loadBench: Command = {
   usage: 'load-bench --model DIR [--memory-budget GB] [--max-context N]',
   options: {
     model: { type: 'string', help: 'checkpoint folder, or a folder with target/ and assistant/ (as synth writes)' },
-    'memory-budget': { type: 'string', help: 'refuse before uploading when the plan exceeds this many GB (10^9 bytes)' },
+    'memory-budget': {
+      type: 'string',
+      help: 'refuse before uploading when the plan exceeds this many GB (10^9 bytes)',
+    },
     'max-context': { type: 'string', help: 'context length for the memory plan', default: '4096' },
   },
   async run({ values: v }, io) {
@@ -26,17 +29,27 @@ export const loadBench: Command = {
     const dirs = modelDirs(path.resolve(v.model));
     const cks: Checkpoint[] = [];
     for (const d of dirs) cks.push(await openCheckpointDir(d));
-    const files = [...new Set(cks.flatMap((c, i) => [...c.tensors.values()].map((t) => path.join(dirs[i], t.file.name))))];
+    const files = [
+      ...new Set(cks.flatMap((c, i) => [...c.tensors.values()].map((t) => path.join(dirs[i], t.file.name)))),
+    ];
 
     const mem = new PeakMemory();
     const raw = await rawRead(files);
     const viaSource = await sourceRead(cks);
 
     const ctx = await nodeGpuContext();
-    const limits = { maxBufferSize: ctx.device.limits.maxBufferSize, maxStorageBufferBindingSize: ctx.device.limits.maxStorageBufferBindingSize };
+    const limits = {
+      maxBufferSize: ctx.device.limits.maxBufferSize,
+      maxStorageBufferBindingSize: ctx.device.limits.maxStorageBufferBindingSize,
+    };
     const target = cks.find((c) => c.description.role === 'target')?.description ?? cks[0].description;
     const asst = cks.find((c) => c.description.role === 'assistant')?.description as AssistantDescription | undefined;
-    const plan = planMemory(target, { maxContext: Number(v['max-context']), maxBlock: 8, prefillChunk: 64 }, limits, asst === target ? undefined : asst);
+    const plan = planMemory(
+      target,
+      { maxContext: Number(v['max-context']), maxBlock: 8, prefillChunk: 64 },
+      limits,
+      asst === target ? undefined : asst,
+    );
     const budget = v['memory-budget'] !== undefined ? Number(v['memory-budget']) * 1e9 : undefined;
     if (budget !== undefined && !(budget > 0)) throw new Error('--memory-budget must be a positive number of GB');
     checkMemory(plan, budget);
@@ -47,11 +60,16 @@ export const loadBench: Command = {
     mem.start();
     try {
       for (const c of cks) {
-        loaded.push(await uploadWeights(ctx.device, c.description, (p) => {
-          mem.sample();
-          const now = performance.now();
-          if (now - lastLog > 5000) { lastLog = now; io.err(`load-bench: ${c.label}: ${p.detail}`); }
-        }));
+        loaded.push(
+          await uploadWeights(ctx.device, c.description, (p) => {
+            mem.sample();
+            const now = performance.now();
+            if (now - lastLog > 5000) {
+              lastLog = now;
+              io.err(`load-bench: ${c.label}: ${p.detail}`);
+            }
+          }),
+        );
       }
       await ctx.device.queue.onSubmittedWorkDone(); // the copies into the buffers are part of the load
     } finally {
@@ -60,14 +78,33 @@ export const loadBench: Command = {
     const seconds = (performance.now() - t0) / 1000;
     const bytes = loaded.reduce((a, w) => a + w.bytes, 0);
     const loadMBps = bytes / MB / seconds;
-    io.out(JSON.stringify({
-      model: dirs, adapter: ctx.report.description || ctx.report.vendor,
-      bytes, fileBytes: raw.bytes,
-      rawReadMBps: round(raw.MBps), sourceReadMBps: round(viaSource), loadMBps: round(loadMBps), ratio: +(loadMBps / raw.MBps).toFixed(3),
-      peakHeapMB: round(mem.heap / MB), peakArrayBuffersMB: round(mem.arrayBuffers / MB), peakRssMB: round(process.resourceUsage().maxRSS / 1024),
-      seconds: +seconds.toFixed(2), rawReadSeconds: +raw.seconds.toFixed(2),
-      plan: { weightsGB: plan.weights / 1e9, cacheGB: plan.cache / 1e9, workspaceGB: plan.workspace / 1e9, buffers: plan.buffers },
-    }, null, 2));
+    io.out(
+      JSON.stringify(
+        {
+          model: dirs,
+          adapter: ctx.report.description || ctx.report.vendor,
+          bytes,
+          fileBytes: raw.bytes,
+          rawReadMBps: round(raw.MBps),
+          sourceReadMBps: round(viaSource),
+          loadMBps: round(loadMBps),
+          ratio: +(loadMBps / raw.MBps).toFixed(3),
+          peakHeapMB: round(mem.heap / MB),
+          peakArrayBuffersMB: round(mem.arrayBuffers / MB),
+          peakRssMB: round(process.resourceUsage().maxRSS / 1024),
+          seconds: +seconds.toFixed(2),
+          rawReadSeconds: +raw.seconds.toFixed(2),
+          plan: {
+            weightsGB: plan.weights / 1e9,
+            cacheGB: plan.cache / 1e9,
+            workspaceGB: plan.workspace / 1e9,
+            buffers: plan.buffers,
+          },
+        },
+        null,
+        2,
+      ),
+    );
     loaded.forEach((w) => w.destroy());
     ctx.destroy();
     return 0;
@@ -79,7 +116,9 @@ const round = (x: number) => Math.round(x * 10) / 10;
 /** A checkpoint folder, or the target/ and assistant/ folders under it. */
 function modelDirs(dir: string): string[] {
   if (existsSync(path.join(dir, 'config.json'))) return [dir];
-  const subs = ['target', 'assistant'].map((s) => path.join(dir, s)).filter((d) => existsSync(path.join(d, 'config.json')));
+  const subs = ['target', 'assistant']
+    .map((s) => path.join(dir, s))
+    .filter((d) => existsSync(path.join(d, 'config.json')));
   if (subs.length === 0) throw new Error(`${dir}: no config.json there or in target/ or assistant/`);
   return subs;
 }

@@ -12,7 +12,8 @@ import type { Command } from '../command.ts';
 export const probe: Command = {
   name: 'probe',
   summary: 'Run the block-versus-chain probe (mlxcel startup guard) and write a JSON report.',
-  usage: 'probe --target DIR [--draft DIR] [--block K] [--lengths CSV] [--policy NAME] [--precision f32|bf16] [--no-localize] --report FILE',
+  usage:
+    'probe --target DIR [--draft DIR] [--block K] [--lengths CSV] [--policy NAME] [--precision f32|bf16] [--no-localize] --report FILE',
   options: {
     target: { type: 'string', help: 'target checkpoint folder (MLX)' },
     draft: { type: 'string', help: 'assistant checkpoint folder (checked for compatibility, recorded in provenance)' },
@@ -29,9 +30,11 @@ export const probe: Command = {
     const block = intOption(values, 'block', 1, 16)!;
     const precision = choice(values, 'precision', ['f32', 'bf16'] as const)!;
     const target = await openCheckpointDir(requireString(values, 'target'));
-    if (target.description.role !== 'target') throw new Error(`${target.label}: not a target model (model_type "${target.modelType}")`);
+    if (target.description.role !== 'target')
+      throw new Error(`${target.label}: not a target model (model_type "${target.modelType}")`);
     const assistant = values.draft ? await openCheckpointDir(String(values.draft)) : undefined;
-    if (assistant) checkCompatibility(target.description as TargetDescription, assistant.description as AssistantDescription);
+    if (assistant)
+      checkCompatibility(target.description as TargetDescription, assistant.description as AssistantDescription);
     const ctx = await nodeGpuContext();
     const weights = await uploadWeights(ctx.device, target.description as TargetDescription);
     const report = await runProbe(
@@ -54,7 +57,10 @@ export const probe: Command = {
     );
     await writeFile(reportPath, JSON.stringify(report, null, 1));
     io.out(report.summary);
-    for (const d of report.draws) io.out(`  draw ${d.index} (prompt ${d.promptLength}): ${d.text}${d.firstDivergence ? `; ${d.firstDivergence.text}` : ''}`);
+    for (const d of report.draws)
+      io.out(
+        `  draw ${d.index} (prompt ${d.promptLength}): ${d.text}${d.firstDivergence ? `; ${d.firstDivergence.text}` : ''}`,
+      );
     io.out(report.consequence);
     io.out(`report written to ${reportPath}`);
     weights.destroy();

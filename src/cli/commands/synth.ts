@@ -22,7 +22,8 @@ export const synth: Command = {
   async run({ values: v }, io) {
     if (typeof v.out !== 'string') throw new Error('--out DIR is required');
     const preset = v.preset as SynthPreset;
-    if (!Object.hasOwn(SYNTH_PRESETS, preset)) throw new Error(`--preset must be one of ${Object.keys(SYNTH_PRESETS).join(', ')}`);
+    if (!Object.hasOwn(SYNTH_PRESETS, preset))
+      throw new Error(`--preset must be one of ${Object.keys(SYNTH_PRESETS).join(', ')}`);
     const over: Partial<SynthGeometry> = {};
     if (v.layers !== undefined) over.layers = int('layers', v.layers, 1);
     if (v.vocab !== undefined) over.vocab = int('vocab', v.vocab, 1);
@@ -46,13 +47,20 @@ export const synth: Command = {
     });
     const seconds = (performance.now() - t0) / 1000;
     const bytes = files.reduce((a, f) => a + f.bytes, 0);
-    io.out(JSON.stringify({ preset, geometry: g, files, bytes, seconds: +seconds.toFixed(2), MBps: Math.round(bytes / 1e6 / seconds) }, null, 2));
+    io.out(
+      JSON.stringify(
+        { preset, geometry: g, files, bytes, seconds: +seconds.toFixed(2), MBps: Math.round(bytes / 1e6 / seconds) },
+        null,
+        2,
+      ),
+    );
     return 0;
   },
 };
 
 function int(name: string, s: string | boolean | undefined, min = 0): number {
   const n = Number(s);
-  if (!Number.isSafeInteger(n) || n < min) throw new Error(`--${name} must be an integer >= ${min}, found ${JSON.stringify(s)}`);
+  if (!Number.isSafeInteger(n) || n < min)
+    throw new Error(`--${name} must be an integer >= ${min}, found ${JSON.stringify(s)}`);
   return n;
 }

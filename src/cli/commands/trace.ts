@@ -8,7 +8,8 @@ import type { Command } from '../command.ts';
 export const trace: Command = {
   name: 'trace',
   summary: 'Teacher-forced trace: chain vs block logits over traced positions after an untraced prefix (JSON report).',
-  usage: 'trace --target DIR [--prefix 1536] [--traced 256] [--block K] [--policy NAME] [--precision f32|bf16] [--stream FILE.json] --report FILE',
+  usage:
+    'trace --target DIR [--prefix 1536] [--traced 256] [--block K] [--policy NAME] [--precision f32|bf16] [--stream FILE.json] --report FILE',
   options: {
     target: { type: 'string', help: 'target checkpoint folder' },
     prefix: { type: 'string', help: 'untraced context tokens', default: '1536' },
@@ -23,12 +24,25 @@ export const trace: Command = {
     const out = requireString(values, 'report');
     const m = await loadModels(requireString(values, 'target'));
     try {
-      const stream = values.stream ? (JSON.parse(await readFile(String(values.stream), 'utf8')) as number[]) : undefined;
-      if (stream && (!Array.isArray(stream) || stream.some((t) => !Number.isInteger(t) || t < 0 || t >= m.targetWeights.desc.vocab))) {
-        throw new Error(`${values.stream}: must be a JSON array of token ids below the vocabulary size ${m.targetWeights.desc.vocab}`);
+      const stream = values.stream
+        ? (JSON.parse(await readFile(String(values.stream), 'utf8')) as number[])
+        : undefined;
+      if (
+        stream &&
+        (!Array.isArray(stream) || stream.some((t) => !Number.isInteger(t) || t < 0 || t >= m.targetWeights.desc.vocab))
+      ) {
+        throw new Error(
+          `${values.stream}: must be a JSON array of token ids below the vocabulary size ${m.targetWeights.desc.vocab}`,
+        );
       }
       const report = await runTrace(
-        { ctx: m.ctx, weights: m.targetWeights, target: checkpointInfo(m.target), platform: m.ctx.report.platform, onProgress: (p) => io.err(`[trace] ${p.phase} ${p.done}/${p.total}`) },
+        {
+          ctx: m.ctx,
+          weights: m.targetWeights,
+          target: checkpointInfo(m.target),
+          platform: m.ctx.report.platform,
+          onProgress: (p) => io.err(`[trace] ${p.phase} ${p.done}/${p.total}`),
+        },
         {
           prefix: intOption(values, 'prefix', 1)!,
           traced: intOption(values, 'traced', 1)!,
@@ -41,7 +55,9 @@ export const trace: Command = {
       await writeFile(out, JSON.stringify(report, null, 1));
       const x = report.metrics;
       io.out(report.summary);
-      io.out(`top-1 disagreements ${x.top1Disagreements}/${x.positions}; decided (gap >= 2) ${x.decidedDisagreements}/${x.decidedPositions}; |delta logit| p50 ${x.deltaLogit.p50.toExponential(2)} p90 ${x.deltaLogit.p90.toExponential(2)} p99 ${x.deltaLogit.p99.toExponential(2)} max ${x.deltaLogit.max.toExponential(2)}; perplexity chain ${x.perplexity.chain.toPrecision(6)} block ${x.perplexity.block.toPrecision(6)}`);
+      io.out(
+        `top-1 disagreements ${x.top1Disagreements}/${x.positions}; decided (gap >= 2) ${x.decidedDisagreements}/${x.decidedPositions}; |delta logit| p50 ${x.deltaLogit.p50.toExponential(2)} p90 ${x.deltaLogit.p90.toExponential(2)} p99 ${x.deltaLogit.p99.toExponential(2)} max ${x.deltaLogit.max.toExponential(2)}; perplexity chain ${x.perplexity.chain.toPrecision(6)} block ${x.perplexity.block.toPrecision(6)}`,
+      );
       io.out(`report written to ${out}`);
       return 0;
     } finally {

@@ -15,8 +15,12 @@ function describeAdapter(r: AdapterReport): HTMLElement {
     el('dt', {}, 'Max buffer'),
     el('dd', {}, `${mb(r.limits.maxBufferSize)} (binding ${mb(r.limits.maxStorageBufferBindingSize)})`),
     el('dt', {}, 'Workgroup'),
-    el('dd', {}, `${r.limits.maxComputeInvocationsPerWorkgroup} invocations, ${r.limits.maxComputeWorkgroupStorageSize} B shared` +
-      (r.subgroupMinSize ? `, subgroups ${r.subgroupMinSize}–${r.subgroupMaxSize}` : '')),
+    el(
+      'dd',
+      {},
+      `${r.limits.maxComputeInvocationsPerWorkgroup} invocations, ${r.limits.maxComputeWorkgroupStorageSize} B shared` +
+        (r.subgroupMinSize ? `, subgroups ${r.subgroupMinSize}–${r.subgroupMaxSize}` : ''),
+    ),
   );
 }
 
@@ -50,7 +54,14 @@ export function wireSelfTest(engine: EngineProxy): void {
     try {
       const r = await engine.selfTest();
       for (const c of r.checks) {
-        append(list, el('li', { class: c.skipped ? 'skip' : c.ok ? 'pass' : 'fail' }, `${c.skipped ? '–' : c.ok ? '✓' : '✗'} ${c.name}: ${c.skipped ?? c.detail}`));
+        append(
+          list,
+          el(
+            'li',
+            { class: c.skipped ? 'skip' : c.ok ? 'pass' : 'fail' },
+            `${c.skipped ? '–' : c.ok ? '✓' : '✗'} ${c.name}: ${c.skipped ?? c.detail}`,
+          ),
+        );
       }
       status.textContent = r.ok ? `Self-test passed in ${r.ms.toFixed(0)} ms` : 'Self-test FAILED';
       status.dataset.state = r.ok ? 'pass' : 'fail';

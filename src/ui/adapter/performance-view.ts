@@ -9,7 +9,8 @@ import { settledProgress } from '../common/engine-client.ts';
 import { append, byId, clear, el } from '../common/dom.ts';
 import { num, str } from '../common/format.ts';
 
-const fix = (v: number | undefined, digits: number, unit = '') => (v === undefined || !Number.isFinite(v) ? '—' : `${v.toFixed(digits)}${unit}`);
+const fix = (v: number | undefined, digits: number, unit = '') =>
+  v === undefined || !Number.isFinite(v) ? '—' : `${v.toFixed(digits)}${unit}`;
 
 /** Definition list of the figures (also used by the report view). */
 export function performanceList(p: PerformanceSummary): HTMLElement {
@@ -18,15 +19,25 @@ export function performanceList(p: PerformanceSummary): HTMLElement {
     'dl',
     { class: 'kv compact', 'data-testid': 'performance' },
     ...row('Copy bandwidth', fix(p.copyGBps, 2, ' GB/s')),
-    ...row('FMA f32', fix(p.fmaF32Gflops, 1, ' GFLOP/s') + (p.fmaF16Gflops !== undefined ? ` · f16 ${fix(p.fmaF16Gflops, 1, ' GFLOP/s')}` : '')),
+    ...row(
+      'FMA f32',
+      fix(p.fmaF32Gflops, 1, ' GFLOP/s') +
+        (p.fmaF16Gflops !== undefined ? ` · f16 ${fix(p.fmaF16Gflops, 1, ' GFLOP/s')}` : ''),
+    ),
     ...row('4-bit matvec (12B MLP, M = 1)', `${fix(p.matvec4bitBwRatio, 3)} × copy bandwidth`),
     ...row('Verify block K = 4 vs M = 1', `${fix(p.k4VsM1, 2)} ×`),
     ...row('Prefill matmul', `${fix(p.prefillFlopRatio, 3)} × FMA${p.prefillRows ? ` (M = ${p.prefillRows})` : ''}`),
     ...(p.msPerChainToken !== undefined
-      ? row('Chain token end to end', `${fix(p.msPerChainToken, 1, ' ms')} = ${fix(p.chainTokensPerSecond, 1, ' tokens/s')}${p.e2eModel ? ` (${p.e2eModel})` : ''}`)
+      ? row(
+          'Chain token end to end',
+          `${fix(p.msPerChainToken, 1, ' ms')} = ${fix(p.chainTokensPerSecond, 1, ' tokens/s')}${p.e2eModel ? ` (${p.e2eModel})` : ''}`,
+        )
       : []),
     ...(p.breakdown
-      ? row('Where a token goes', `recording ${fix(p.breakdown.encodeMs, 2, ' ms')} · submit ${fix(p.breakdown.submitMs, 2, ' ms')} · waiting for the GPU ${fix(p.breakdown.waitMs, 2, ' ms')}${p.breakdown.gpuMs !== undefined ? ` · GPU kernels ${fix(p.breakdown.gpuMs, 2, ' ms')}` : ''}${p.dispatchesPerToken !== undefined ? ` · ${fix(p.dispatchesPerToken, 0)} dispatches` : ''}`)
+      ? row(
+          'Where a token goes',
+          `recording ${fix(p.breakdown.encodeMs, 2, ' ms')} · submit ${fix(p.breakdown.submitMs, 2, ' ms')} · waiting for the GPU ${fix(p.breakdown.waitMs, 2, ' ms')}${p.breakdown.gpuMs !== undefined ? ` · GPU kernels ${fix(p.breakdown.gpuMs, 2, ' ms')}` : ''}${p.dispatchesPerToken !== undefined ? ` · ${fix(p.dispatchesPerToken, 0)} dispatches` : ''}`,
+        )
       : []),
     ...row('Timing', p.timing),
   );
@@ -57,7 +68,12 @@ export function normalizePerformance(x: unknown): PerformanceSummary | undefined
 function normalizeBreakdown(x: unknown): PerformanceSummary['breakdown'] {
   if (typeof x !== 'object' || x === null) return undefined;
   const o = x as Record<string, unknown>;
-  return { encodeMs: num(o.encodeMs), submitMs: num(o.submitMs), waitMs: num(o.waitMs), gpuMs: o.gpuMs === undefined ? undefined : num(o.gpuMs) };
+  return {
+    encodeMs: num(o.encodeMs),
+    submitMs: num(o.submitMs),
+    waitMs: num(o.waitMs),
+    gpuMs: o.gpuMs === undefined ? undefined : num(o.gpuMs),
+  };
 }
 
 export function wireBench(engine: EngineProxy): void {

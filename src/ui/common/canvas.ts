@@ -2,7 +2,12 @@
 export const FONT = 'system-ui, -apple-system, "Segoe UI", sans-serif';
 
 /** Sizes `canvas` to `w` x `h` CSS pixels at `scale` device pixels each; returns a context drawing in CSS pixels. */
-export function sizeCanvas(canvas: HTMLCanvasElement, w: number, h: number, scale = window.devicePixelRatio || 1): CanvasRenderingContext2D | null {
+export function sizeCanvas(
+  canvas: HTMLCanvasElement,
+  w: number,
+  h: number,
+  scale = window.devicePixelRatio || 1,
+): CanvasRenderingContext2D | null {
   canvas.width = Math.max(1, Math.round(w * scale));
   canvas.height = Math.max(1, Math.round(h * scale));
   canvas.style.width = `${w}px`;

@@ -5,7 +5,10 @@ import type { Engine } from '../../worker/engine.ts';
 export type EngineProxy = Comlink.Remote<Engine>;
 
 export function startEngineWorker(): { engine: EngineProxy; worker: Worker } {
-  const worker = new Worker(new URL('../../worker/engine-worker.ts', import.meta.url), { type: 'module', name: 'ringside-engine' });
+  const worker = new Worker(new URL('../../worker/engine-worker.ts', import.meta.url), {
+    type: 'module',
+    name: 'ringside-engine',
+  });
   return { engine: Comlink.wrap<Engine>(worker), worker };
 }
 
@@ -17,7 +20,10 @@ export { Comlink };
  * arrive after the call's result and would overwrite the finished state (seen: "Measuring… 31 s" left
  * on screen after the benchmark had finished). Call close() when the awaited call returns or throws.
  */
-export function settledProgress<P>(onProgress: (p: P) => void): { callback: ((p: P) => void) & Comlink.ProxyMarked; close(): void } {
+export function settledProgress<P>(onProgress: (p: P) => void): {
+  callback: ((p: P) => void) & Comlink.ProxyMarked;
+  close(): void;
+} {
   let open = true;
   return {
     callback: Comlink.proxy((p: P) => {

@@ -25,7 +25,9 @@ const DASH = '—';
 /** Thousands separators, no locale surprises (the same on every machine and in the PNG). */
 export function fmtInt(n: number): string {
   if (!Number.isFinite(n)) return DASH;
-  const s = Math.round(Math.abs(n)).toString().replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+  const s = Math.round(Math.abs(n))
+    .toString()
+    .replace(/\B(?=(\d{3})+(?!\d))/g, ',');
   return n < 0 ? `-${s}` : s;
 }
 
@@ -69,7 +71,9 @@ export function fmtPercent(part: number, whole: number): string {
 
 /** First 12 hex digits of a SHA-256 digest; anything that is not hex is dropped (digests end up in file names). */
 export function shortDigest(d: unknown): string {
-  const hex = str(d, 200).toLowerCase().replace(/[^0-9a-f]/g, '');
+  const hex = str(d, 200)
+    .toLowerCase()
+    .replace(/[^0-9a-f]/g, '');
   return hex ? hex.slice(0, 12) : DASH;
 }
 
@@ -85,22 +89,34 @@ export function parseLengths(text: string): number[] | undefined {
   const parts = t.split(/[\s,]+/).filter(Boolean);
   const out = parts.map((p) => Number(p));
   const bad = parts.filter((_, i) => !Number.isInteger(out[i]) || out[i] < 1 || out[i] > 65536);
-  if (bad.length) throw new Error(`Draw lengths must be whole numbers from 1 to 65536, separated by commas (not ${bad.map((b) => JSON.stringify(b)).join(', ')}).`);
+  if (bad.length)
+    throw new Error(
+      `Draw lengths must be whole numbers from 1 to 65536, separated by commas (not ${bad.map((b) => JSON.stringify(b)).join(', ')}).`,
+    );
   if (out.length > 16) throw new Error('At most 16 draws.');
   return out;
 }
 
 /** Parses a prompt of token ids ("2, 105, 2364" or spaces); throws an Error that says what is wrong. */
 export function parseTokenIds(text: string, vocab: number, max = 32_768): number[] {
-  const parts = text.trim().split(/[\s,]+/).filter(Boolean);
+  const parts = text
+    .trim()
+    .split(/[\s,]+/)
+    .filter(Boolean);
   if (!parts.length) throw new Error('Give the prompt as token ids, e.g. 2, 105, 2364.');
   if (parts.length > max) throw new Error(`At most ${max} prompt tokens.`);
   const ids = parts.map((p) => (/^\d+$/.test(p) ? Number(p) : NaN));
   const limit = Number.isFinite(vocab) && vocab > 0 ? vocab : Number.MAX_SAFE_INTEGER;
   const bad = parts.filter((_, i) => !Number.isSafeInteger(ids[i]) || ids[i] >= limit);
   if (bad.length) {
-    const shown = bad.slice(0, 5).map((b) => JSON.stringify(b)).join(', ') + (bad.length > 5 ? ', …' : '');
-    throw new Error(`Token ids must be whole numbers from 0 to ${Number.isFinite(vocab) && vocab > 0 ? vocab - 1 : 'the vocabulary size'} separated by commas (not ${shown}).`);
+    const shown =
+      bad
+        .slice(0, 5)
+        .map((b) => JSON.stringify(b))
+        .join(', ') + (bad.length > 5 ? ', …' : '');
+    throw new Error(
+      `Token ids must be whole numbers from 0 to ${Number.isFinite(vocab) && vocab > 0 ? vocab - 1 : 'the vocabulary size'} separated by commas (not ${shown}).`,
+    );
   }
   return ids;
 }

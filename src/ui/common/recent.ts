@@ -57,7 +57,10 @@ async function safe<T>(f: () => Promise<T>, fallback: T): Promise<T> {
 }
 
 export function listRecent(): Promise<RecentCheckpoint[]> {
-  return safe(async () => ((await get<RecentCheckpoint[]>('recent', db())) ?? []).filter((r) => r && typeof r.label === 'string'), []);
+  return safe(
+    async () => ((await get<RecentCheckpoint[]>('recent', db())) ?? []).filter((r) => r && typeof r.label === 'string'),
+    [],
+  );
 }
 
 /** Adds (or moves to the front) a checkpoint; one entry per role + digest. */
@@ -66,7 +69,16 @@ export async function rememberCheckpoint(entry: RecentCheckpoint): Promise<Recen
   const next = [entry, ...list].slice(0, MAX_RECENT);
   // A handle that cannot be cloned into IndexedDB (some browsers) falls back to an entry without it.
   const ok = await safe(async () => (await set('recent', next, db()), true), false);
-  if (!ok) await safe(() => set('recent', next.map(({ handle: _h, ...rest }) => rest), db()), undefined);
+  if (!ok)
+    await safe(
+      () =>
+        set(
+          'recent',
+          next.map(({ handle: _h, ...rest }) => rest),
+          db(),
+        ),
+      undefined,
+    );
   return next;
 }
 

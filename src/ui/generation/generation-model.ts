@@ -35,16 +35,33 @@ export const MAX_SHOWN_TOKENS = 4096;
  */
 export type TokenMark = 'same' | 'first' | 'differs' | 'after';
 
-export function tokenMarks(tokens: readonly number[], other: readonly number[], firstDifference: number | null): TokenMark[] {
-  return tokens.slice(0, MAX_SHOWN_TOKENS).map((t, i) =>
-    firstDifference === null || i < firstDifference ? 'same' : i === firstDifference ? 'first' : t === other[i] ? 'after' : 'differs');
+export function tokenMarks(
+  tokens: readonly number[],
+  other: readonly number[],
+  firstDifference: number | null,
+): TokenMark[] {
+  return tokens
+    .slice(0, MAX_SHOWN_TOKENS)
+    .map((t, i) =>
+      firstDifference === null || i < firstDifference
+        ? 'same'
+        : i === firstDifference
+          ? 'first'
+          : t === other[i]
+            ? 'after'
+            : 'differs',
+    );
 }
 
 export function generationVerdict(r: GenerationResult): { verdict: 'identical' | 'differs'; text: string } {
   const d = r.diff;
   const a = r.classic.tokens;
   const b = r.mtp.tokens;
-  if (d.identical) return { verdict: 'identical', text: `MTP output is identical to classic greedy decode: ${a.length} token${a.length === 1 ? '' : 's'}, same SHA-256` };
+  if (d.identical)
+    return {
+      verdict: 'identical',
+      text: `MTP output is identical to classic greedy decode: ${a.length} token${a.length === 1 ? '' : 's'}, same SHA-256`,
+    };
   const i = d.firstDifference ?? 0;
   const tok = (xs: number[]) => (i < xs.length ? `token id ${xs[i]}` : `the end (${xs.length} tokens)`);
   return { verdict: 'differs', text: `first difference at token ${i}: classic has ${tok(a)}, MTP has ${tok(b)}` };
@@ -83,7 +100,16 @@ export function generationJson(run: GenerationRun): Record<string, unknown> {
 }
 
 export function generationFileStem(run: GenerationRun): string {
-  const safe = (s: string) => s.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '').slice(0, 40) || 'x';
-  const sha = run.result.classic.sha256.toLowerCase().replace(/[^0-9a-f]/g, '').slice(0, 12) || 'nosha';
+  const safe = (s: string) =>
+    s
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, '-')
+      .replace(/^-|-$/g, '')
+      .slice(0, 40) || 'x';
+  const sha =
+    run.result.classic.sha256
+      .toLowerCase()
+      .replace(/[^0-9a-f]/g, '')
+      .slice(0, 12) || 'nosha';
   return `ringside-generation-${generationVerdict(run.result).verdict}-${safe(run.options.policy)}-${run.options.precision}-K${run.options.block}-${run.options.draftPosition}-${sha}`;
 }

@@ -22,42 +22,92 @@ import {
 const fixed = (x: number, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : '—');
 
 function bars(items: Bar[], testid: string, caption: string): HTMLElement {
-  return el('div', { class: 'bars', 'data-testid': testid, role: 'list', 'aria-label': caption },
+  return el(
+    'div',
+    { class: 'bars', 'data-testid': testid, role: 'list', 'aria-label': caption },
     el('p', { class: 'small muted bars-caption' }, caption),
     ...items.map((b) => {
       const share = b.of > 0 ? b.value / b.of : 0;
-      return el('div', { class: 'bar-row', role: 'listitem' },
+      return el(
+        'div',
+        { class: 'bar-row', role: 'listitem' },
         el('span', { class: 'bar-label' }, b.label),
-        el('span', { class: 'bar-track' }, el('span', { class: 'bar-fill', style: `width: ${(100 * share).toFixed(1)}%` })),
-        el('span', { class: 'bar-value' }, `${fmtInt(b.value)} of ${fmtInt(b.of)} rounds (${fmtPercent(b.value, b.of)})`));
-    }));
+        el(
+          'span',
+          { class: 'bar-track' },
+          el('span', { class: 'bar-fill', style: `width: ${(100 * share).toFixed(1)}%` }),
+        ),
+        el(
+          'span',
+          { class: 'bar-value' },
+          `${fmtInt(b.value)} of ${fmtInt(b.of)} rounds (${fmtPercent(b.value, b.of)})`,
+        ),
+      );
+    }),
+  );
 }
 
 function tokensBox(g: GenerateResult, other: GenerateResult, first: number | null, testid: string): HTMLElement {
   const marks = tokenMarks(g.tokens, other.tokens, first);
-  return el('div', { class: 'tokens', 'data-testid': testid },
+  return el(
+    'div',
+    { class: 'tokens', 'data-testid': testid },
     ...marks.map((m, i) => el('span', { class: `tok ${m}`, title: `token ${i}` }, String(g.tokens[i]))),
-    g.tokens.length > MAX_SHOWN_TOKENS ? el('span', { class: 'muted small' }, ` … ${fmtInt(g.tokens.length - MAX_SHOWN_TOKENS)} more`) : null);
+    g.tokens.length > MAX_SHOWN_TOKENS
+      ? el('span', { class: 'muted small' }, ` … ${fmtInt(g.tokens.length - MAX_SHOWN_TOKENS)} more`)
+      : null,
+  );
 }
 
 export function createGenerationView(): { root: HTMLElement; show(run: GenerationRun, source: string): void } {
   const source = el('span', { class: 'badge', 'data-testid': 'generation-source' });
-  const download = el('button', { type: 'button', class: 'secondary', 'data-testid': 'generation-download' }, 'Download JSON');
+  const download = el(
+    'button',
+    { type: 'button', class: 'secondary', 'data-testid': 'generation-download' },
+    'Download JSON',
+  );
   const body = el('div', {});
-  const root = el('section', { class: 'card report', id: 'generation-card', 'aria-labelledby': 'generation-title', hidden: true },
-    el('div', { class: 'card-head report-head' }, el('h2', { id: 'generation-title' }, 'Classic versus MTP generation'), source, el('div', { class: 'share row tight' }, download)),
-    body);
+  const root = el(
+    'section',
+    { class: 'card report', id: 'generation-card', 'aria-labelledby': 'generation-title', hidden: true },
+    el(
+      'div',
+      { class: 'card-head report-head' },
+      el('h2', { id: 'generation-title' }, 'Classic versus MTP generation'),
+      source,
+      el('div', { class: 'share row tight' }, download),
+    ),
+    body,
+  );
   let current: GenerationRun | undefined;
   download.addEventListener('click', () => {
-    if (current) downloadBlob(new Blob([JSON.stringify(generationJson(current), null, 1)], { type: 'application/json' }), `${generationFileStem(current)}.json`);
+    if (current)
+      downloadBlob(
+        new Blob([JSON.stringify(generationJson(current), null, 1)], { type: 'application/json' }),
+        `${generationFileStem(current)}.json`,
+      );
   });
 
-  function arm(g: GenerateResult, other: GenerateResult, title: string, first: number | null, text: string | undefined, prefix: 'classic' | 'mtp'): HTMLElement {
-    return el('div', { class: 'arm', 'data-testid': `${prefix}-arm` },
+  function arm(
+    g: GenerateResult,
+    other: GenerateResult,
+    title: string,
+    first: number | null,
+    text: string | undefined,
+    prefix: 'classic' | 'mtp',
+  ): HTMLElement {
+    return el(
+      'div',
+      { class: 'arm', 'data-testid': `${prefix}-arm` },
       el('h3', {}, title),
-      el('p', { class: 'small muted' }, `${plural(g.tokens.length, 'token')}${g.stoppedOnEos ? ', stopped on an end-of-turn token' : ''} · ${fixed(g.timings.tokensPerSecond)} tokens/s`),
+      el(
+        'p',
+        { class: 'small muted' },
+        `${plural(g.tokens.length, 'token')}${g.stoppedOnEos ? ', stopped on an end-of-turn token' : ''} · ${fixed(g.timings.tokensPerSecond)} tokens/s`,
+      ),
       tokensBox(g, other, first, `${prefix}-tokens`),
-      text !== undefined ? el('pre', { class: 'gen-text', 'data-testid': `${prefix}-text` }, text) : null);
+      text !== undefined ? el('pre', { class: 'gen-text', 'data-testid': `${prefix}-text` }, text) : null,
+    );
   }
 
   function windowTable(run: GenerationRun): HTMLElement | null {
@@ -66,13 +116,32 @@ export function createGenerationView(): { root: HTMLElement; show(run: Generatio
     if (!w || first === null) return null;
     const n = Math.max(w.classic.length, w.mtp.length);
     const idx = Array.from({ length: n }, (_, i) => w.start + i);
-    const cell = (xs: number[], ys: number[], i: number) => el('td', { class: w.start + i === first ? 'first' : w.start + i > first ? (xs[i] === ys[i] ? 'after' : 'differs') : '' }, i < xs.length ? String(xs[i]) : '·');
-    return el('div', { class: 'table-wrap' }, el('table', { class: 'data compact gen-window', 'data-testid': 'generation-window' },
-      el('caption', {}, `Tokens ${w.start} to ${w.start + n - 1} around the first difference (token ${first})`),
-      el('thead', {}, el('tr', {}, el('th', { scope: 'col' }, 'token'), ...idx.map((i) => el('th', { scope: 'col' }, String(i))))),
-      el('tbody', {},
-        el('tr', {}, el('th', { scope: 'row' }, 'classic'), ...idx.map((_, i) => cell(w.classic, w.mtp, i))),
-        el('tr', {}, el('th', { scope: 'row' }, 'MTP'), ...idx.map((_, i) => cell(w.mtp, w.classic, i))))));
+    const cell = (xs: number[], ys: number[], i: number) =>
+      el(
+        'td',
+        { class: w.start + i === first ? 'first' : w.start + i > first ? (xs[i] === ys[i] ? 'after' : 'differs') : '' },
+        i < xs.length ? String(xs[i]) : '·',
+      );
+    return el(
+      'div',
+      { class: 'table-wrap' },
+      el(
+        'table',
+        { class: 'data compact gen-window', 'data-testid': 'generation-window' },
+        el('caption', {}, `Tokens ${w.start} to ${w.start + n - 1} around the first difference (token ${first})`),
+        el(
+          'thead',
+          {},
+          el('tr', {}, el('th', { scope: 'col' }, 'token'), ...idx.map((i) => el('th', { scope: 'col' }, String(i)))),
+        ),
+        el(
+          'tbody',
+          {},
+          el('tr', {}, el('th', { scope: 'row' }, 'classic'), ...idx.map((_, i) => cell(w.classic, w.mtp, i))),
+          el('tr', {}, el('th', { scope: 'row' }, 'MTP'), ...idx.map((_, i) => cell(w.mtp, w.classic, i))),
+        ),
+      ),
+    );
   }
 
   function counters(run: GenerationRun): HTMLElement {
@@ -86,29 +155,65 @@ export function createGenerationView(): { root: HTMLElement; show(run: Generatio
       ['rate', 'Acceptance rate', `${fixed(100 * c.acceptanceRate, 1)}%`],
       ['mean', 'Mean accepted length', `${fixed(c.meanAcceptedLength)} of ${K - 1} drafts per round`],
     ];
-    return el('div', {},
-      el('dl', { class: 'kv', 'data-testid': 'mtp-counters' }, ...kv.flatMap(([k, label, v]) => [el('dt', {}, label), el('dd', { 'data-counter': k }, v)])),
+    return el(
+      'div',
+      {},
+      el(
+        'dl',
+        { class: 'kv', 'data-testid': 'mtp-counters' },
+        ...kv.flatMap(([k, label, v]) => [el('dt', {}, label), el('dd', { 'data-counter': k }, v)]),
+      ),
       bars(histogramBars(c), 'accepted-histogram', 'Rounds by number of drafts accepted'),
-      bars(perPositionBars(c), 'per-position-accepted', 'Acceptance per draft position'));
+      bars(perPositionBars(c), 'per-position-accepted', 'Acceptance per draft position'),
+    );
   }
 
   function speed(run: GenerationRun): HTMLElement {
     const { classic, mtp, diff } = run.result;
-    const row = (name: string, g: GenerateResult, sha: string) => el('tr', {},
-      el('td', {}, name),
-      el('td', {}, fmtInt(g.tokens.length)),
-      el('td', {}, fmtMs(g.timings.prefillMs)),
-      el('td', {}, fmtMs(g.timings.decodeMs)),
-      el('td', {}, fixed(g.timings.tokensPerSecond)),
-      el('td', { class: 'sha' }, sha));
+    const row = (name: string, g: GenerateResult, sha: string) =>
+      el(
+        'tr',
+        {},
+        el('td', {}, name),
+        el('td', {}, fmtInt(g.tokens.length)),
+        el('td', {}, fmtMs(g.timings.prefillMs)),
+        el('td', {}, fmtMs(g.timings.decodeMs)),
+        el('td', {}, fixed(g.timings.tokensPerSecond)),
+        el('td', { class: 'sha' }, sha),
+      );
     const ratio = diff.tokensPerSecond.mtp / diff.tokensPerSecond.classic;
-    return el('div', { class: 'table-wrap' },
-      el('table', { class: 'data', 'data-testid': 'generation-speed' },
-        el('thead', {}, el('tr', {}, ...['arm', 'tokens', 'prefill', 'decode', 'tokens/s'].map((h) => el('th', { scope: 'col' }, h)), el('th', { scope: 'col', class: 'sha' }, 'SHA-256 of the tokens'))),
-        el('tbody', {}, row('classic', classic, diff.classicSha256), row(`MTP (K = ${run.options.block})`, mtp, diff.mtpSha256))),
-      el('p', { class: 'small', 'data-testid': 'generation-sha' },
-        diff.classicSha256 === diff.mtpSha256 ? 'Same SHA-256: the two outputs are the same token sequence.' : 'The SHA-256 digests differ: the outputs are different token sequences.',
-        ` MTP ran at ${fixed(ratio)}× classic's tokens/s.`));
+    return el(
+      'div',
+      { class: 'table-wrap' },
+      el(
+        'table',
+        { class: 'data', 'data-testid': 'generation-speed' },
+        el(
+          'thead',
+          {},
+          el(
+            'tr',
+            {},
+            ...['arm', 'tokens', 'prefill', 'decode', 'tokens/s'].map((h) => el('th', { scope: 'col' }, h)),
+            el('th', { scope: 'col', class: 'sha' }, 'SHA-256 of the tokens'),
+          ),
+        ),
+        el(
+          'tbody',
+          {},
+          row('classic', classic, diff.classicSha256),
+          row(`MTP (K = ${run.options.block})`, mtp, diff.mtpSha256),
+        ),
+      ),
+      el(
+        'p',
+        { class: 'small', 'data-testid': 'generation-sha' },
+        diff.classicSha256 === diff.mtpSha256
+          ? 'Same SHA-256: the two outputs are the same token sequence.'
+          : 'The SHA-256 digests differ: the outputs are different token sequences.',
+        ` MTP ran at ${fixed(ratio)}× classic's tokens/s.`,
+      ),
+    );
   }
 
   return {
@@ -123,25 +228,53 @@ export function createGenerationView(): { root: HTMLElement; show(run: Generatio
       const o = run.options;
       const promptIds = r.diff.prompt;
       clear(body);
-      append(body,
-        el('div', { class: 'verdict-card', 'data-testid': 'generation-verdict', 'data-verdict': v.verdict },
-          el('div', { class: 'verdict-head' },
-            el('span', { class: `verdict-label ${v.verdict === 'identical' ? 'equal' : 'diverges'}` }, v.verdict === 'identical' ? 'IDENTICAL' : 'DIFFERS'),
-            el('div', {},
+      append(
+        body,
+        el(
+          'div',
+          { class: 'verdict-card', 'data-testid': 'generation-verdict', 'data-verdict': v.verdict },
+          el(
+            'div',
+            { class: 'verdict-head' },
+            el(
+              'span',
+              { class: `verdict-label ${v.verdict === 'identical' ? 'equal' : 'diverges'}` },
+              v.verdict === 'identical' ? 'IDENTICAL' : 'DIFFERS',
+            ),
+            el(
+              'div',
+              {},
               el('p', { class: 'summary', 'data-testid': 'generation-summary' }, v.text),
-              el('p', { class: 'consequence', 'data-testid': 'generation-setup' },
-                `up to ${fmtInt(o.maxNew)} new tokens · K = ${o.block} · policy ${o.policy} · ${o.precision} · draft position ${o.draftPosition} · done in ${fmtMs(run.elapsedMs)}`)))),
-        el('p', { class: 'small gen-prompt', 'data-testid': 'generation-prompt' },
-          el('strong', {}, `Prompt (${plural(promptIds.length, 'token')}${typeof o.prompt === 'string' ? `, from text${o.chat ? ' in the chat template' : ''}` : ''}): `),
-          promptIds.slice(0, 256).join(', ') + (promptIds.length > 256 ? ', …' : '')),
-        el('div', { class: 'two-col even arms' },
+              el(
+                'p',
+                { class: 'consequence', 'data-testid': 'generation-setup' },
+                `up to ${fmtInt(o.maxNew)} new tokens · K = ${o.block} · policy ${o.policy} · ${o.precision} · draft position ${o.draftPosition} · done in ${fmtMs(run.elapsedMs)}`,
+              ),
+            ),
+          ),
+        ),
+        el(
+          'p',
+          { class: 'small gen-prompt', 'data-testid': 'generation-prompt' },
+          el(
+            'strong',
+            {},
+            `Prompt (${plural(promptIds.length, 'token')}${typeof o.prompt === 'string' ? `, from text${o.chat ? ' in the chat template' : ''}` : ''}): `,
+          ),
+          promptIds.slice(0, 256).join(', ') + (promptIds.length > 256 ? ', …' : ''),
+        ),
+        el(
+          'div',
+          { class: 'two-col even arms' },
           arm(r.classic, r.mtp, 'Classic (one token per forward)', first, r.classicText, 'classic'),
-          arm(r.mtp, r.classic, `MTP (K = ${o.block}, draft position ${o.draftPosition})`, first, r.mtpText, 'mtp')),
+          arm(r.mtp, r.classic, `MTP (K = ${o.block}, draft position ${o.draftPosition})`, first, r.mtpText, 'mtp'),
+        ),
         windowTable(run),
         el('h3', {}, 'Acceptance'),
         counters(run),
         el('h3', {}, 'Speed and digests'),
-        speed(run));
+        speed(run),
+      );
     },
   };
 }

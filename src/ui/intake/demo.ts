@@ -23,10 +23,12 @@ export async function fetchDemo(): Promise<Record<Role, PickedFolder>> {
   const m = (await (await fetchOk(new URL('manifest.json', base()))).json()) as Manifest;
   const folder = async (role: Role): Promise<PickedFolder> => {
     const names = Array.isArray(m[role]) ? m[role].filter((n) => typeof n === 'string' && /^[\w.-]+$/.test(n)) : [];
-    const files = await Promise.all(names.map(async (path) => {
-      const blob = await (await fetchOk(new URL(`${role}/${path}`, base()))).blob();
-      return { path, file: new File([blob], path) };
-    }));
+    const files = await Promise.all(
+      names.map(async (path) => {
+        const blob = await (await fetchOk(new URL(`${role}/${path}`, base()))).blob();
+        return { path, file: new File([blob], path) };
+      }),
+    );
     return { label: `demo ${m.name} ${role}`, files };
   };
   return { target: await folder('target'), assistant: await folder('assistant') };

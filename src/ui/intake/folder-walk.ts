@@ -23,7 +23,10 @@ export function fromFileList(list: FileList | readonly File[]): PickedFolder {
   const rel = (f: File) => f.webkitRelativePath || f.name;
   const top = all.length && rel(all[0]).includes('/') ? rel(all[0]).split('/')[0] : '';
   const files = all
-    .map((file) => ({ path: top && rel(file).startsWith(`${top}/`) ? rel(file).slice(top.length + 1) : rel(file), file }))
+    .map((file) => ({
+      path: top && rel(file).startsWith(`${top}/`) ? rel(file).slice(top.length + 1) : rel(file),
+      file,
+    }))
     .filter((f) => !f.path.split('/').some(skip))
     .slice(0, MAX_FILES);
   return { label: top || (all.length === 1 ? all[0].name : 'selected files'), files };
@@ -62,11 +65,12 @@ function readAllEntries(dir: FileSystemDirectoryEntry): Promise<FileSystemEntry[
   const out: FileSystemEntry[] = [];
   // readEntries returns at most ~100 entries per call: call until it returns none.
   return new Promise((resolve, reject) => {
-    const next = () => reader.readEntries((batch) => {
-      if (batch.length === 0) return resolve(out);
-      out.push(...batch);
-      next();
-    }, reject);
+    const next = () =>
+      reader.readEntries((batch) => {
+        if (batch.length === 0) return resolve(out);
+        out.push(...batch);
+        next();
+      }, reject);
     next();
   });
 }
@@ -78,7 +82,9 @@ async function fromEntries(entries: FileSystemEntry[]): Promise<PickedFolder> {
   const walk = async (e: FileSystemEntry, prefix: string, depth: number) => {
     if (files.length >= MAX_FILES || skip(e.name)) return;
     if (e.isFile) files.push({ path: prefix + e.name, file: await entryFile(e as FileSystemFileEntry) });
-    else if (e.isDirectory && depth < MAX_DEPTH) for (const c of await readAllEntries(e as FileSystemDirectoryEntry)) await walk(c, `${prefix}${e.name}/`, depth + 1);
+    else if (e.isDirectory && depth < MAX_DEPTH)
+      for (const c of await readAllEntries(e as FileSystemDirectoryEntry))
+        await walk(c, `${prefix}${e.name}/`, depth + 1);
   };
   // One dropped folder: its contents, relative to it. Loose files: their names.
   if (entries.length === 1 && entries[0].isDirectory) {

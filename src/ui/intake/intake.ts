@@ -8,7 +8,13 @@ import type { LoadedSummary, Role } from '../../worker/engine.ts';
 import type { Progress } from '../../util/cancel.ts';
 import { append, clear, el } from '../common/dom.ts';
 import { fmtBytes, fmtInt, fmtMs, shortDigest } from '../common/format.ts';
-import { captureDrop, ensureReadPermission, fromDirectoryHandle, fromFileList, type PickedFolder } from './folder-walk.ts';
+import {
+  captureDrop,
+  ensureReadPermission,
+  fromDirectoryHandle,
+  fromFileList,
+  type PickedFolder,
+} from './folder-walk.ts';
 import { listRecent, rememberCheckpoint, type RecentCheckpoint } from '../common/recent.ts';
 
 const ROLE_TEXT: Record<Role, { title: string; hint: string }> = {
@@ -54,7 +60,9 @@ export function createIntake(engine: EngineProxy, onChange: () => void): Intake 
     try {
       const files = folder.files.map(({ path, file }) => ({ path, file }));
       const progress = settledProgress((p: Progress) => z.progress(p));
-      const summary = await engine.loadCheckpoint(role, { label: folder.label, files }, jobId, progress.callback).finally(progress.close);
+      const summary = await engine
+        .loadCheckpoint(role, { label: folder.label, files }, jobId, progress.callback)
+        .finally(progress.close);
       state[role] = summary;
       z.loaded(summary);
       void rememberCheckpoint(recentEntry(role, summary, folder)).then(recent.render);
@@ -77,7 +85,8 @@ export function createIntake(engine: EngineProxy, onChange: () => void): Intake 
   /** Reopens a remembered checkpoint from its directory handle, after the browser's permission prompt. */
   async function reopen(r: RecentCheckpoint): Promise<void> {
     try {
-      if (!(await ensureReadPermission(r.handle!))) return zones[r.role].showError(`Permission to read ${r.label} was refused; drop the folder again.`);
+      if (!(await ensureReadPermission(r.handle!)))
+        return zones[r.role].showError(`Permission to read ${r.label} was refused; drop the folder again.`);
       await load(r.role, await fromDirectoryHandle(r.handle!));
     } catch (e) {
       zones[r.role].showError(`Could not reopen ${r.label}: ${(e as Error).message}. Drop the folder again.`);
@@ -89,16 +98,27 @@ export function createIntake(engine: EngineProxy, onChange: () => void): Intake 
   const recent = createRecentList(reopen);
   void recent.render();
 
-  const root = el('div', { class: 'intake' },
+  const root = el(
+    'div',
+    { class: 'intake' },
     el('div', { class: 'zones' }, zones.target.zone, zones.assistant.zone),
-    el('details', { class: 'recent-box' }, el('summary', {}, 'Recent checkpoints'), recent.root));
+    el('details', { class: 'recent-box' }, el('summary', {}, 'Recent checkpoints'), recent.root),
+  );
   return { root, load, loaded: () => state, busy: () => running.size > 0 };
 }
 
 /** What the page remembers of a loaded checkpoint (with its directory handle when the browser gave one). */
 function recentEntry(role: Role, summary: LoadedSummary, folder: PickedFolder): RecentCheckpoint {
   const { label, modelType, digest, bytes } = summary;
-  return { role, label, modelType, digest, bytes, when: Date.now(), ...(folder.handle ? { handle: folder.handle } : {}) };
+  return {
+    role,
+    label,
+    modelType,
+    digest,
+    bytes,
+    when: Date.now(),
+    ...(folder.handle ? { handle: folder.handle } : {}),
+  };
 }
 
 function isCancellation(e: unknown, message: string): boolean {
@@ -108,16 +128,38 @@ function isCancellation(e: unknown, message: string): boolean {
 /** A drop zone for one role; `load` is called with each folder dropped or chosen. */
 function createZone(role: Role, load: (folder: PickedFolder) => Promise<unknown>): Zone {
   const t = ROLE_TEXT[role];
-  const input = el('input', { type: 'file', webkitdirectory: true, multiple: true, class: 'sr-only', tabindex: -1, 'data-testid': `${role}-files`, 'aria-label': `${t.title} folder` });
-  const choose = el('button', { type: 'button', class: 'secondary', 'data-testid': `${role}-choose` }, 'Choose folder…');
+  const input = el('input', {
+    type: 'file',
+    webkitdirectory: true,
+    multiple: true,
+    class: 'sr-only',
+    tabindex: -1,
+    'data-testid': `${role}-files`,
+    'aria-label': `${t.title} folder`,
+  });
+  const choose = el(
+    'button',
+    { type: 'button', class: 'secondary', 'data-testid': `${role}-choose` },
+    'Choose folder…',
+  );
   const status = el('div', { class: 'zone-status', 'aria-live': 'polite' });
   const summaryBox = el('div', { 'data-testid': `${role}-summary-box` });
-  const zone = el('div', { class: 'zone', 'data-role': role, 'data-state': 'empty', 'data-testid': `${role}-zone`, role: 'group', 'aria-label': `${t.title} drop zone` },
+  const zone = el(
+    'div',
+    {
+      class: 'zone',
+      'data-role': role,
+      'data-state': 'empty',
+      'data-testid': `${role}-zone`,
+      role: 'group',
+      'aria-label': `${t.title} drop zone`,
+    },
     el('h3', {}, t.title),
     el('p', { class: 'hint' }, t.hint),
     el('div', { class: 'row tight' }, choose, input),
     status,
-    summaryBox);
+    summaryBox,
+  );
   wireFolderInputs(zone, choose, input, load, showError);
 
   function showSummary(s: LoadedSummary | undefined) {
@@ -195,7 +237,10 @@ function wireFolderInputs(
     zone.classList.remove('over');
     if (!e.dataTransfer) return;
     const picked = captureDrop(e.dataTransfer);
-    void picked.then((f) => load(f), (err: Error) => showError(`Could not read the dropped folder: ${err.message}`));
+    void picked.then(
+      (f) => load(f),
+      (err: Error) => showError(`Could not read the dropped folder: ${err.message}`),
+    );
   });
 }
 
@@ -207,8 +252,16 @@ interface LoadProgress {
 /** The progress bar, Cancel button and detail line of a running load. */
 function loadProgress(role: Role, title: string, folder: PickedFolder, cancel: () => void): LoadProgress {
   const bar = el('progress', { max: 1, value: 0, 'aria-label': `${title} load progress` });
-  const detail = el('span', { class: 'small', 'data-testid': `${role}-progress` }, `Opening ${folder.label} (${folder.files.length} files)…`);
-  const cancelBtn = el('button', { type: 'button', class: 'secondary small-btn', 'data-testid': `${role}-cancel` }, 'Cancel');
+  const detail = el(
+    'span',
+    { class: 'small', 'data-testid': `${role}-progress` },
+    `Opening ${folder.label} (${folder.files.length} files)…`,
+  );
+  const cancelBtn = el(
+    'button',
+    { type: 'button', class: 'secondary small-btn', 'data-testid': `${role}-cancel` },
+    'Cancel',
+  );
   cancelBtn.addEventListener('click', () => {
     cancelBtn.disabled = true;
     cancel();
@@ -218,7 +271,8 @@ function loadProgress(role: Role, title: string, folder: PickedFolder, cancel: (
     update(p: Progress) {
       bar.max = Math.max(1, Number(p.total) || 1);
       bar.value = Math.min(bar.max, Number(p.done) || 0);
-      detail.textContent = p.phase === 'upload' ? `Uploading to the GPU: ${p.detail ?? ''}` : `${p.phase}: ${p.detail ?? ''}`;
+      detail.textContent =
+        p.phase === 'upload' ? `Uploading to the GPU: ${p.detail ?? ''}` : `${p.phase}: ${p.detail ?? ''}`;
     },
   };
 }
@@ -233,12 +287,21 @@ function summaryNodes(role: Role, s: LoadedSummary): HTMLElement[] {
     ['Window', fmtInt(s.window)],
     ['Vocab', fmtInt(s.vocab)],
     ['Quantization', s.quantization],
-    ['Size', `${fmtBytes(s.bytes)} in ${fmtInt(s.tensors)} tensors${s.ignoredTensors ? ` (${fmtInt(s.ignoredTensors)} vision/audio ignored)` : ''}`],
+    [
+      'Size',
+      `${fmtBytes(s.bytes)} in ${fmtInt(s.tensors)} tensors${s.ignoredTensors ? ` (${fmtInt(s.ignoredTensors)} vision/audio ignored)` : ''}`,
+    ],
     ['Digest', shortDigest(s.digest)],
     ['Loaded', `${fmtMs(s.loadMs)}${s.hasTokenizer ? ' · tokenizer found' : ''}`],
   ];
-  return [el('p', { class: 'loaded-name' }, el('strong', {}, s.label)),
-    el('dl', { class: 'kv compact', 'data-testid': `${role}-summary` }, ...kv.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)]))];
+  return [
+    el('p', { class: 'loaded-name' }, el('strong', {}, s.label)),
+    el(
+      'dl',
+      { class: 'kv compact', 'data-testid': `${role}-summary` },
+      ...kv.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)]),
+    ),
+  ];
 }
 
 /** The "Recent checkpoints" list: each entry with Reopen when its directory handle was kept. */

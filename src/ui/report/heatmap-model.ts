@@ -3,7 +3,14 @@
  * reused by the PNG export: columns are layers (then one "head" column for final_norm and logits), rows
  * are stages in execution order, each cell aggregates the StageDiff rows of one position (or all).
  */
-import { FINAL_STAGES, LAYER_STAGES, type FirstDivergence, type RowDiff, type Stage, type StageDiff } from '../../parity/report.ts';
+import {
+  FINAL_STAGES,
+  LAYER_STAGES,
+  type FirstDivergence,
+  type RowDiff,
+  type Stage,
+  type StageDiff,
+} from '../../parity/report.ts';
 
 export type Metric = 'bytes' | 'ulp';
 /** A block position, or 'all' (bytes summed, maxima taken over positions). */
@@ -74,11 +81,26 @@ export function bytesLevel(differing: number, total: number): number {
 
 /** Legend swatches for a metric: [level, label]. */
 export function legendStops(grid: Pick<HeatGrid, 'metric' | 'scaleMax'>): [number, string][] {
-  if (grid.metric === 'bytes') return [[bytesLevel(1, 1e4), '0.01%'], [bytesLevel(1, 100), '1%'], [bytesLevel(1, 4), '25%'], [1, '100% of bytes differ']];
-  return [[0.04, '1 ULP'], [0.5, `10^${(grid.scaleMax / 2).toFixed(1)}`], [1, `10^${grid.scaleMax.toFixed(1)} ULP`]];
+  if (grid.metric === 'bytes')
+    return [
+      [bytesLevel(1, 1e4), '0.01%'],
+      [bytesLevel(1, 100), '1%'],
+      [bytesLevel(1, 4), '25%'],
+      [1, '100% of bytes differ'],
+    ];
+  return [
+    [0.04, '1 ULP'],
+    [0.5, `10^${(grid.scaleMax / 2).toFixed(1)}`],
+    [1, `10^${grid.scaleMax.toFixed(1)} ULP`],
+  ];
 }
 
-export function buildHeatmap(stages: StageDiff[], pick: PositionPick, metric: Metric, first: FirstDivergence | null): HeatGrid {
+export function buildHeatmap(
+  stages: StageDiff[],
+  pick: PositionPick,
+  metric: Metric,
+  first: FirstDivergence | null,
+): HeatGrid {
   const layerKinds = new Map<number, 'sliding' | 'full' | null>();
   let hasHead = false;
   const positions = new Set<number>();
@@ -92,7 +114,8 @@ export function buildHeatmap(stages: StageDiff[], pick: PositionPick, metric: Me
   const columns: HeatColumn[] = [];
   for (let l = 0; l <= last; l++) columns.push({ layer: l, kind: layerKinds.get(l) ?? null, label: String(l) });
   if (hasHead) columns.push({ layer: null, kind: null, label: 'head' });
-  const colOf = (layer: number | null) => (layer === null ? (hasHead ? columns.length - 1 : -1) : layer <= last ? layer : -1);
+  const colOf = (layer: number | null) =>
+    layer === null ? (hasHead ? columns.length - 1 : -1) : layer <= last ? layer : -1;
 
   const raw: Omit<HeatCell, 'level'>[] = [];
   const values: number[] = [];
@@ -103,12 +126,19 @@ export function buildHeatmap(stages: StageDiff[], pick: PositionPick, metric: Me
     if (col < 0 || row < 0 || (s.layer === null) !== (FINAL_STAGES as readonly string[]).includes(s.stage)) continue;
     const diff = pickRows(s.rows, pick);
     if (!diff) continue;
-    const isFirst = first !== null && first.stage === s.stage && first.layer === s.layer && (pick === 'all' || pick === first.position);
+    const isFirst =
+      first !== null &&
+      first.stage === s.stage &&
+      first.layer === s.layer &&
+      (pick === 'all' || pick === first.position);
     raw.push({ col, row, stage: s.stage, layer: s.layer, diff, first: isFirst });
     values.push(metric === 'bytes' ? bytesLevel(diff.bytesDiffering, diff.bytesTotal) : ulpLevel(diff.maxUlp));
   }
   const scaleMax = metric === 'bytes' ? 1 : Math.max(1, ...values);
-  const cells: HeatCell[] = raw.map((c, i) => ({ ...c, level: values[i] > 0 ? Math.min(1, Math.max(0.04, values[i] / scaleMax)) : 0 }));
+  const cells: HeatCell[] = raw.map((c, i) => ({
+    ...c,
+    level: values[i] > 0 ? Math.min(1, Math.max(0.04, values[i] / scaleMax)) : 0,
+  }));
   const index = new Map<number, HeatCell>();
   for (const c of cells) index.set(c.col * HEAT_STAGES.length + c.row, c);
   return {

@@ -46,7 +46,14 @@ export function heatLayout(grid: HeatGrid, maxWidth: number): HeatLayout {
 }
 
 /** Paints the grid at (x, y) in CSS pixels of `ctx` (callers scale the context for device pixels). */
-export function drawHeatmap(ctx: CanvasRenderingContext2D, grid: HeatGrid, L: HeatLayout, x = 0, y = 0, cursor?: { col: number; row: number }): void {
+export function drawHeatmap(
+  ctx: CanvasRenderingContext2D,
+  grid: HeatGrid,
+  L: HeatLayout,
+  x = 0,
+  y = 0,
+  cursor?: { col: number; row: number },
+): void {
   ctx.save();
   ctx.translate(x, y);
   ctx.font = `12px ${FONT}`;
@@ -132,7 +139,14 @@ export function drawHeatmap(ctx: CanvasRenderingContext2D, grid: HeatGrid, L: He
   ctx.restore();
 }
 
-function outline(ctx: CanvasRenderingContext2D, L: HeatLayout, col: number, row: number, color: string, w: number): void {
+function outline(
+  ctx: CanvasRenderingContext2D,
+  L: HeatLayout,
+  col: number,
+  row: number,
+  color: string,
+  w: number,
+): void {
   ctx.strokeStyle = color;
   ctx.lineWidth = w;
   ctx.strokeRect(L.colX(col) + w / 2, L.top + row * L.cellH + w / 2, L.cellW - w, L.cellH - w);
@@ -146,14 +160,19 @@ export function describeCell(grid: HeatGrid, col: number, row: number, cell: Hea
   if (!cell) return `${where}: not captured`;
   const d = cell.diff;
   const pos = Number.isFinite(d.position) ? ` at position ${d.position}` : ' over all positions';
-  if (d.bytesDiffering === 0 && d.maxUlp === 0) return `${where}${pos}: equal (${fmtInt(d.bytesTotal)} bytes)${cell.first ? ' — first divergence' : ''}`;
+  if (d.bytesDiffering === 0 && d.maxUlp === 0)
+    return `${where}${pos}: equal (${fmtInt(d.bytesTotal)} bytes)${cell.first ? ' — first divergence' : ''}`;
   return `${where}${pos}: ${fmtInt(d.bytesDiffering)} of ${fmtInt(d.bytesTotal)} bytes differ (${fmtPercent(d.bytesDiffering, d.bytesTotal)}), max abs ${fmtSci(d.maxAbs)}, max ULP ${fmtInt(d.maxUlp)}, NMSE ${fmtSci(d.nmse)}${cell.first ? ' — first divergence' : ''}`;
 }
 
 /** The on-screen heatmap: a focusable canvas plus a readout line. */
 export function createHeatmapView(): { root: HTMLElement; update(grid: HeatGrid): void } {
   const canvas = el('canvas', { class: 'heatmap', tabindex: 0, role: 'img', 'data-testid': 'heatmap' });
-  const readout = el('p', { class: 'readout', 'aria-live': 'polite', 'data-testid': 'heatmap-readout' }, 'Move over a cell, or focus the map and use the arrow keys.');
+  const readout = el(
+    'p',
+    { class: 'readout', 'aria-live': 'polite', 'data-testid': 'heatmap-readout' },
+    'Move over a cell, or focus the map and use the arrow keys.',
+  );
   const root = el('div', { class: 'heatmap-wrap' }, canvas, readout);
   let grid: HeatGrid | undefined;
   let layout: HeatLayout | undefined;
@@ -177,11 +196,19 @@ export function createHeatmapView(): { root: HTMLElement; update(grid: HeatGrid)
   canvas.addEventListener('keydown', (e) => {
     if (!grid || grid.columns.length === 0) return;
     const c = cursor ?? { col: 0, row: 0 };
-    const moves: Record<string, [number, number]> = { ArrowLeft: [-1, 0], ArrowRight: [1, 0], ArrowUp: [0, -1], ArrowDown: [0, 1] };
+    const moves: Record<string, [number, number]> = {
+      ArrowLeft: [-1, 0],
+      ArrowRight: [1, 0],
+      ArrowUp: [0, -1],
+      ArrowDown: [0, 1],
+    };
     const m = moves[e.key];
     if (m) {
       e.preventDefault();
-      show(Math.min(grid.columns.length - 1, Math.max(0, c.col + m[0])), Math.min(grid.stages.length - 1, Math.max(0, c.row + m[1])));
+      show(
+        Math.min(grid.columns.length - 1, Math.max(0, c.col + m[0])),
+        Math.min(grid.stages.length - 1, Math.max(0, c.row + m[1])),
+      );
     } else if (e.key === 'Home') {
       e.preventDefault();
       const f = grid.cells.find((x) => x.first);
@@ -199,7 +226,14 @@ export function createHeatmapView(): { root: HTMLElement; update(grid: HeatGrid)
     const r = canvas.getBoundingClientRect();
     const col = layout.colAt(e.clientX - r.left);
     const row = Math.floor((e.clientY - r.top - layout.top) / layout.cellH);
-    if (col >= 0 && col < grid.columns.length && row >= 0 && row < grid.stages.length && (col !== cursor?.col || row !== cursor?.row)) show(col, row);
+    if (
+      col >= 0 &&
+      col < grid.columns.length &&
+      row >= 0 &&
+      row < grid.stages.length &&
+      (col !== cursor?.col || row !== cursor?.row)
+    )
+      show(col, row);
   });
   onWidthChange(root, paint);
 
@@ -209,9 +243,14 @@ export function createHeatmapView(): { root: HTMLElement; update(grid: HeatGrid)
       grid = g;
       cursor = undefined;
       const first = g.cells.find((c) => c.first);
-      canvas.setAttribute('aria-label', `Heatmap of ${g.columns.length} layer columns by ${g.stages.length} stages, ${g.metric === 'bytes' ? 'share of bytes differing' : 'log10 ULP difference'}` +
-        (first ? `; first divergence at ${describeCell(g, first.col, first.row, first).split(':')[0]}` : ''));
-      readout.textContent = first ? describeCell(g, first.col, first.row, first) : 'Move over a cell, or focus the map and use the arrow keys.';
+      canvas.setAttribute(
+        'aria-label',
+        `Heatmap of ${g.columns.length} layer columns by ${g.stages.length} stages, ${g.metric === 'bytes' ? 'share of bytes differing' : 'log10 ULP difference'}` +
+          (first ? `; first divergence at ${describeCell(g, first.col, first.row, first).split(':')[0]}` : ''),
+      );
+      readout.textContent = first
+        ? describeCell(g, first.col, first.row, first)
+        : 'Move over a cell, or focus the map and use the arrow keys.';
       paint();
     },
   };

@@ -24,7 +24,11 @@ export function lensPoints(lens: LensLayer[], pick: PositionPick): LensPoint[] {
     .map((l) => {
       const rows = pick === 'all' ? l.rows : l.rows.filter((r) => r.position === pick);
       const kls = rows.map((r) => r.kl).filter(Number.isFinite);
-      return { layer: l.layer, kl: kls.length ? Math.max(...kls) : NaN, agree: rows.length > 0 && rows.every((r) => r.top1Agree) };
+      return {
+        layer: l.layer,
+        kl: kls.length ? Math.max(...kls) : NaN,
+        agree: rows.length > 0 && rows.every((r) => r.top1Agree),
+      };
     })
     .sort((a, b) => a.layer - b.layer);
 }
@@ -98,7 +102,11 @@ export function createLensChart(): { root: HTMLElement; update(points: LensPoint
     ctx.fillText('layer', left - 6, top + plotH + 26);
     ctx.textAlign = 'left';
     ctx.fillStyle = '#5b6470';
-    ctx.fillText('blue bar: KL, argmax agrees · red: argmax differs · green line: KL exactly 0', left, top + plotH + 46);
+    ctx.fillText(
+      'blue bar: KL, argmax agrees · red: argmax differs · green line: KL exactly 0',
+      left,
+      top + plotH + 46,
+    );
   };
   onWidthChange(root, paint);
 
@@ -108,8 +116,12 @@ export function createLensChart(): { root: HTMLElement; update(points: LensPoint
       points = p;
       const disagree = p.filter((x) => !x.agree).map((x) => x.layer);
       const maxKl = Math.max(0, ...p.map((x) => (Number.isFinite(x.kl) ? x.kl : 0)));
-      const text = p.length === 0 ? (equalDraw ? 'The arms agree: no logit lens needed.' : 'No logit lens in this draw (the probe records one when a draw diverges and Localize is on).')
-        : `${p.length} layers; largest KL ${fmtSci(maxKl)}; top-1 ${disagree.length === 0 ? 'agrees at every layer' : `differs at layer${disagree.length > 1 ? 's' : ''} ${disagree.slice(0, 12).join(', ')}${disagree.length > 12 ? ', …' : ''}`}.`;
+      const text =
+        p.length === 0
+          ? equalDraw
+            ? 'The arms agree: no logit lens needed.'
+            : 'No logit lens in this draw (the probe records one when a draw diverges and Localize is on).'
+          : `${p.length} layers; largest KL ${fmtSci(maxKl)}; top-1 ${disagree.length === 0 ? 'agrees at every layer' : `differs at layer${disagree.length > 1 ? 's' : ''} ${disagree.slice(0, 12).join(', ')}${disagree.length > 12 ? ', …' : ''}`}.`;
       note.textContent = text;
       canvas.hidden = p.length === 0;
       canvas.setAttribute('aria-label', `Logit lens: ${text}`);

@@ -11,7 +11,11 @@ export function provenanceList(p: Provenance, testid: string, settings?: [string
   const a = p.adapter;
   const lim = (k: string) => (Number.isFinite(a.limits[k]) ? fmtBytes(a.limits[k]) : '—');
   const rows: [string, string][] = [
-    ['Adapter', [a.vendor, a.architecture, a.description].filter(Boolean).join(' · ') + (a.isFallbackAdapter ? ' (fallback adapter)' : '') || 'unknown'],
+    [
+      'Adapter',
+      [a.vendor, a.architecture, a.description].filter(Boolean).join(' · ') +
+        (a.isFallbackAdapter ? ' (fallback adapter)' : '') || 'unknown',
+    ],
     ['Features', a.features.join(', ') || 'none'],
     ['Limits', `max buffer ${lim('maxBufferSize')}, binding ${lim('maxStorageBufferBindingSize')}`],
     ['Platform', p.platform],
@@ -25,5 +29,9 @@ export function provenanceList(p: Provenance, testid: string, settings?: [string
     ...(p.assistant ? [['Assistant', ck(p.assistant)] as [string, string]] : []),
     ['Created', `${p.createdAt} by ringside ${p.app.version}`],
   ];
-  return el('dl', { class: 'kv', 'data-testid': testid }, ...rows.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)]));
+  return el(
+    'dl',
+    { class: 'kv', 'data-testid': testid },
+    ...rows.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)]),
+  );
 }

@@ -13,5 +13,7 @@ export function readAnyReport(x: unknown): ReadAnyResult {
   const problems = validateReport(x);
   if (problems.length) return { ok: false, problems };
   const o = x as Record<string, unknown>;
-  return o.kind === 'trace' ? { ok: true, kind: 'trace', report: normalizeTrace(o) } : { ok: true, kind: 'probe', report: normalizeReport(o) };
+  return o.kind === 'trace'
+    ? { ok: true, kind: 'trace', report: normalizeTrace(o) }
+    : { ok: true, kind: 'probe', report: normalizeReport(o) };
 }

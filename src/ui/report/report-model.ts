@@ -45,7 +45,8 @@ export type ReadResult = { ok: true; report: ProbeReport } | { ok: false; proble
 export function readReport(x: unknown): ReadResult {
   const problems = validateReport(x);
   if (problems.length) return { ok: false, problems };
-  if ((x as Obj).kind !== 'probe') return { ok: false, problems: [`this is a ${JSON.stringify((x as Obj).kind)} report, not a probe report`] };
+  if ((x as Obj).kind !== 'probe')
+    return { ok: false, problems: [`this is a ${JSON.stringify((x as Obj).kind)} report, not a probe report`] };
   return { ok: true, report: normalizeReport(x as Obj) };
 }
 
@@ -81,8 +82,12 @@ function checkpoint(c: Obj): CheckpointInfo {
 
 function adapter(a: Obj): AdapterReport {
   const limits: Record<string, number> = {};
-  for (const [k, v] of Object.entries(obj(a.limits)).slice(0, 200)) if (typeof v === 'number') limits[k.slice(0, 100)] = v;
-  const strings = (v: unknown) => arr(v, 100).map((s) => str(s, 100)).filter(Boolean);
+  for (const [k, v] of Object.entries(obj(a.limits)).slice(0, 200))
+    if (typeof v === 'number') limits[k.slice(0, 100)] = v;
+  const strings = (v: unknown) =>
+    arr(v, 100)
+      .map((s) => str(s, 100))
+      .filter(Boolean);
   return {
     vendor: str(a.vendor, 200),
     architecture: str(a.architecture, 200),
@@ -131,7 +136,13 @@ function row(r: Obj): RowDiff {
 function firstDivergence(f: unknown): FirstDivergence | null {
   const o = obj(f);
   if (!isStage(o.stage)) return null;
-  return { layer: layerIndex(o.layer), layerKind: kind(o.layerKind), stage: o.stage, position: num(o.position), text: str(o.text, LIMITS.strings) };
+  return {
+    layer: layerIndex(o.layer),
+    layerKind: kind(o.layerKind),
+    stage: o.stage,
+    position: num(o.position),
+    text: str(o.text, LIMITS.strings),
+  };
 }
 
 function stageDiffs(v: unknown): StageDiff[] {
@@ -139,7 +150,12 @@ function stageDiffs(v: unknown): StageDiff[] {
   for (const s of arr(v, LIMITS.stages)) {
     const o = obj(s);
     if (!isStage(o.stage)) continue; // an unknown stage has no row in the heatmap
-    out.push({ layer: layerIndex(o.layer), layerKind: kind(o.layerKind), stage: o.stage, rows: arr(o.rows, LIMITS.rows).map((r) => row(obj(r))) });
+    out.push({
+      layer: layerIndex(o.layer),
+      layerKind: kind(o.layerKind),
+      stage: o.stage,
+      rows: arr(o.rows, LIMITS.rows).map((r) => row(obj(r))),
+    });
   }
   return out;
 }
@@ -161,7 +177,8 @@ function ring(v: unknown): RingView | undefined {
   const o = obj(v);
   const w = count(o.window);
   if (!(w >= 1 && w <= LIMITS.window)) return undefined;
-  const blockOrder = o.blockOrder === 'physical' || o.blockOrder === 'chronological' ? o.blockOrder : 'masked-chronological';
+  const blockOrder =
+    o.blockOrder === 'physical' || o.blockOrder === 'chronological' ? o.blockOrder : 'masked-chronological';
   return {
     window: w,
     slotPositions: arr(o.slotPositions, w).map((p) => (p === null ? null : num(p))),
@@ -218,6 +235,7 @@ export function firstDivergenceOf(r: ProbeReport): { draw: DrawResult; fd: First
 /** The long draw's ring (largest prompt with a ring view). */
 export function longRing(r: ProbeReport): { draw: DrawResult; ring: RingView } | undefined {
   let best: { draw: DrawResult; ring: RingView } | undefined;
-  for (const d of r.draws) if (d.ring && (!best || (d.promptLength || 0) > (best.draw.promptLength || 0))) best = { draw: d, ring: d.ring };
+  for (const d of r.draws)
+    if (d.ring && (!best || (d.promptLength || 0) > (best.draw.promptLength || 0))) best = { draw: d, ring: d.ring };
   return best;
 }

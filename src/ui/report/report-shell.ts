@@ -10,18 +10,27 @@ import { createTraceView } from '../trace/trace-view.ts';
 
 const TITLES = { probe: 'Block-versus-chain probe report', trace: 'Teacher-forced trace report' } as const;
 
-export function createReportShell(): { root: HTMLElement; show(r: AnyReport, source: string, raw: unknown): void; kind(): AnyReport['kind'] | undefined } {
+export function createReportShell(): {
+  root: HTMLElement;
+  show(r: AnyReport, source: string, raw: unknown): void;
+  kind(): AnyReport['kind'] | undefined;
+} {
   const probe = createReportView();
   const trace = createTraceView();
   let kind: AnyReport['kind'] | undefined;
-  const share = createShareBar(() => (kind === 'probe' ? probe.shareable() : kind === 'trace' ? trace.shareable() : undefined));
+  const share = createShareBar(() =>
+    kind === 'probe' ? probe.shareable() : kind === 'trace' ? trace.shareable() : undefined,
+  );
   const title = el('h2', { id: 'report-title', 'data-testid': 'report-title' }, 'Report');
   const sourceBadge = el('span', { class: 'badge', 'data-testid': 'report-source' });
-  const root = el('section', { class: 'card report', id: 'report-card', 'aria-labelledby': 'report-title', hidden: true },
+  const root = el(
+    'section',
+    { class: 'card report', id: 'report-card', 'aria-labelledby': 'report-title', hidden: true },
     el('div', { class: 'card-head report-head' }, title, sourceBadge, share.buttons),
     share.output,
     probe.root,
-    trace.root);
+    trace.root,
+  );
   return {
     root,
     show(r, source, raw) {

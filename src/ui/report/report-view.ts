@@ -41,7 +41,9 @@ export function createReportView(): {
   const rowsBox = el('div', { class: 'table-wrap' });
   const timingsBox = el('div', { class: 'table-wrap' });
   const provBox = el('div', {});
-  const root = el('div', { class: 'report-body', 'data-testid': 'probe-view', hidden: true },
+  const root = el(
+    'div',
+    { class: 'report-body', 'data-testid': 'probe-view', hidden: true },
     verdictBox,
     el('h3', {}, 'Where the arms differ'),
     controls.root,
@@ -53,9 +55,12 @@ export function createReportView(): {
     rowsBox,
     el('h3', {}, 'Ring cache of the long draw'),
     ring.root,
-    el('div', { class: 'two-col' },
+    el(
+      'div',
+      { class: 'two-col' },
       el('div', {}, el('h3', {}, 'Timings'), timingsBox),
-      el('div', {}, el('h3', {}, 'Provenance'), provBox)),
+      el('div', {}, el('h3', {}, 'Provenance'), provBox),
+    ),
   );
 
   let report: ProbeReport | undefined;
@@ -105,7 +110,12 @@ export function createReportView(): {
       if (!report) return undefined;
       const r = report;
       const [g, title] = [grid, gridTitle];
-      return { raw: rawReport, stem: reportFileStem(r), png: () => reportPng({ report: r, grid: g, gridTitle: title }), markdown: (link) => reportMarkdown(r, link) };
+      return {
+        raw: rawReport,
+        stem: reportFileStem(r),
+        png: () => reportPng({ report: r, grid: g, gridTitle: title }),
+        markdown: (link) => reportMarkdown(r, link),
+      };
     },
   };
 }
@@ -126,12 +136,22 @@ interface DetailControls {
 function createDetailControls(on: { drawChanged(): void; viewChanged(): void }): DetailControls {
   const drawSelect = el('select', { 'data-testid': 'detail-draw', 'aria-label': 'Draw shown in the details' });
   const posSelect = el('select', { 'data-testid': 'position', 'aria-label': 'Block position' });
-  const metricBytes = el('input', { type: 'radio', name: 'heat-metric', value: 'bytes', checked: true, 'data-testid': 'metric-bytes' });
+  const metricBytes = el('input', {
+    type: 'radio',
+    name: 'heat-metric',
+    value: 'bytes',
+    checked: true,
+    'data-testid': 'metric-bytes',
+  });
   const metricUlp = el('input', { type: 'radio', name: 'heat-metric', value: 'ulp', 'data-testid': 'metric-ulp' });
   const posLabel = el('label', {}, 'Position ', posSelect);
-  const metricBox = el('fieldset', { class: 'inline' }, el('legend', {}, 'Colour by'),
+  const metricBox = el(
+    'fieldset',
+    { class: 'inline' },
+    el('legend', {}, 'Colour by'),
     el('label', {}, metricBytes, ' bytes differing'),
-    el('label', {}, metricUlp, ' log10 ULP'));
+    el('label', {}, metricUlp, ' log10 ULP'),
+  );
   const root = el('div', { class: 'row controls' }, el('label', {}, 'Draw ', drawSelect), posLabel, metricBox);
 
   drawSelect.addEventListener('change', on.drawChanged);
@@ -150,10 +170,12 @@ function createDetailControls(on: { drawChanged(): void; viewChanged(): void }):
     setPositions(d) {
       const positions = new Set<number>();
       for (const r of d?.rows ?? []) if (Number.isFinite(r.position)) positions.add(r.position);
-      for (const s of d?.stages ?? []) for (const r of s.rows) if (Number.isFinite(r.position)) positions.add(r.position);
+      for (const s of d?.stages ?? [])
+        for (const r of s.rows) if (Number.isFinite(r.position)) positions.add(r.position);
       clear(posSelect);
       append(posSelect, el('option', { value: 'all' }, 'all (max)'));
-      for (const p of [...positions].sort((a, b) => a - b).slice(0, 512)) append(posSelect, el('option', { value: p }, String(p)));
+      for (const p of [...positions].sort((a, b) => a - b).slice(0, 512))
+        append(posSelect, el('option', { value: p }, String(p)));
       // Start on the first divergence's position: the row the verdict talks about.
       const fp = d?.firstDivergence?.position;
       posSelect.value = fp !== undefined && positions.has(fp) ? String(fp) : 'all';
@@ -172,9 +194,11 @@ function heatmapTitle(d: DrawResult, p: PositionPick, metric: Metric): string {
 
 /** The line over the heatmap: how to read it, or why there is nothing to show. */
 function heatmapNote(d: DrawResult, grid: HeatGrid, p: PositionPick, title: string): string {
-  if (grid.cells.length > 0) return `${title}. Stages run top to bottom inside each layer; the outlined cell is the first divergence.`;
+  if (grid.cells.length > 0)
+    return `${title}. Stages run top to bottom inside each layer; the outlined cell is the first divergence.`;
   if (d.verdict === 'equal') return `${drawName(d)} is equal in every logit byte: nothing to localize.`;
-  if ((d.stages ?? []).length === 0) return `No per-layer captures in ${drawName(d)}: run the probe with "Localize" on to see where the arms first differ.`;
+  if ((d.stages ?? []).length === 0)
+    return `No per-layer captures in ${drawName(d)}: run the probe with "Localize" on to see where the arms first differ.`;
   return `No captures at position ${p}.`;
 }
 
@@ -183,18 +207,34 @@ function renderVerdict(box: HTMLElement, r: ProbeReport): void {
   clear(box);
   box.setAttribute('data-verdict', r.verdict);
   const fd = firstDivergenceOf(r);
-  append(box,
-    el('div', { class: 'verdict-head' },
+  append(
+    box,
+    el(
+      'div',
+      { class: 'verdict-head' },
       el('span', { class: `verdict-label ${r.verdict}` }, r.verdict === 'equal' ? 'EQUAL' : 'DIVERGES'),
-      el('div', {},
+      el(
+        'div',
+        {},
         el('p', { class: 'summary', 'data-testid': 'summary' }, r.summary),
-        el('p', { class: 'consequence', 'data-testid': 'consequence' }, r.consequence))),
+        el('p', { class: 'consequence', 'data-testid': 'consequence' }, r.consequence),
+      ),
+    ),
     fd ? el('p', { class: 'first-divergence', 'data-testid': 'first-divergence' }, fd.fd.text) : null,
-    el('ul', { class: 'draws', 'data-testid': 'draws' },
-      ...r.draws.map((d) => el('li', { class: d.verdict },
-        el('span', { class: `chip ${d.verdict}` }, d.verdict),
-        el('strong', {}, ` ${drawName(d)}: `),
-        d.text))));
+    el(
+      'ul',
+      { class: 'draws', 'data-testid': 'draws' },
+      ...r.draws.map((d) =>
+        el(
+          'li',
+          { class: d.verdict },
+          el('span', { class: `chip ${d.verdict}` }, d.verdict),
+          el('strong', {}, ` ${drawName(d)}: `),
+          d.text,
+        ),
+      ),
+    ),
+  );
 }
 
 /** The logits row of each block position of a draw, block arm versus chain arm. */
@@ -203,17 +243,41 @@ function rowsTable(d: DrawResult): HTMLElement {
   const body = el('tbody', {});
   for (const r of d.rows) {
     const equal = r.bytesDiffering === 0;
-    append(body, el('tr', { class: equal ? 'eq' : 'ne' },
-      el('td', {}, fmtInt(r.position)),
-      el('td', {}, `${fmtInt(r.bytesDiffering)} of ${fmtInt(r.bytesTotal)}`, el('span', { class: 'muted' }, ` (${fmtPercent(r.bytesDiffering, r.bytesTotal)})`)),
-      el('td', {}, fmtSci(r.maxAbs)),
-      el('td', {}, fmtInt(r.maxUlp)),
-      el('td', {}, fmtSci(r.nmse))));
+    append(
+      body,
+      el(
+        'tr',
+        { class: equal ? 'eq' : 'ne' },
+        el('td', {}, fmtInt(r.position)),
+        el(
+          'td',
+          {},
+          `${fmtInt(r.bytesDiffering)} of ${fmtInt(r.bytesTotal)}`,
+          el('span', { class: 'muted' }, ` (${fmtPercent(r.bytesDiffering, r.bytesTotal)})`),
+        ),
+        el('td', {}, fmtSci(r.maxAbs)),
+        el('td', {}, fmtInt(r.maxUlp)),
+        el('td', {}, fmtSci(r.nmse)),
+      ),
+    );
   }
-  return el('table', { class: 'data', 'data-testid': 'rows-table' },
+  return el(
+    'table',
+    { class: 'data', 'data-testid': 'rows-table' },
     el('caption', {}, `${drawName(d)}: logits row of each block position, block arm versus chain arm`),
-    el('thead', {}, el('tr', {}, ...['position', 'bytes differing of total', 'max abs', 'max ULP', 'NMSE'].map((h) => el('th', { scope: 'col' }, h)))),
-    body);
+    el(
+      'thead',
+      {},
+      el(
+        'tr',
+        {},
+        ...['position', 'bytes differing of total', 'max abs', 'max ULP', 'NMSE'].map((h) =>
+          el('th', { scope: 'col' }, h),
+        ),
+      ),
+    ),
+    body,
+  );
 }
 
 /** Per-draw timings, the total, and the GPU's own throughput when the report carries it. */
@@ -221,16 +285,31 @@ function timingsNodes(r: ProbeReport): HTMLElement[] {
   const hasLocalize = r.draws.some((d) => d.timings.localizeMs !== undefined);
   const head = ['draw', 'prefill', 'chain', 'block', ...(hasLocalize ? ['localize'] : [])];
   const nodes: HTMLElement[] = [
-    el('table', { class: 'data compact', 'data-testid': 'timings' },
+    el(
+      'table',
+      { class: 'data compact', 'data-testid': 'timings' },
       el('thead', {}, el('tr', {}, ...head.map((h) => el('th', { scope: 'col' }, h)))),
-      el('tbody', {}, ...r.draws.map((d) => el('tr', {},
-        el('td', {}, `${fmtInt(d.index)} (${fmtInt(d.promptLength)})`),
-        el('td', {}, fmtMs(d.timings.prefillMs)),
-        el('td', {}, fmtMs(d.timings.chainMs)),
-        el('td', {}, fmtMs(d.timings.blockMs)),
-        hasLocalize ? el('td', {}, fmtMs(d.timings.localizeMs ?? NaN)) : null))),
+      el(
+        'tbody',
+        {},
+        ...r.draws.map((d) =>
+          el(
+            'tr',
+            {},
+            el('td', {}, `${fmtInt(d.index)} (${fmtInt(d.promptLength)})`),
+            el('td', {}, fmtMs(d.timings.prefillMs)),
+            el('td', {}, fmtMs(d.timings.chainMs)),
+            el('td', {}, fmtMs(d.timings.blockMs)),
+            hasLocalize ? el('td', {}, fmtMs(d.timings.localizeMs ?? NaN)) : null,
+          ),
+        ),
+      ),
     ),
-    el('p', { class: 'small' }, `Total ${fmtMs(r.timings.totalMs)}${r.timings.loadMs !== undefined ? ` · load ${fmtMs(r.timings.loadMs)}` : ''}`),
+    el(
+      'p',
+      { class: 'small' },
+      `Total ${fmtMs(r.timings.totalMs)}${r.timings.loadMs !== undefined ? ` · load ${fmtMs(r.timings.loadMs)}` : ''}`,
+    ),
   ];
   if (r.performance) nodes.push(el('h3', {}, 'Performance of this GPU'), performanceList(r.performance));
   return nodes;

@@ -68,13 +68,18 @@ function ageColor(p: number | null, lo: number, hi: number, block: boolean): str
 }
 
 export function describeRing(r: RingView, f: RingFacts): string {
-  const filled = f.filled === 0 ? 'empty' : `positions ${f.minPos}–${f.maxPos} in ${f.filled} of ${f.window} slots, the oldest in slot ${f.oldestSlot}`;
+  const filled =
+    f.filled === 0
+      ? 'empty'
+      : `positions ${f.minPos}–${f.maxPos} in ${f.filled} of ${f.window} slots, the oldest in slot ${f.oldestSlot}`;
   const rows = f.blockPositions.length;
   const slots = f.blockSlots.join(', ');
-  return `Window ${f.window} slots. Before the block the ring holds ${filled}. ` +
+  return (
+    `Window ${f.window} slots. Before the block the ring holds ${filled}. ` +
     `The block's ${rows} row${rows === 1 ? '' : 's'} (positions ${f.blockPositions[0] ?? '—'}–${f.blockPositions[rows - 1] ?? '—'}) go to slot${rows === 1 ? '' : 's'} ${slots || '—'}. ` +
     `Chain (M = 1) reads keys in physical slot order starting at slot 0${f.oldestSlot > 0 ? ` (position ${f.physical[0] ?? '—'}), so chronological order wraps at slot ${f.oldestSlot}` : ''}; ` +
-    `block (M = ${rows}) reads them in ${ORDER_WORDS[r.blockOrder]}.`;
+    `block (M = ${rows}) reads them in ${ORDER_WORDS[r.blockOrder]}.`
+  );
 }
 
 export function createRingView(): { root: HTMLElement; update(r: RingView | undefined, drawLabel: string): void } {
@@ -109,7 +114,7 @@ export function createRingView(): { root: HTMLElement; update(r: RingView | unde
       ctx.arc(cx, cy, R, a0, a1);
       ctx.arc(cx, cy, r0, a1, a0, true);
       ctx.closePath();
-      ctx.fillStyle = ageColor(isBlock.has(s) ? null : ring.slotPositions[s] ?? null, lo, hi, isBlock.has(s));
+      ctx.fillStyle = ageColor(isBlock.has(s) ? null : (ring.slotPositions[s] ?? null), lo, hi, isBlock.has(s));
       ctx.fill();
       if (W <= 32) {
         const am = (a0 + a1) / 2;
@@ -117,7 +122,7 @@ export function createRingView(): { root: HTMLElement; update(r: RingView | unde
         ctx.fillStyle = isBlock.has(s) ? '#fff' : '#1b1f24';
         ctx.textAlign = 'center';
         ctx.font = `9px ${FONT}`;
-        if (p !== null) ctx.fillText(String(p), cx + Math.cos(am) * (R + r0) / 2, cy + Math.sin(am) * (R + r0) / 2);
+        if (p !== null) ctx.fillText(String(p), cx + (Math.cos(am) * (R + r0)) / 2, cy + (Math.sin(am) * (R + r0)) / 2);
       }
     }
     // Block rows: a wedge outside the ring with a minimum width, so 4 of 1024 slots stay visible.
@@ -164,7 +169,14 @@ export function createRingView(): { root: HTMLElement; update(r: RingView | unde
     // The two reading orders as strips of the same colours.
     const sx = 250;
     const sw = w - sx - 16;
-    const strip = (y: number, title: string, seq: (number | null)[], blockAt: (i: number) => boolean, first: string, last: string) => {
+    const strip = (
+      y: number,
+      title: string,
+      seq: (number | null)[],
+      blockAt: (i: number) => boolean,
+      first: string,
+      last: string,
+    ) => {
       ctx.textAlign = 'left';
       ctx.fillStyle = '#1b1f24';
       ctx.font = `12px ${FONT}`;
@@ -181,12 +193,22 @@ export function createRingView(): { root: HTMLElement; update(r: RingView | unde
       ctx.fillText(last, sx + sw, y + 34);
     };
     const blockPosSet = new Set(f.blockPositions);
-    strip(40, 'Chain arm (M = 1): keys in physical slot order', f.physical, (i) => isBlock.has(i), `slot 0: pos ${f.physical[0] ?? 'empty'}`, `slot ${W - 1}: pos ${f.physical[W - 1] ?? 'empty'}`);
-    strip(128, `Block arm (M = ${f.blockPositions.length}): keys in ${ring.blockOrder === 'physical' ? 'physical' : 'chronological'} order`,
+    strip(
+      40,
+      'Chain arm (M = 1): keys in physical slot order',
+      f.physical,
+      (i) => isBlock.has(i),
+      `slot 0: pos ${f.physical[0] ?? 'empty'}`,
+      `slot ${W - 1}: pos ${f.physical[W - 1] ?? 'empty'}`,
+    );
+    strip(
+      128,
+      `Block arm (M = ${f.blockPositions.length}): keys in ${ring.blockOrder === 'physical' ? 'physical' : 'chronological'} order`,
       ring.blockOrder === 'physical' ? f.physical : f.chronological,
       ring.blockOrder === 'physical' ? (i) => isBlock.has(i) : (i) => blockPosSet.has(f.chronological[i]),
-      `pos ${ring.blockOrder === 'physical' ? f.physical[0] ?? '—' : f.chronological[0] ?? '—'}`,
-      `pos ${ring.blockOrder === 'physical' ? f.physical[W - 1] ?? '—' : f.chronological[f.chronological.length - 1] ?? '—'}`);
+      `pos ${ring.blockOrder === 'physical' ? (f.physical[0] ?? '—') : (f.chronological[0] ?? '—')}`,
+      `pos ${ring.blockOrder === 'physical' ? (f.physical[W - 1] ?? '—') : (f.chronological[f.chronological.length - 1] ?? '—')}`,
+    );
     ctx.textAlign = 'left';
     ctx.fillStyle = '#e8590c';
     ctx.fillRect(sx, 206, 12, 12);
@@ -205,7 +227,9 @@ export function createRingView(): { root: HTMLElement; update(r: RingView | unde
     root,
     update(r, drawLabel) {
       ring = r;
-      caption.textContent = r ? `${drawLabel}: ${describeRing(r, ringFacts(r))}` : 'This report has no ring view (the probe records one for the long draw).';
+      caption.textContent = r
+        ? `${drawLabel}: ${describeRing(r, ringFacts(r))}`
+        : 'This report has no ring view (the probe records one for the long draw).';
       canvas.hidden = !r;
       canvas.setAttribute('aria-label', caption.textContent);
       paint();

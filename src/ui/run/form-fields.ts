@@ -4,7 +4,11 @@ import { append, clear, el } from '../common/dom.ts';
 export type PolicyInfo = { name: string; description: string };
 
 export function blockSelect(testid: string, def = 4): HTMLSelectElement {
-  return el('select', { 'data-testid': testid }, ...[2, 3, 4, 5, 6, 7, 8].map((k) => el('option', { value: k, selected: k === def }, String(k))));
+  return el(
+    'select',
+    { 'data-testid': testid },
+    ...[2, 3, 4, 5, 6, 7, 8].map((k) => el('option', { value: k, selected: k === def }, String(k))),
+  );
 }
 
 export interface PolicyField {
@@ -55,7 +59,13 @@ export function precisionField(name: string, prefix: string): PrecisionField {
   const f32 = el('input', { type: 'radio', name, value: 'f32', checked: true, 'data-testid': `${prefix}-f32` });
   const bf16 = el('input', { type: 'radio', name, value: 'bf16', 'data-testid': `${prefix}-bf16` });
   return {
-    root: el('fieldset', { class: 'inline' }, el('legend', {}, 'Precision'), el('label', {}, f32, ' f32'), el('label', {}, bf16, ' bf16')),
+    root: el(
+      'fieldset',
+      { class: 'inline' },
+      el('legend', {}, 'Precision'),
+      el('label', {}, f32, ' f32'),
+      el('label', {}, bf16, ' bf16'),
+    ),
     f32,
     bf16,
     value: () => (bf16.checked ? 'bf16' : 'f32'),
@@ -68,6 +78,7 @@ export function precisionField(name: string, prefix: string): PrecisionField {
 /** A whole number in [min, max] from a field, or an Error that names the field. */
 export function wholeNumber(text: string, what: string, min: number, max: number): number {
   const n = Number(text.trim());
-  if (text.trim() === '' || !Number.isInteger(n) || n < min || n > max) throw new Error(`${what} must be a whole number from ${min} to ${max} (not ${JSON.stringify(text.trim())}).`);
+  if (text.trim() === '' || !Number.isInteger(n) || n < min || n > max)
+    throw new Error(`${what} must be a whole number from ${min} to ${max} (not ${JSON.stringify(text.trim())}).`);
   return n;
 }

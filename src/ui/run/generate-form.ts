@@ -15,41 +15,95 @@ import type { GenerationOptions, GenerationRun } from '../generation/generation-
 /** `<bos><|turn>` and a few ordinary ids: valid for any Gemma vocabulary, the demo's 1,024 included. */
 export const DEFAULT_PROMPT_IDS = '2, 105, 17, 42, 256';
 
-export function createGenerateForm(engine: EngineProxy, job: JobRunner, onResult: (r: GenerationRun) => void): {
+export function createGenerateForm(
+  engine: EngineProxy,
+  job: JobRunner,
+  onResult: (r: GenerationRun) => void,
+): {
   root: HTMLElement;
   policies(list: PolicyInfo[]): void;
   setModels(target: LoadedSummary | undefined, assistant: LoadedSummary | undefined): void;
 } {
-  const prompt = el('textarea', { rows: 2, cols: 48, class: 'prompt', 'data-testid': 'generate-prompt', 'aria-label': 'Prompt', spellcheck: false });
+  const prompt = el('textarea', {
+    rows: 2,
+    cols: 48,
+    class: 'prompt',
+    'data-testid': 'generate-prompt',
+    'aria-label': 'Prompt',
+    spellcheck: false,
+  });
   prompt.value = DEFAULT_PROMPT_IDS;
-  const asIds = el('input', { type: 'radio', name: 'generate-prompt-mode', value: 'ids', checked: true, 'data-testid': 'generate-prompt-ids' });
-  const asText = el('input', { type: 'radio', name: 'generate-prompt-mode', value: 'text', disabled: true, 'data-testid': 'generate-prompt-text' });
+  const asIds = el('input', {
+    type: 'radio',
+    name: 'generate-prompt-mode',
+    value: 'ids',
+    checked: true,
+    'data-testid': 'generate-prompt-ids',
+  });
+  const asText = el('input', {
+    type: 'radio',
+    name: 'generate-prompt-mode',
+    value: 'text',
+    disabled: true,
+    'data-testid': 'generate-prompt-text',
+  });
   const chat = el('input', { type: 'checkbox', disabled: true, 'data-testid': 'generate-chat' });
-  const maxNew = el('input', { type: 'number', min: 1, max: 4096, step: 1, size: 5, value: 32, 'data-testid': 'generate-max-new' });
+  const maxNew = el('input', {
+    type: 'number',
+    min: 1,
+    max: 4096,
+    step: 1,
+    size: 5,
+    value: 32,
+    'data-testid': 'generate-max-new',
+  });
   const block = blockSelect('generate-block');
   const policy = policyField('generate-policy');
   const precision = precisionField('generate-precision', 'generate-precision');
-  const draftPosition = el('select', { 'data-testid': 'generate-draft-position' },
-    el('option', { value: 'hf' }, 'hf'), el('option', { value: 'mlxcel' }, 'mlxcel'));
+  const draftPosition = el(
+    'select',
+    { 'data-testid': 'generate-draft-position' },
+    el('option', { value: 'hf' }, 'hf'),
+    el('option', { value: 'mlxcel' }, 'mlxcel'),
+  );
   const tokenizerNote = el('span', { class: 'small muted', 'data-testid': 'generate-tokenizer-note' });
-  const root = el('div', {},
-    el('div', { class: 'settings' },
-      el('fieldset', { class: 'inline' }, el('legend', {}, 'Prompt as'),
-        el('label', {}, asIds, ' token ids'), el('label', {}, asText, ' text'), el('label', {}, chat, ' chat template')),
-      tokenizerNote),
+  const root = el(
+    'div',
+    {},
+    el(
+      'div',
+      { class: 'settings' },
+      el(
+        'fieldset',
+        { class: 'inline' },
+        el('legend', {}, 'Prompt as'),
+        el('label', {}, asIds, ' token ids'),
+        el('label', {}, asText, ' text'),
+        el('label', {}, chat, ' chat template'),
+      ),
+      tokenizerNote,
+    ),
     el('div', { class: 'settings prompt-row' }, prompt),
-    el('div', { class: 'settings' },
+    el(
+      'div',
+      { class: 'settings' },
       el('label', {}, 'Max new tokens ', maxNew),
       el('label', {}, 'Block width K ', block),
       el('label', {}, 'Policy ', policy.select),
       precision.root,
-      el('label', {}, 'Draft position ', draftPosition)),
-    el('p', { class: 'small muted' }, 'Greedy decode twice: classic (one token per forward), then MTP (the assistant drafts K − 1 tokens, one verify forward of K rows accepts the longest matching prefix). ' +
-      'Draft position: "hf" lets the drafter see W + 1 keys (the ring\'s evicted entry, as transformers), "mlxcel" W keys.'),
+      el('label', {}, 'Draft position ', draftPosition),
+    ),
+    el(
+      'p',
+      { class: 'small muted' },
+      'Greedy decode twice: classic (one token per forward), then MTP (the assistant drafts K − 1 tokens, one verify forward of K rows accepts the longest matching prefix). ' +
+        'Draft position: "hf" lets the drafter see W + 1 keys (the ring\'s evicted entry, as transformers), "mlxcel" W keys.',
+    ),
     policy.help,
     job.controls,
     job.phases,
-    job.message);
+    job.message,
+  );
 
   let vocab = NaN;
   let hasTokenizer = false;
@@ -97,9 +151,21 @@ export function createGenerateForm(engine: EngineProxy, job: JobRunner, onResult
       prompt.focus();
       return;
     }
-    void saveFormSettings<GenerateSettings>('generate', { prompt: prompt.value, promptMode: asText.checked ? 'text' : 'ids', chat: chat.checked, maxNew: options.maxNew, block: options.block, policy: options.policy, precision: options.precision, draftPosition: options.draftPosition });
+    void saveFormSettings<GenerateSettings>('generate', {
+      prompt: prompt.value,
+      promptMode: asText.checked ? 'text' : 'ids',
+      chat: chat.checked,
+      maxNew: options.maxNew,
+      block: options.block,
+      policy: options.policy,
+      precision: options.precision,
+      draftPosition: options.draftPosition,
+    });
     const t0 = performance.now();
-    const result = await job.start((jobId, onProgress) => engine.runGeneration(options, jobId, onProgress), [prompt, asIds, asText, chat, maxNew, block, policy.select, precision.f32, precision.bf16, draftPosition]);
+    const result = await job.start(
+      (jobId, onProgress) => engine.runGeneration(options, jobId, onProgress),
+      [prompt, asIds, asText, chat, maxNew, block, policy.select, precision.f32, precision.bf16, draftPosition],
+    );
     if (result) onResult({ options, result, createdAt: new Date().toISOString(), elapsedMs: performance.now() - t0 });
     syncMode();
   });
@@ -113,7 +179,11 @@ export function createGenerateForm(engine: EngineProxy, job: JobRunner, onResult
     setModels(target) {
       vocab = target?.vocab ?? NaN;
       hasTokenizer = target?.hasTokenizer === true;
-      tokenizerNote.textContent = !target ? '' : hasTokenizer ? 'The target has a tokenizer.json: text prompts work.' : `${target.label} has no tokenizer.json: token ids only.`;
+      tokenizerNote.textContent = !target
+        ? ''
+        : hasTokenizer
+          ? 'The target has a tokenizer.json: text prompts work.'
+          : `${target.label} has no tokenizer.json: token ids only.`;
       syncMode();
     },
   };

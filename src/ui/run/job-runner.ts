@@ -27,9 +27,20 @@ export interface JobRunner {
 
 let jobCounter = 0;
 
-export function createJobRunner(o: { prefix: string; label: string; runTestId: string; whyTestId: string; cancelJob: (jobId: string) => void; onBusy: () => void }): JobRunner {
+export function createJobRunner(o: {
+  prefix: string;
+  label: string;
+  runTestId: string;
+  whyTestId: string;
+  cancelJob: (jobId: string) => void;
+  onBusy: () => void;
+}): JobRunner {
   const run = el('button', { type: 'button', 'data-testid': o.runTestId, disabled: true }, o.label);
-  const cancel = el('button', { type: 'button', class: 'secondary', 'data-testid': `${o.prefix}-cancel`, hidden: true }, 'Cancel');
+  const cancel = el(
+    'button',
+    { type: 'button', class: 'secondary', 'data-testid': `${o.prefix}-cancel`, hidden: true },
+    'Cancel',
+  );
   const why = el('span', { class: 'small muted', 'data-testid': o.whyTestId });
   const elapsed = el('span', { class: 'small', 'data-testid': `${o.prefix}-elapsed`, 'aria-live': 'off' });
   const phases = el('ol', { class: 'phases', 'data-testid': `${o.prefix}-progress`, 'aria-live': 'polite' });
@@ -37,7 +48,8 @@ export function createJobRunner(o: { prefix: string; label: string; runTestId: s
   let busy = false;
   let ok = false;
 
-  const error = (text: string) => append(message, el('p', { class: 'error', role: 'alert', 'data-testid': `${o.prefix}-error` }, text));
+  const error = (text: string) =>
+    append(message, el('p', { class: 'error', role: 'alert', 'data-testid': `${o.prefix}-error` }, text));
 
   return {
     run,
@@ -56,7 +68,9 @@ export function createJobRunner(o: { prefix: string; label: string; runTestId: s
       clear(phases);
       const jobId = `${o.prefix}-${++jobCounter}`;
       const t0 = performance.now();
-      let current: { name: string; li: HTMLElement; bar: HTMLProgressElement; time: HTMLElement; t: number } | undefined;
+      let current:
+        | { name: string; li: HTMLElement; bar: HTMLProgressElement; time: HTMLElement; t: number }
+        | undefined;
       const setBusy = (on: boolean) => {
         busy = on;
         run.disabled = on || !ok;
@@ -87,7 +101,11 @@ export function createJobRunner(o: { prefix: string; label: string; runTestId: s
           if (current?.name !== name) {
             finishPhase();
             const time = el('span', { class: 'muted phase-time' });
-            const bar = el('progress', { max: Math.max(1, p.total), value: p.done, 'aria-label': `${o.label} progress` });
+            const bar = el('progress', {
+              max: Math.max(1, p.total),
+              value: p.done,
+              'aria-label': `${o.label} progress`,
+            });
             const li = el('li', { class: 'active' }, el('span', { class: 'phase-name' }, name), bar, time);
             append(phases, li);
             current = { name, li, bar, time, t: performance.now() };
@@ -103,7 +121,8 @@ export function createJobRunner(o: { prefix: string; label: string; runTestId: s
       } catch (e) {
         finishPhase();
         const m = (e as Error)?.message ?? String(e);
-        if ((e as Error)?.name === 'CancelledError' || m === 'Cancelled by the user.') elapsed.textContent = `Cancelled after ${fmtMs(performance.now() - t0)}`;
+        if ((e as Error)?.name === 'CancelledError' || m === 'Cancelled by the user.')
+          elapsed.textContent = `Cancelled after ${fmtMs(performance.now() - t0)}`;
         else {
           elapsed.textContent = `Failed after ${fmtMs(performance.now() - t0)}`;
           error(m);

@@ -11,24 +11,45 @@ import { blockSelect, policyField, precisionField, type PolicyInfo } from './for
 import type { JobRunner } from './job-runner.ts';
 import { loadSettings, saveSettings, type RunSettings } from '../common/recent.ts';
 
-export function createProbeForm(engine: EngineProxy, job: JobRunner, onReport: (r: ProbeReport) => void): { root: HTMLElement; policies(list: PolicyInfo[]): void } {
-  const lengths = el('input', { type: 'text', inputmode: 'numeric', placeholder: '8, 8, 8 + long draw', size: 16, 'data-testid': 'lengths', 'aria-describedby': 'lengths-hint' });
+export function createProbeForm(
+  engine: EngineProxy,
+  job: JobRunner,
+  onReport: (r: ProbeReport) => void,
+): { root: HTMLElement; policies(list: PolicyInfo[]): void } {
+  const lengths = el('input', {
+    type: 'text',
+    inputmode: 'numeric',
+    placeholder: '8, 8, 8 + long draw',
+    size: 16,
+    'data-testid': 'lengths',
+    'aria-describedby': 'lengths-hint',
+  });
   const block = blockSelect('block');
   const policy = policyField('policy');
   const precision = precisionField('precision', 'precision');
   const localize = el('input', { type: 'checkbox', checked: true, 'data-testid': 'localize' });
-  const root = el('div', {},
-    el('div', { class: 'settings' },
+  const root = el(
+    'div',
+    {},
+    el(
+      'div',
+      { class: 'settings' },
       el('label', {}, 'Draw lengths ', lengths),
       el('label', {}, 'Block width K ', block),
       el('label', {}, 'Policy ', policy.select),
       precision.root,
-      el('label', {}, localize, ' Localize the first divergence')),
-    el('p', { class: 'small muted', id: 'lengths-hint' }, 'Empty draw lengths run mlxcel\'s draws: 8, 8, 8 and a long draw of min(W + 32, 1536) tokens that wraps the ring.'),
+      el('label', {}, localize, ' Localize the first divergence'),
+    ),
+    el(
+      'p',
+      { class: 'small muted', id: 'lengths-hint' },
+      "Empty draw lengths run mlxcel's draws: 8, 8, 8 and a long draw of min(W + 32, 1536) tokens that wraps the ring.",
+    ),
     policy.help,
     job.controls,
     job.phases,
-    job.message);
+    job.message,
+  );
 
   let saved: RunSettings | undefined;
   const restored = loadSettings().then((s) => {
@@ -51,10 +72,25 @@ export function createProbeForm(engine: EngineProxy, job: JobRunner, onReport: (
       lengths.focus();
       return;
     }
-    const settings: RunSettings = { lengths: lengths.value, block: Number(block.value), policy: policy.select.value, precision: precision.value(), localize: localize.checked };
+    const settings: RunSettings = {
+      lengths: lengths.value,
+      block: Number(block.value),
+      policy: policy.select.value,
+      precision: precision.value(),
+      localize: localize.checked,
+    };
     void saveSettings(settings);
-    const opts: ProbeOptions = { block: settings.block, policy: settings.policy, precision: settings.precision, localize: settings.localize, ...(parsed ? { lengths: parsed } : {}) };
-    const report = await job.start((jobId, onProgress) => engine.runProbe(opts, jobId, onProgress), [lengths, block, policy.select, precision.f32, precision.bf16, localize]);
+    const opts: ProbeOptions = {
+      block: settings.block,
+      policy: settings.policy,
+      precision: settings.precision,
+      localize: settings.localize,
+      ...(parsed ? { lengths: parsed } : {}),
+    };
+    const report = await job.start(
+      (jobId, onProgress) => engine.runProbe(opts, jobId, onProgress),
+      [lengths, block, policy.select, precision.f32, precision.bf16, localize],
+    );
     if (report) onReport(report);
   });
 

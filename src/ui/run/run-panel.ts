@@ -60,8 +60,33 @@ export function createRunPanel(engine: EngineProxy, on: RunHandlers): RunPanel {
     { id: 'trace', label: 'Teacher-forced trace', body: trace.root },
     { id: 'generate', label: 'Classic vs MTP generation', body: generate.root },
   ];
-  const tabButtons = tabs.map((t) => el('button', { type: 'button', role: 'tab', id: `tab-${t.id}`, class: 'tab', 'aria-controls': `panel-${t.id}`, 'data-testid': `tab-${t.id}` }, t.label));
-  const panels = tabs.map((t) => el('div', { role: 'tabpanel', id: `panel-${t.id}`, 'aria-labelledby': `tab-${t.id}`, class: 'tabpanel', 'data-testid': `panel-${t.id}` }, t.body));
+  const tabButtons = tabs.map((t) =>
+    el(
+      'button',
+      {
+        type: 'button',
+        role: 'tab',
+        id: `tab-${t.id}`,
+        class: 'tab',
+        'aria-controls': `panel-${t.id}`,
+        'data-testid': `tab-${t.id}`,
+      },
+      t.label,
+    ),
+  );
+  const panels = tabs.map((t) =>
+    el(
+      'div',
+      {
+        role: 'tabpanel',
+        id: `panel-${t.id}`,
+        'aria-labelledby': `tab-${t.id}`,
+        class: 'tabpanel',
+        'data-testid': `panel-${t.id}`,
+      },
+      t.body,
+    ),
+  );
   const select = (i: number, focus = false) => {
     tabButtons.forEach((b, j) => {
       b.setAttribute('aria-selected', String(i === j));
@@ -73,7 +98,16 @@ export function createRunPanel(engine: EngineProxy, on: RunHandlers): RunPanel {
   tabButtons.forEach((b, i) => {
     b.addEventListener('click', () => select(i));
     b.addEventListener('keydown', (e) => {
-      const to = e.key === 'ArrowRight' ? (i + 1) % tabs.length : e.key === 'ArrowLeft' ? (i + tabs.length - 1) % tabs.length : e.key === 'Home' ? 0 : e.key === 'End' ? tabs.length - 1 : -1;
+      const to =
+        e.key === 'ArrowRight'
+          ? (i + 1) % tabs.length
+          : e.key === 'ArrowLeft'
+            ? (i + tabs.length - 1) % tabs.length
+            : e.key === 'Home'
+              ? 0
+              : e.key === 'End'
+                ? tabs.length - 1
+                : -1;
       if (to >= 0) {
         e.preventDefault();
         select(to, true);
@@ -83,17 +117,24 @@ export function createRunPanel(engine: EngineProxy, on: RunHandlers): RunPanel {
   select(0);
 
   const policyError = el('div', {});
-  const root = el('section', { class: 'card', id: 'run-card', 'aria-labelledby': 'run-title' },
+  const root = el(
+    'section',
+    { class: 'card', id: 'run-card', 'aria-labelledby': 'run-title' },
     el('h2', { id: 'run-title', class: 'sr-only' }, 'Runs'),
     el('div', { class: 'tabs', role: 'tablist', 'aria-label': 'Kind of run' }, ...tabButtons),
     policyError,
-    ...panels);
+    ...panels,
+  );
 
   const busy = () => runners.some((r) => r.running());
   function apply() {
     const s = state;
     const other = busy() ? 'Another run is in progress.' : '';
-    const needTarget = s.loading ? 'Waiting for the checkpoint load to finish.' : s.target ? '' : 'Load a target checkpoint first.';
+    const needTarget = s.loading
+      ? 'Waiting for the checkpoint load to finish.'
+      : s.target
+        ? ''
+        : 'Load a target checkpoint first.';
     probeJob.allow(!other && !needTarget, other || needTarget);
     traceJob.allow(!other && !needTarget, other || needTarget);
     const needAssistant = needTarget || (s.assistant ? '' : 'Load the MTP assistant too: generation drafts with it.');
@@ -108,7 +149,10 @@ export function createRunPanel(engine: EngineProxy, on: RunHandlers): RunPanel {
       trace.policies(list);
       generate.policies(list);
     } catch (e) {
-      append(policyError, el('p', { class: 'error', role: 'alert' }, `Could not list the policies: ${(e as Error).message}`));
+      append(
+        policyError,
+        el('p', { class: 'error', role: 'alert' }, `Could not list the policies: ${(e as Error).message}`),
+      );
     }
   })();
 

@@ -17,34 +17,63 @@ export function traceDefaults(window: number): { prefix: number; traced: number 
   return { prefix: Math.min(1536, Math.ceil(2.5 * w)), traced: Math.min(256, 3 * w) };
 }
 
-export function createTraceForm(engine: EngineProxy, job: JobRunner, onReport: (r: TraceReport) => void): {
+export function createTraceForm(
+  engine: EngineProxy,
+  job: JobRunner,
+  onReport: (r: TraceReport) => void,
+): {
   root: HTMLElement;
   policies(list: PolicyInfo[]): void;
   setModel(target: LoadedSummary | undefined): void;
 } {
-  const prefix = el('input', { type: 'number', min: 1, max: 65536, step: 1, size: 6, 'data-testid': 'trace-prefix', 'aria-describedby': 'trace-hint' });
-  const traced = el('input', { type: 'number', min: 1, max: 8192, step: 1, size: 5, 'data-testid': 'trace-traced', 'aria-describedby': 'trace-hint' });
+  const prefix = el('input', {
+    type: 'number',
+    min: 1,
+    max: 65536,
+    step: 1,
+    size: 6,
+    'data-testid': 'trace-prefix',
+    'aria-describedby': 'trace-hint',
+  });
+  const traced = el('input', {
+    type: 'number',
+    min: 1,
+    max: 8192,
+    step: 1,
+    size: 5,
+    'data-testid': 'trace-traced',
+    'aria-describedby': 'trace-hint',
+  });
   const block = blockSelect('trace-block');
   const policy = policyField('trace-policy');
   const precision = precisionField('trace-precision', 'trace-precision');
   const hint = el('p', { class: 'small muted', id: 'trace-hint', 'data-testid': 'trace-hint' });
-  const root = el('div', {},
-    el('div', { class: 'settings' },
+  const root = el(
+    'div',
+    {},
+    el(
+      'div',
+      { class: 'settings' },
       el('label', {}, 'Prefix ', prefix, ' tokens'),
       el('label', {}, 'Traced ', traced, ' positions'),
       el('label', {}, 'Block width K ', block),
       el('label', {}, 'Policy ', policy.select),
-      precision.root),
+      precision.root,
+    ),
     hint,
     policy.help,
     job.controls,
     job.phases,
-    job.message);
+    job.message,
+  );
 
   const setHint = (w: number | undefined) => {
     const d = traceDefaults(w ?? NaN);
-    hint.textContent = `A fixed pseudo-random token stream: the prefix is prefilled untraced, then every traced position runs as a one-token chain and in blocks of K, and their logits are compared. ` +
-      (w ? `Defaults for this target's ${fmtInt(w)}-slot window: prefix ${fmtInt(d.prefix)}, traced ${fmtInt(d.traced)} (min(1536, 2.5 W) and min(256, 3 W)).` : 'Prefix and traced default from the target\'s window once one is loaded.');
+    hint.textContent =
+      `A fixed pseudo-random token stream: the prefix is prefilled untraced, then every traced position runs as a one-token chain and in blocks of K, and their logits are compared. ` +
+      (w
+        ? `Defaults for this target's ${fmtInt(w)}-slot window: prefix ${fmtInt(d.prefix)}, traced ${fmtInt(d.traced)} (min(1536, 2.5 W) and min(256, 3 W)).`
+        : "Prefix and traced default from the target's window once one is loaded.");
   };
   setHint(undefined);
   let modelDigest: string | undefined;
@@ -72,8 +101,15 @@ export function createTraceForm(engine: EngineProxy, job: JobRunner, onReport: (
       job.error((e as Error).message);
       return;
     }
-    void saveFormSettings<TraceSettings>('trace', { block: opts.block, policy: opts.policy, precision: opts.precision });
-    const report = await job.start((jobId, onProgress) => engine.runTrace(opts, jobId, onProgress), [prefix, traced, block, policy.select, precision.f32, precision.bf16]);
+    void saveFormSettings<TraceSettings>('trace', {
+      block: opts.block,
+      policy: opts.policy,
+      precision: opts.precision,
+    });
+    const report = await job.start(
+      (jobId, onProgress) => engine.runTrace(opts, jobId, onProgress),
+      [prefix, traced, block, policy.select, precision.f32, precision.bf16],
+    );
     if (report) onReport(report);
   });
 

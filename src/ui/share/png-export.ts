@@ -48,7 +48,15 @@ export class PngPainter {
   readonly inner = PNG_WIDTH - 2 * 32;
   constructor(readonly ctx: CanvasRenderingContext2D) {}
 
-  text(s: string, size: number, color: string, weight = '', width = this.inner, x = this.pad, lineH = Math.round(size * 1.4)): void {
+  text(
+    s: string,
+    size: number,
+    color: string,
+    weight = '',
+    width = this.inner,
+    x = this.pad,
+    lineH = Math.round(size * 1.4),
+  ): void {
     const ctx = this.ctx;
     ctx.font = `${weight} ${size}px ${FONT}`.trim();
     ctx.fillStyle = color;
@@ -109,7 +117,8 @@ export class PngPainter {
 }
 
 export function adapterLine(p: Provenance): string {
-  const adapter = [p.adapter.vendor, p.adapter.architecture, p.adapter.description].filter(Boolean).join(' ') || 'unknown adapter';
+  const adapter =
+    [p.adapter.vendor, p.adapter.architecture, p.adapter.description].filter(Boolean).join(' ') || 'unknown adapter';
   return `${adapter} · ${p.platform}`;
 }
 
@@ -123,7 +132,12 @@ function paint(ctx: CanvasRenderingContext2D, c: PngContent): number {
 
   const fd = r.draws.find((d) => d.firstDivergence)?.firstDivergence;
   if (fd) P.text(fd.text, 18, '#c0362c', 'bold');
-  for (const d of r.draws) P.text(`draw ${fmtInt(d.index)} · prompt ${fmtInt(d.promptLength)} tokens · ${d.verdict}: ${d.text}`, 14, d.verdict === 'equal' ? '#18794e' : '#1b1f24');
+  for (const d of r.draws)
+    P.text(
+      `draw ${fmtInt(d.index)} · prompt ${fmtInt(d.promptLength)} tokens · ${d.verdict}: ${d.text}`,
+      14,
+      d.verdict === 'equal' ? '#18794e' : '#1b1f24',
+    );
   P.y += 10;
 
   if (c.grid && c.grid.cells.length > 0) {
@@ -137,7 +151,8 @@ function paint(ctx: CanvasRenderingContext2D, c: PngContent): number {
     adapterLine(p),
     `policy ${p.policy} · ${p.precision} activations · K = ${fmtInt(p.block)} · draws ${fmtList(p.drawLengths)} · prefill chunk ${fmtInt(p.prefillChunk)}${p.draftPosition ? ` · draft position ${p.draftPosition}` : ''} · total ${fmtMs(r.timings.totalMs)}`,
     `target ${p.target.modelType} ${fmtInt(p.target.layers)} layers, ${p.target.quantization} · digest ${shortDigest(p.target.digest)}` +
-      (p.assistant ? ` · assistant ${p.assistant.modelType} · digest ${shortDigest(p.assistant.digest)}` : '') + ` · ringside ${p.app.version}`,
+      (p.assistant ? ` · assistant ${p.assistant.modelType} · digest ${shortDigest(p.assistant.digest)}` : '') +
+      ` · ringside ${p.app.version}`,
   ]);
   return P.end();
 }
@@ -158,7 +173,9 @@ export function renderCanvas(paintFn: (ctx: CanvasRenderingContext2D) => number)
 }
 
 export function canvasPng(canvas: HTMLCanvasElement): Promise<Blob> {
-  return new Promise((resolve, reject) => canvas.toBlob((b) => (b ? resolve(b) : reject(new Error('PNG encoding failed'))), 'image/png'));
+  return new Promise((resolve, reject) =>
+    canvas.toBlob((b) => (b ? resolve(b) : reject(new Error('PNG encoding failed'))), 'image/png'),
+  );
 }
 
 /** Renders the report picture to a canvas of PNG_WIDTH x height CSS pixels at PNG_SCALE. */

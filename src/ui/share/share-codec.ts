@@ -20,7 +20,8 @@ export function toBase64Url(bytes: Uint8Array): string {
 }
 
 export function fromBase64Url(s: string): Uint8Array {
-  if (!/^[A-Za-z0-9_-]*$/.test(s)) throw new Error('the link is damaged: its report part has characters that base64url does not use');
+  if (!/^[A-Za-z0-9_-]*$/.test(s))
+    throw new Error('the link is damaged: its report part has characters that base64url does not use');
   const b64 = s.replace(/-/g, '+').replace(/_/g, '/') + '='.repeat((4 - (s.length % 4)) % 4);
   let bin: string;
   try {
@@ -91,7 +92,8 @@ export function mdEscape(s: string): string {
 export function reportMarkdown(r: ProbeReport, link?: string): string {
   const p = r.provenance;
   const fd = r.draws.find((d) => d.firstDivergence)?.firstDivergence;
-  const adapter = [p.adapter.vendor, p.adapter.architecture, p.adapter.description].filter(Boolean).join(' ') || 'unknown adapter';
+  const adapter =
+    [p.adapter.vendor, p.adapter.architecture, p.adapter.description].filter(Boolean).join(' ') || 'unknown adapter';
   const lines = [
     `### Ringside block-versus-chain probe: **${r.verdict === 'equal' ? 'EQUAL' : 'DIVERGES'}**`,
     '',
@@ -111,7 +113,12 @@ export function reportMarkdown(r: ProbeReport, link?: string): string {
   return `${lines.join('\n')}\n`;
 }
 
-const safe = (s: string) => s.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '').slice(0, 40) || 'x';
+const safe = (s: string) =>
+  s
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-|-$/g, '')
+    .slice(0, 40) || 'x';
 const whole = (n: number) => (Number.isFinite(n) ? Math.round(n) : 0);
 
 /** "ringside-diverges-ring-chronological-K4-1a2b3c4d5e6f" (only safe characters). */
@@ -130,7 +137,8 @@ export function traceMarkdown(r: TraceReport, link?: string): string {
   const p = r.provenance;
   const m = r.metrics;
   const d = m.deltaLogit;
-  const adapter = [p.adapter.vendor, p.adapter.architecture, p.adapter.description].filter(Boolean).join(' ') || 'unknown adapter';
+  const adapter =
+    [p.adapter.vendor, p.adapter.architecture, p.adapter.description].filter(Boolean).join(' ') || 'unknown adapter';
   const lines = [
     `### Ringside teacher-forced trace: **${r.verdict === 'equal' ? 'EQUAL' : 'DIVERGES'}**`,
     '',

@@ -18,7 +18,8 @@ const round = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) && v 
 /** A smaller trace for a link: top-2 of the chain's list (top-1 and the gap's runner-up), top-1 of the block's, rounded numbers. */
 export function compactTrace(raw: Obj): Obj {
   const positions = Array.isArray(raw.positions) ? raw.positions : [];
-  const top = (v: unknown, n: number) => (Array.isArray(v) ? v.slice(0, n).map((t) => (isObj(t) ? { id: t.id, logit: round(t.logit) } : t)) : v);
+  const top = (v: unknown, n: number) =>
+    Array.isArray(v) ? v.slice(0, n).map((t) => (isObj(t) ? { id: t.id, logit: round(t.logit) } : t)) : v;
   return {
     ...raw,
     linkCompacted: true,

@@ -44,9 +44,20 @@ export function shareLink(raw: unknown, max?: number): LinkResult {
   return buildShareLink(raw, `${location.origin}${location.pathname}`, max);
 }
 
-export function createShareBar(current: () => Shareable | undefined): { buttons: HTMLElement; output: HTMLElement; reset(): void } {
+export function createShareBar(current: () => Shareable | undefined): {
+  buttons: HTMLElement;
+  output: HTMLElement;
+  reset(): void;
+} {
   const status = el('p', { class: 'small share-status', 'aria-live': 'polite', 'data-testid': 'share-status' });
-  const field = el('textarea', { class: 'share-field', readonly: true, rows: 3, 'aria-label': 'Shared text', 'data-testid': 'share-link', hidden: true });
+  const field = el('textarea', {
+    class: 'share-field',
+    readonly: true,
+    rows: 3,
+    'aria-label': 'Shared text',
+    'data-testid': 'share-link',
+    hidden: true,
+  });
   const output = el('div', { class: 'share-out' }, status, field);
   const button = (label: string, testid: string, act: (s: Shareable) => Promise<string> | string) => {
     const b = el('button', { type: 'button', class: 'secondary', 'data-testid': testid }, label);
@@ -72,8 +83,11 @@ export function createShareBar(current: () => Shareable | undefined): { buttons:
     field.select();
     return `The clipboard is not available here: ${what.toLowerCase()} is selected in the field below, copy it by hand.${note}`;
   };
-  const compactNote = ' The report was too large for a full link: the link carries a compacted copy (top-k lists cut, numbers rounded to 7 digits); the JSON file has everything.';
-  const buttons = el('div', { class: 'share row tight' },
+  const compactNote =
+    ' The report was too large for a full link: the link carries a compacted copy (top-k lists cut, numbers rounded to 7 digits); the JSON file has everything.';
+  const buttons = el(
+    'div',
+    { class: 'share row tight' },
     button('Download PNG', 'download-png', async (s) => {
       downloadBlob(await s.png(), `${s.stem}.png`);
       return 'PNG downloaded.';
@@ -94,7 +108,8 @@ export function createShareBar(current: () => Shareable | undefined): { buttons:
         return link.message;
       }
       return offer(link.link, 'Share link', link.compacted ? compactNote : '');
-    }));
+    }),
+  );
   return {
     buttons,
     output,

@@ -13,14 +13,17 @@ const logit = (t: { id: number; logit: number } | undefined) => (t ? `${fmtInt(t
 
 /** One position in words, for the live region and the hover readout. */
 export function describePosition(p: TracePosition): string {
-  return `position ${fmtInt(p.position)} · next token ${fmtInt(p.next)} · chain top-1 ${logit(p.chainTop[0])}, gap ${fmtSci(p.gap)}${p.gap >= DECIDED_GAP ? ' (decided)' : ''}` +
-    ` · block top-1 ${logit(p.blockTop[0])} · |Δ logit| ${fmtSci(p.deltaChosen)} · ${fmtInt(p.bytesDiffering)} bytes differ · ${p.agree ? 'top-1 agrees' : 'TOP-1 DIFFERS'}`;
+  return (
+    `position ${fmtInt(p.position)} · next token ${fmtInt(p.next)} · chain top-1 ${logit(p.chainTop[0])}, gap ${fmtSci(p.gap)}${p.gap >= DECIDED_GAP ? ' (decided)' : ''}` +
+    ` · block top-1 ${logit(p.blockTop[0])} · |Δ logit| ${fmtSci(p.deltaChosen)} · ${fmtInt(p.bytesDiffering)} bytes differ · ${p.agree ? 'top-1 agrees' : 'TOP-1 DIFFERS'}`
+  );
 }
 
 /** The on-screen chart: a focusable canvas plus a readout line. */
 export function createTraceChart(): { root: HTMLElement; update(points: readonly TracePosition[]): void } {
   const canvas = el('canvas', { class: 'trace-chart', tabindex: 0, role: 'img', 'data-testid': 'trace-chart' });
-  const hint = 'Move over the chart, or focus it and use the arrow keys (Home: the first disagreement or the largest |Δ|).';
+  const hint =
+    'Move over the chart, or focus it and use the arrow keys (Home: the first disagreement or the largest |Δ|).';
   const readout = el('p', { class: 'readout', 'aria-live': 'polite', 'data-testid': 'trace-readout' }, hint);
   const root = el('div', { class: 'trace-chart-wrap' }, canvas, readout);
   let points: readonly TracePosition[] = [];
@@ -53,7 +56,14 @@ export function createTraceChart(): { root: HTMLElement; update(points: readonly
     if (!points.length) return;
     const c = cursor ?? home();
     const page = Math.max(1, Math.round(points.length / 10));
-    const to: Record<string, number> = { ArrowLeft: c - 1, ArrowRight: c + 1, PageUp: c - page, PageDown: c + page, Home: home(), End: points.length - 1 };
+    const to: Record<string, number> = {
+      ArrowLeft: c - 1,
+      ArrowRight: c + 1,
+      PageUp: c - page,
+      PageDown: c + page,
+      Home: home(),
+      End: points.length - 1,
+    };
     if (e.key in to) {
       e.preventDefault();
       show(Math.min(points.length - 1, Math.max(0, to[e.key])));
@@ -75,7 +85,10 @@ export function createTraceChart(): { root: HTMLElement; update(points: readonly
       root.hidden = p.length === 0;
       const dis = p.filter((x) => !x.agree).length;
       const decided = p.filter((x) => x.gap >= DECIDED_GAP).length;
-      canvas.setAttribute('aria-label', `|Δ logit| per position over ${p.length} traced positions, log scale; ${dis} top-1 disagreements; ${decided} decided positions shaded`);
+      canvas.setAttribute(
+        'aria-label',
+        `|Δ logit| per position over ${p.length} traced positions, log scale; ${dis} top-1 disagreements; ${decided} decided positions shaded`,
+      );
       readout.textContent = p.length ? describePosition(p[home()]) : hint;
       paint();
     },

@@ -9,7 +9,14 @@ import type { TracePosition } from '../../parity/trace.ts';
 import { FONT } from '../common/canvas.ts';
 import { DECIDED_GAP } from './trace-model.ts';
 
-export const TRACE_COLORS = { agree: '#2f6fde', disagree: '#c0362c', zero: '#18794e', gap: '#9aa3ad', decided: '#fbecc8', threshold: '#a15c00' } as const;
+export const TRACE_COLORS = {
+  agree: '#2f6fde',
+  disagree: '#c0362c',
+  zero: '#18794e',
+  gap: '#9aa3ad',
+  decided: '#fbecc8',
+  threshold: '#a15c00',
+} as const;
 
 export interface TraceChartLayout {
   width: number;
@@ -78,7 +85,14 @@ function positionStep(n: number, colW: number): number {
 }
 
 /** Paints the chart at (x, y) in CSS pixels of `ctx`. */
-export function drawTraceChart(ctx: CanvasRenderingContext2D, points: Points, L: TraceChartLayout, x = 0, y = 0, cursor?: number): void {
+export function drawTraceChart(
+  ctx: CanvasRenderingContext2D,
+  points: Points,
+  L: TraceChartLayout,
+  x = 0,
+  y = 0,
+  cursor?: number,
+): void {
   ctx.save();
   ctx.translate(x, y);
   ctx.font = `11px ${FONT}`;
@@ -245,7 +259,12 @@ function drawPositionAxis(ctx: CanvasRenderingContext2D, points: Points, L: Trac
 }
 
 /** A vertical line through the plot and the strips at the hovered position. */
-function drawCursor(ctx: CanvasRenderingContext2D, points: Points, L: TraceChartLayout, cursor: number | undefined): void {
+function drawCursor(
+  ctx: CanvasRenderingContext2D,
+  points: Points,
+  L: TraceChartLayout,
+  cursor: number | undefined,
+): void {
   if (cursor === undefined || cursor < 0 || cursor >= points.length) return;
   ctx.strokeStyle = '#1b1f24';
   ctx.lineWidth = 1;
@@ -260,38 +279,53 @@ function drawCursor(ctx: CanvasRenderingContext2D, points: Points, L: TraceChart
 type Swatch = (ctx: CanvasRenderingContext2D, x: number, y: number) => void;
 
 const LEGEND: readonly [Swatch, string][] = [
-  [(ctx, x, y) => {
-    ctx.fillStyle = TRACE_COLORS.agree;
-    ctx.beginPath();
-    ctx.arc(x + 5, y, 3, 0, 2 * Math.PI);
-    ctx.fill();
-  }, '|Δ logit|, top-1 agrees'],
-  [(ctx, x, y) => {
-    ctx.strokeStyle = TRACE_COLORS.disagree;
-    ctx.lineWidth = 2;
-    ctx.beginPath();
-    ctx.moveTo(x + 1, y - 4);
-    ctx.lineTo(x + 9, y + 4);
-    ctx.moveTo(x + 9, y - 4);
-    ctx.lineTo(x + 1, y + 4);
-    ctx.stroke();
-  }, 'top-1 differs'],
-  [(ctx, x, y) => {
-    ctx.fillStyle = TRACE_COLORS.zero;
-    ctx.fillRect(x + 1, y - 1.5, 8, 3);
-  }, '|Δ| exactly 0'],
-  [(ctx, x, y) => {
-    ctx.strokeStyle = TRACE_COLORS.gap;
-    ctx.lineWidth = 1.5;
-    ctx.beginPath();
-    ctx.moveTo(x + 1, y);
-    ctx.lineTo(x + 9, y);
-    ctx.stroke();
-  }, 'chain top-1 − top-2 gap'],
-  [(ctx, x, y) => {
-    ctx.fillStyle = TRACE_COLORS.decided;
-    ctx.fillRect(x, y - 5, 10, 10);
-  }, `decided (gap ≥ ${DECIDED_GAP.toFixed(1)})`],
+  [
+    (ctx, x, y) => {
+      ctx.fillStyle = TRACE_COLORS.agree;
+      ctx.beginPath();
+      ctx.arc(x + 5, y, 3, 0, 2 * Math.PI);
+      ctx.fill();
+    },
+    '|Δ logit|, top-1 agrees',
+  ],
+  [
+    (ctx, x, y) => {
+      ctx.strokeStyle = TRACE_COLORS.disagree;
+      ctx.lineWidth = 2;
+      ctx.beginPath();
+      ctx.moveTo(x + 1, y - 4);
+      ctx.lineTo(x + 9, y + 4);
+      ctx.moveTo(x + 9, y - 4);
+      ctx.lineTo(x + 1, y + 4);
+      ctx.stroke();
+    },
+    'top-1 differs',
+  ],
+  [
+    (ctx, x, y) => {
+      ctx.fillStyle = TRACE_COLORS.zero;
+      ctx.fillRect(x + 1, y - 1.5, 8, 3);
+    },
+    '|Δ| exactly 0',
+  ],
+  [
+    (ctx, x, y) => {
+      ctx.strokeStyle = TRACE_COLORS.gap;
+      ctx.lineWidth = 1.5;
+      ctx.beginPath();
+      ctx.moveTo(x + 1, y);
+      ctx.lineTo(x + 9, y);
+      ctx.stroke();
+    },
+    'chain top-1 − top-2 gap',
+  ],
+  [
+    (ctx, x, y) => {
+      ctx.fillStyle = TRACE_COLORS.decided;
+      ctx.fillRect(x, y - 5, 10, 10);
+    },
+    `decided (gap ≥ ${DECIDED_GAP.toFixed(1)})`,
+  ],
 ];
 
 /** The legend, one line under the position axis; entries that would not fit the width are left out. */

@@ -55,7 +55,12 @@ function metrics(m: Obj): TraceMetrics {
     decidedDisagreements: num(m.decidedDisagreements),
     buckets: arr(m.buckets, TRACE_LIMITS.buckets).map((b) => {
       const o = obj(b);
-      return { lo: num(o.lo), hi: o.hi === null ? null : num(o.hi), positions: num(o.positions), disagreements: num(o.disagreements) };
+      return {
+        lo: num(o.lo),
+        hi: o.hi === null ? null : num(o.hi),
+        positions: num(o.positions),
+        disagreements: num(o.disagreements),
+      };
     }),
     deltaLogit: { p50: num(d.p50), p90: num(d.p90), p99: num(d.p99), max: num(d.max) },
     perplexity: { chain: num(ppl.chain), block: num(ppl.block) },
@@ -82,9 +87,12 @@ export function normalizeTrace(x: Obj): TraceView {
 /** What the verdict means for MTP, in one line (the report itself carries only the summary). */
 export function traceConsequence(r: TraceReport): string {
   const m = r.metrics;
-  if (r.verdict === 'equal') return 'every block row equals the chain byte for byte: batched verify is exact on this setup';
-  if (m.top1Disagreements === 0) return 'rows differ in their bytes, but the top-1 token agrees at every traced position';
-  if (!(m.decidedDisagreements > 0)) return `top-1 differs only where the chain's top-2 gap is under ${DECIDED_GAP.toFixed(1)} (near ties)`;
+  if (r.verdict === 'equal')
+    return 'every block row equals the chain byte for byte: batched verify is exact on this setup';
+  if (m.top1Disagreements === 0)
+    return 'rows differ in their bytes, but the top-1 token agrees at every traced position';
+  if (!(m.decidedDisagreements > 0))
+    return `top-1 differs only where the chain's top-2 gap is under ${DECIDED_GAP.toFixed(1)} (near ties)`;
   return `top-1 differs on ${m.decidedDisagreements} decided position${m.decidedDisagreements === 1 ? '' : 's'} (gap >= ${DECIDED_GAP.toFixed(1)}): more than near-tie rounding`;
 }
 

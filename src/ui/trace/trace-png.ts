@@ -12,14 +12,27 @@ function paint(ctx: CanvasRenderingContext2D, r: TraceReport): number {
   P.header('◎ Ringside · Gemma 4 teacher-forced trace (chain vs block)', p.createdAt);
   P.banner(r.verdict === 'diverges' ? 'DIVERGES' : 'EQUAL', r.verdict === 'diverges', r.summary, traceConsequence(r));
   P.text(traceSetup(r), 15, '#1b1f24');
-  P.text(`rows byte-equal ${fmtInt(m.rowsByteEqual)} of ${fmtInt(m.positions)} · top-1 disagreements ${fmtInt(m.top1Disagreements)} of ${fmtInt(m.positions)} · ` +
-    `decided (gap ≥ ${DECIDED_GAP.toFixed(1)}) ${fmtInt(m.decidedDisagreements)} of ${fmtInt(m.decidedPositions)}`, 15, m.top1Disagreements > 0 ? '#c0362c' : '#1b1f24', '600');
-  P.text(`|Δ logit| p50 ${fmtSci(m.deltaLogit.p50)} · p90 ${fmtSci(m.deltaLogit.p90)} · p99 ${fmtSci(m.deltaLogit.p99)} · max ${fmtSci(m.deltaLogit.max)} · ` +
-    `perplexity chain ${fmtSci(m.perplexity.chain)}, block ${fmtSci(m.perplexity.block)}`, 14, '#1b1f24');
-  P.text(`disagreements by chain gap: ${m.buckets.map((b) => `${bucketLabel(b)} ${fmtInt(b.disagreements)}/${fmtInt(b.positions)}`).join(' · ')}`, 14, '#5b6470');
+  P.text(
+    `rows byte-equal ${fmtInt(m.rowsByteEqual)} of ${fmtInt(m.positions)} · top-1 disagreements ${fmtInt(m.top1Disagreements)} of ${fmtInt(m.positions)} · ` +
+      `decided (gap ≥ ${DECIDED_GAP.toFixed(1)}) ${fmtInt(m.decidedDisagreements)} of ${fmtInt(m.decidedPositions)}`,
+    15,
+    m.top1Disagreements > 0 ? '#c0362c' : '#1b1f24',
+    '600',
+  );
+  P.text(
+    `|Δ logit| p50 ${fmtSci(m.deltaLogit.p50)} · p90 ${fmtSci(m.deltaLogit.p90)} · p99 ${fmtSci(m.deltaLogit.p99)} · max ${fmtSci(m.deltaLogit.max)} · ` +
+      `perplexity chain ${fmtSci(m.perplexity.chain)}, block ${fmtSci(m.perplexity.block)}`,
+    14,
+    '#1b1f24',
+  );
+  P.text(
+    `disagreements by chain gap: ${m.buckets.map((b) => `${bucketLabel(b)} ${fmtInt(b.disagreements)}/${fmtInt(b.positions)}`).join(' · ')}`,
+    14,
+    '#5b6470',
+  );
   P.y += 8;
   if (r.positions.length) {
-    P.text('|Δ logit| of the chain\'s top-1 per traced position (log scale)', 15, '#1b1f24', '600');
+    P.text("|Δ logit| of the chain's top-1 per traced position (log scale)", 15, '#1b1f24', '600');
     const L = traceChartLayout(r.positions, P.inner);
     drawTraceChart(ctx, r.positions, L, P.pad, P.y + 4);
     P.y += L.height + 12;

@@ -35,7 +35,9 @@ export function expectedKeys(mode: Mode, W: number, base: number, p: number, j: 
   if (mode === 'linear') return range(pos + 1).map((row) => ({ stage: false, row }));
   if (mode === 'draft') {
     const n = Math.min(p, span);
-    return range(n).map((i) => p - n + i).map((kp) => (kp === p - 1 - W ? { stage: true, row: 0 } : { stage: false, row: mod(kp - base, W) }));
+    return range(n)
+      .map((i) => p - n + i)
+      .map((kp) => (kp === p - 1 - W ? { stage: true, row: 0 } : { stage: false, row: mod(kp - base, W) }));
   }
   const n = Math.min(pos + 1, W);
   if (mode === 'physical') {
@@ -45,7 +47,8 @@ export function expectedKeys(mode: Mode, W: number, base: number, p: number, j: 
   }
   // chrono, and masked (the masked-out keys of the widened range contribute exact zeros)
   const keys: KeyLoc[] = [];
-  for (let kp = pos - n + 1; kp <= pos; kp++) keys.push(kp >= p ? { stage: true, row: kp - p } : { stage: false, row: mod(kp - base, W) });
+  for (let kp = pos - n + 1; kp <= pos; kp++)
+    keys.push(kp >= p ? { stage: true, row: kp - p } : { stage: false, row: mod(kp - base, W) });
   return keys;
 }
 
@@ -108,7 +111,11 @@ export function attnData(r: Rand, c: AttnCase): AttnData {
  *   |error| <= (2 (L + S + 4 EXP_REF_ULP + 3A) + 1) U mag.
  * For the small cases (L, S and A of a few units) that is about 50 U, for 4100 keys in 64 segments 330 U.
  */
-export function attnReference(c: AttnCase, x: AttnData, nsegOf: (n: number) => number = exactPlan()): { out: Float64Array; mag: Float64Array; bound: Float64Array } {
+export function attnReference(
+  c: AttnCase,
+  x: AttnData,
+  nsegOf: (n: number) => number = exactPlan(),
+): { out: Float64Array; mag: Float64Array; bound: Float64Array } {
   const row = c.kvHeads * c.d;
   const out = new Float64Array(c.M * c.heads * c.d);
   const mag = new Float64Array(out.length);
@@ -127,7 +134,8 @@ export function attnReference(c: AttnCase, x: AttnData, nsegOf: (n: number) => n
     const L = Math.ceil(n / S);
     for (let h = 0; h < c.heads; h++) {
       const kvh = Math.floor(h / (c.heads / c.kvHeads));
-      let lo = Infinity, hi = -Infinity;
+      let lo = Infinity,
+        hi = -Infinity;
       for (const k of K) {
         let s = 0;
         for (let e = 0; e < c.d; e++) s += qj[h * c.d + e] * k[kvh * c.d + e];
@@ -148,12 +156,39 @@ export function attnReference(c: AttnCase, x: AttnData, nsegOf: (n: number) => n
  * wrote shows. `prefill`: the prefill scratch (exact plan capped at one segment per row). `fused`:
  * force the fused or the four-pass path (undefined: the device's, attentionFused).
  */
-export function recordAttention(lab: Lab, rec: Recorder, c: AttnCase, bufs: { q: GPUBuffer; kCache: GPUBuffer; vCache: GPUBuffer; kStage: GPUBuffer; vStage: GPUBuffer; out: GPUBuffer }, round: boolean, maxKeys: number, split = 0, prefill = false, fused?: boolean): void {
-  const scratch = createAttentionScratch(lab.device, { heads: c.heads, qWidth: c.heads * c.d, maxKeys, prefillRows: c.M, stepRows: c.M }, 'test-attn');
-  for (const b of scratch.buffers) lab.device.queue.writeBuffer(lab.own(b), 0, new Uint32Array(b.size / 4).fill(SENTINEL));
+export function recordAttention(
+  lab: Lab,
+  rec: Recorder,
+  c: AttnCase,
+  bufs: { q: GPUBuffer; kCache: GPUBuffer; vCache: GPUBuffer; kStage: GPUBuffer; vStage: GPUBuffer; out: GPUBuffer },
+  round: boolean,
+  maxKeys: number,
+  split = 0,
+  prefill = false,
+  fused?: boolean,
+): void {
+  const scratch = createAttentionScratch(
+    lab.device,
+    { heads: c.heads, qWidth: c.heads * c.d, maxKeys, prefillRows: c.M, stepRows: c.M },
+    'test-attn',
+  );
+  for (const b of scratch.buffers)
+    lab.device.queue.writeBuffer(lab.own(b), 0, new Uint32Array(b.size / 4).fill(SENTINEL));
   op.attention(rec, {
-    M: c.M, heads: c.heads, kvHeads: c.kvHeads, d: c.d, mode: c.mode, window: c.window, base: c.base, p: c.p, round, split, span: c.span,
-    q: bufs.q, kCache: bufs.kCache, vCache: bufs.vCache,
+    M: c.M,
+    heads: c.heads,
+    kvHeads: c.kvHeads,
+    d: c.d,
+    mode: c.mode,
+    window: c.window,
+    base: c.base,
+    p: c.p,
+    round,
+    split,
+    span: c.span,
+    q: bufs.q,
+    kCache: bufs.kCache,
+    vCache: bufs.vCache,
     kStage: c.mode === 'linear' ? bufs.kCache : bufs.kStage,
     vStage: c.mode === 'linear' ? bufs.vCache : bufs.vStage,
     out: bufs.out,
@@ -166,8 +201,28 @@ export function recordAttention(lab: Lab, rec: Recorder, c: AttnCase, bufs: { q:
 export async function runAttention(lab: Lab, c: AttnCase, x: AttnData, o: AttnRunOptions = {}): Promise<Uint8Array> {
   const n = c.M * c.heads * c.d;
   const out = lab.sentinel(n);
-  const maxKeys = c.mode === 'masked' ? op.maskedKeyCount(c.p, c.M, c.window) : c.mode === 'linear' ? x.slots : c.window + 1;
-  await lab.run((rec) => recordAttention(lab, rec, c, { q: lab.f32(x.q), kCache: lab.f32(x.kCache), vCache: lab.f32(x.vCache), kStage: lab.f32(x.kStage), vStage: lab.f32(x.vStage), out }, o.round ?? false, maxKeys, o.split ?? 0, o.prefill ?? false, o.fused));
+  const maxKeys =
+    c.mode === 'masked' ? op.maskedKeyCount(c.p, c.M, c.window) : c.mode === 'linear' ? x.slots : c.window + 1;
+  await lab.run((rec) =>
+    recordAttention(
+      lab,
+      rec,
+      c,
+      {
+        q: lab.f32(x.q),
+        kCache: lab.f32(x.kCache),
+        vCache: lab.f32(x.vCache),
+        kStage: lab.f32(x.kStage),
+        vStage: lab.f32(x.vStage),
+        out,
+      },
+      o.round ?? false,
+      maxKeys,
+      o.split ?? 0,
+      o.prefill ?? false,
+      o.fused,
+    ),
+  );
   return lab.bytes(out, n);
 }
 export interface AttnRunOptions {
@@ -186,7 +241,9 @@ export interface AttnRunOptions {
 export async function expectFusedSame(lab: Lab, c: AttnCase, x: AttnData, o: AttnRunOptions = {}): Promise<void> {
   const four = await runAttention(lab, c, x, { ...o, fused: false });
   const fused = await runAttention(lab, c, x, { ...o, fused: true });
-  const what = [o.round && 'bf16', o.split && `split ${o.split}`, o.prefill && 'prefill plan'].filter(Boolean).join(', ');
+  const what = [o.round && 'bf16', o.split && `split ${o.split}`, o.prefill && 'prefill plan']
+    .filter(Boolean)
+    .join(', ');
   expectSameBytes(`attention.${c.mode} fused == four passes${what ? ` (${what})` : ''}`, fused, four);
 }
 
@@ -203,7 +260,8 @@ export function chainStep(c: AttnCase, x: AttnData, j: number): { step: AttnCase
   const q = x.q.subarray(j * qRow, (j + 1) * qRow);
   if (c.mode === 'linear') return { step: { ...c, M: 1, p: c.p + j }, x: { ...x, q } };
   if (c.mode === 'draft') return { step: { ...c, M: 1 }, x: { ...x, q } };
-  const kCache = Float64Array.from(x.kCache), vCache = Float64Array.from(x.vCache);
+  const kCache = Float64Array.from(x.kCache),
+    vCache = Float64Array.from(x.vCache);
   for (let t = 0; t < j; t++) {
     const slot = mod(c.p + t - c.base, c.window);
     kCache.set(x.kStage.subarray(t * row, (t + 1) * row), slot * row);
@@ -212,7 +270,14 @@ export function chainStep(c: AttnCase, x: AttnData, j: number): { step: AttnCase
   const M = c.mode === 'masked' ? c.M - j : 1;
   return {
     step: { ...c, M, p: c.p + j },
-    x: { ...x, kCache, vCache, q: x.q.subarray(j * qRow, (j + M) * qRow), kStage: x.kStage.subarray(j * row, (j + M) * row), vStage: x.vStage.subarray(j * row, (j + M) * row) },
+    x: {
+      ...x,
+      kCache,
+      vCache,
+      q: x.q.subarray(j * qRow, (j + M) * qRow),
+      kStage: x.kStage.subarray(j * row, (j + M) * row),
+      vStage: x.vStage.subarray(j * row, (j + M) * row),
+    },
   };
 }
 
@@ -224,7 +289,8 @@ export function keysWithMask(c: AttnCase, j: number): { keys: KeyLoc[]; masked: 
   }
   const lo = Math.max(0, c.p + 1 - c.window);
   const pos = c.p + j;
-  const keys: KeyLoc[] = [], masked: boolean[] = [];
+  const keys: KeyLoc[] = [],
+    masked: boolean[] = [];
   for (let kp = lo; kp < c.p + c.M; kp++) {
     keys.push(kp >= c.p ? { stage: true, row: kp - c.p } : { stage: false, row: mod(kp - c.base, c.window) });
     masked.push(kp > pos || kp + c.window <= pos);
@@ -259,7 +325,8 @@ export function attentionF32(c: AttnCase, x: AttnData, nsegOf: (n: number) => nu
       const qOff = (j * c.heads + h) * c.d;
       const at = (k: KeyLoc) => k.row * row + kvh * c.d;
       // scores: compensated dot over head_dim, stored as value + compensation
-      const score: number[] = [], comp: number[] = [];
+      const score: number[] = [],
+        comp: number[] = [];
       keys.forEach((k, i) => {
         if (masked[i]) return void (score.push(f(-1e30)), comp.push(0));
         const kv = k.stage ? x.kStage : x.kCache;
@@ -270,9 +337,12 @@ export function attentionF32(c: AttnCase, x: AttnData, nsegOf: (n: number) => nu
         comp.push(f(f(acc[0] - t) + acc[1]));
       });
       // per segment: max, weights and their sum, P.V (plain f32, key order)
-      const m: number[] = [], l: number[] = [], o: Float32Array[] = [];
+      const m: number[] = [],
+        l: number[] = [],
+        o: Float32Array[] = [];
       for (let g = 0; g < nseg; g++) {
-        const lo = Math.min(n, g * len), hi = Math.min(n, lo + len);
+        const lo = Math.min(n, g * len),
+          hi = Math.min(n, lo + len);
         let mx = lo < hi ? score[lo] : f(-1e30);
         for (let i = lo + 1; i < hi; i++) mx = Math.max(mx, score[i]);
         let sum = 0;
@@ -289,7 +359,8 @@ export function attentionF32(c: AttnCase, x: AttnData, nsegOf: (n: number) => nu
       const M = Math.max(...m);
       for (let ch = 0; ch < c.d; ch++) {
         let w = expRefF32(f(m[0] - M));
-        let lt = f(w * l[0]), ot = f(w * o[0][ch]);
+        let lt = f(w * l[0]),
+          ot = f(w * o[0][ch]);
         for (let g = 1; g < nseg; g++) {
           w = expRefF32(f(m[g] - M));
           lt = f(lt + f(w * l[g]));
@@ -303,7 +374,10 @@ export function attentionF32(c: AttnCase, x: AttnData, nsegOf: (n: number) => nu
 }
 
 /** The exact plan's partition: min(cap, ceil(n / 64)) segments, at least one (src/model/attention-op.ts). */
-export const exactPlan = (cap = SEG_MAX_EXACT) => (n: number) => segmentCount(n, 0, cap);
+export const exactPlan =
+  (cap = SEG_MAX_EXACT) =>
+  (n: number) =>
+    segmentCount(n, 0, cap);
 
 /** shaders/common.wgsl exp_ref, one f32 operation at a time (WGSL round() is round-half-to-even). */
 export function expRefF32(x: number): number {
@@ -318,7 +392,6 @@ export function expRefF32(x: number): number {
   return f(p * 2 ** n);
 }
 
-
 /**
  * CPU-side sanity check of expectedKeys against the meaning of the cache: a sliding row at position
  * pos sees exactly positions pos-n+1 .. pos (n = min(pos+1, W)); chrono in increasing order, physical
@@ -327,7 +400,9 @@ export function expRefF32(x: number): number {
 export function checkKeyOrder(c: AttnCase): void {
   const held = slotPositions(c.window, c.base, c.p);
   for (let j = 0; j < c.M; j++) {
-    const seen = expectedKeys(c.mode, c.window, c.base, c.p, j, c.span).map((k) => (k.stage ? (c.mode === 'draft' ? c.p - 1 - c.window : c.p + k.row) : held[k.row]));
+    const seen = expectedKeys(c.mode, c.window, c.base, c.p, j, c.span).map((k) =>
+      k.stage ? (c.mode === 'draft' ? c.p - 1 - c.window : c.p + k.row) : held[k.row],
+    );
     let want: number[];
     if (c.mode === 'draft') {
       const n = Math.min(c.p, c.span!);
@@ -338,7 +413,10 @@ export function checkKeyOrder(c: AttnCase): void {
       want = range(n).map((i) => pos - n + 1 + i);
     }
     if (c.mode !== 'physical') expect(seen, `${c.mode} keys of row ${j}`).toEqual(want);
-    else expect([...seen].sort((a, b) => a - b), `physical keys of row ${j}`).toEqual(want);
+    else
+      expect(
+        [...seen].sort((a, b) => a - b),
+        `physical keys of row ${j}`,
+      ).toEqual(want);
   }
 }
-

@@ -169,7 +169,13 @@ export const sameAsAffine = new Map<string, [number, number]>();
  * f32 outputs: |got - ref| <= tol * mag, element-wise. `tol` is the op's rounding count times U (see the
  * header); ops whose bound is not a multiple of one magnitude pass the bound itself as `mag` and tol 1.
  */
-export function expectClose(what: string, got: ArrayLike<number>, ref: ArrayLike<number>, mag: ArrayLike<number>, tol: number): void {
+export function expectClose(
+  what: string,
+  got: ArrayLike<number>,
+  ref: ArrayLike<number>,
+  mag: ArrayLike<number>,
+  tol: number,
+): void {
   expect(got.length, `${what}: length`).toBe(ref.length);
   const bad: string[] = [];
   let nbad = 0;
@@ -179,7 +185,8 @@ export function expectClose(what: string, got: ArrayLike<number>, ref: ArrayLike
     const bound = tol * mag[i];
     if (!(err <= bound)) {
       nbad++;
-      if (bad.length < 6) bad.push(`[${i}] got ${got[i]} want ${ref[i]} (err ${err.toExponential(2)}, bound ${bound.toExponential(2)})`);
+      if (bad.length < 6)
+        bad.push(`[${i}] got ${got[i]} want ${ref[i]} (err ${err.toExponential(2)}, bound ${bound.toExponential(2)})`);
     } else if (bound > 0 && err > worstRatio * bound) {
       worstRatio = err / bound;
     }
@@ -201,8 +208,13 @@ function bf16Ulp(x: number): number {
 }
 
 /** The f32 error bound of expectClose (tol * mag), as an interval around each value. */
-export function f32Interval(exact: ArrayLike<number>, mag: ArrayLike<number>, tol: number): { lo: Float64Array; hi: Float64Array } {
-  const lo = new Float64Array(exact.length), hi = new Float64Array(exact.length);
+export function f32Interval(
+  exact: ArrayLike<number>,
+  mag: ArrayLike<number>,
+  tol: number,
+): { lo: Float64Array; hi: Float64Array } {
+  const lo = new Float64Array(exact.length),
+    hi = new Float64Array(exact.length);
   for (let i = 0; i < exact.length; i++) {
     const s = tol * mag[i];
     lo[i] = exact[i] - s;
@@ -225,7 +237,14 @@ export function scaleInterval(lo: number, hi: number, k: number): [number, numbe
  * elements (range under 1/16 bf16 ulp) at most `maxNearTies` may take the other side of a tie;
  * ill-conditioned ones (f32 cancellation, e.g. gelu of a large negative x) only need to be in range.
  */
-export function expectBf16(what: string, got: Float32Array, exact: ArrayLike<number>, lo: ArrayLike<number> = exact, hi: ArrayLike<number> = exact, maxNearTies = Math.max(2, Math.ceil(got.length / 500))): number {
+export function expectBf16(
+  what: string,
+  got: Float32Array,
+  exact: ArrayLike<number>,
+  lo: ArrayLike<number> = exact,
+  hi: ArrayLike<number> = exact,
+  maxNearTies = Math.max(2, Math.ceil(got.length / 500)),
+): number {
   expect(got.length, `${what}: length`).toBe(exact.length);
   const bad: string[] = [];
   let nbad = 0;
@@ -248,7 +267,10 @@ export function expectBf16(what: string, got: Float32Array, exact: ArrayLike<num
     if (bad.length < 6) bad.push(`[${i}] got ${g} want ${want} (exact ${exact[i]}, f32 range [${lo[i]}, ${hi[i]}])`);
   }
   expect(nbad, `${what}: ${nbad} of ${got.length} elements wrong: ${bad.join('; ')}`).toBe(0);
-  expect(ties, `${what}: ${ties} well-conditioned elements on the other side of a bf16 tie (at most ${maxNearTies} expected)`).toBeLessThanOrEqual(maxNearTies);
+  expect(
+    ties,
+    `${what}: ${ties} well-conditioned elements on the other side of a bf16 tie (at most ${maxNearTies} expected)`,
+  ).toBeLessThanOrEqual(maxNearTies);
   nearTies.set(what.split(' ')[0], (nearTies.get(what.split(' ')[0]) ?? 0) + ties);
   return ties;
 }
@@ -342,16 +364,20 @@ export function useLab(set: (lab: Lab) => void): void {
     lab = new Lab(ctx);
     set(lab);
     const rep = ctx.report;
-    console.log(`adapter: ${rep.description} (${rep.architecture}), subgroups ${rep.subgroupMinSize ?? '?'}..${rep.subgroupMaxSize ?? '?'}, ` +
-      `maxComputeInvocationsPerWorkgroup ${rep.limits.maxComputeInvocationsPerWorkgroup}, features [${rep.features.join(', ')}]`);
+    console.log(
+      `adapter: ${rep.description} (${rep.architecture}), subgroups ${rep.subgroupMinSize ?? '?'}..${rep.subgroupMaxSize ?? '?'}, ` +
+        `maxComputeInvocationsPerWorkgroup ${rep.limits.maxComputeInvocationsPerWorkgroup}, features [${rep.features.join(', ')}]`,
+    );
   });
   afterEach(() => lab?.release());
   afterAll(() => {
     const w = [...worst].map(([k, v]) => `${k} ${v.toFixed(3)}`).join(', ');
     const ties = [...nearTies].map(([k, v]) => `${k} ${v}`).join(', ');
     const same = [...sameAsAffine].map(([k, [n, t]]) => `${k} ${n}/${t}`).join(', ');
-    console.log(`worst error / bound per op (${ADAPTER}): ${w}\nbf16 near-ties per op: ${ties || 'none'}` +
-      `${same ? `\nrow kernels bit-identical to affine: ${same}` : ''}\n${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    console.log(
+      `worst error / bound per op (${ADAPTER}): ${w}\nbf16 near-ties per op: ${ties || 'none'}` +
+        `${same ? `\nrow kernels bit-identical to affine: ${same}` : ''}\n${((performance.now() - t0) / 1000).toFixed(1)} s`,
+    );
     lab?.destroy();
     ctx?.destroy();
   });

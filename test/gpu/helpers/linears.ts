@@ -14,7 +14,12 @@ import { readSafetensorsHeader } from '../../../src/format/safetensors.ts';
 import { bytesSource } from '../../../src/format/bytesource.ts';
 import { bf16ToNumber, f16ToNumber } from '../../../src/format/dtype.ts';
 import { matvec } from '../../../src/reference/ops.ts';
-import { affineMatmul, affineMatrix, affineMatvec, type AffineMatrix } from '../../../src/reference/quantized-matmul.ts';
+import {
+  affineMatmul,
+  affineMatrix,
+  affineMatvec,
+  type AffineMatrix,
+} from '../../../src/reference/quantized-matmul.ts';
 import { bf16Trunc, bytesOf, expectSameBytes, randomF16Bits, range, U, type Lab, type Rand } from './kernel-lab.ts';
 
 /** Uploads tensors the way uploadWeights does: safetensors bytes -> TensorRefs -> TensorUploader (row parts). */
@@ -50,7 +55,7 @@ export async function affineLinear(lab: Lab, r: Rand, c: AffineCase): Promise<Af
   const codes = Uint32Array.from({ length: N * K }, () => r.int(1 << bits));
   const words = new Uint32Array((N * K) / perWord);
   for (let n = 0; n < N; n++) {
-    for (let k = 0; k < K; k++) words[(n * K + k) / perWord | 0] |= codes[n * K + k] << (bits * (k % perWord));
+    for (let k = 0; k < K; k++) words[((n * K + k) / perWord) | 0] |= codes[n * K + k] << (bits * (k % perWord));
   }
   const sBits = new Uint16Array(N * groups);
   const bBits = new Uint16Array(N * groups);
@@ -61,12 +66,26 @@ export async function affineLinear(lab: Lab, r: Rand, c: AffineCase): Promise<Af
   }
   const scales = Float64Array.from(sBits, bf16ToNumber);
   const biases = Float64Array.from(bBits, bf16ToNumber);
-  const { refs, gpu } = await uploadTensors(lab, [
-    { name: 'w.weight', dtype: 'U32', shape: [N, K / perWord], data: bytesOf(words) },
-    { name: 'w.scales', dtype: 'BF16', shape: [N, groups], data: bytesOf(sBits) },
-    { name: 'w.biases', dtype: 'BF16', shape: [N, groups], data: bytesOf(bBits) },
-  ], c.rowsPerPart);
-  const desc: AffineLinear = { kind: 'affine', name: 'w', outFeatures: N, inFeatures: K, bits, groupSize: gs, weight: refs[0], scales: refs[1], biases: refs[2] };
+  const { refs, gpu } = await uploadTensors(
+    lab,
+    [
+      { name: 'w.weight', dtype: 'U32', shape: [N, K / perWord], data: bytesOf(words) },
+      { name: 'w.scales', dtype: 'BF16', shape: [N, groups], data: bytesOf(sBits) },
+      { name: 'w.biases', dtype: 'BF16', shape: [N, groups], data: bytesOf(bBits) },
+    ],
+    c.rowsPerPart,
+  );
+  const desc: AffineLinear = {
+    kind: 'affine',
+    name: 'w',
+    outFeatures: N,
+    inFeatures: K,
+    bits,
+    groupSize: gs,
+    weight: refs[0],
+    scales: refs[1],
+    biases: refs[2],
+  };
   if (c.rowsPerPart !== undefined && c.rowsPerPart < N) expect(gpu[0].parts.length).toBe(Math.ceil(N / c.rowsPerPart));
   const cpu = affineMatrix(words, scales, biases, N, K, bits, gs);
   expect(cpu.codes).toEqual(codes);
@@ -75,7 +94,14 @@ export async function affineLinear(lab: Lab, r: Rand, c: AffineCase): Promise<Af
 
 export type DenseDtype = 'BF16' | 'F16' | 'F32';
 /** A random dense linear [N, K] in `dtype`, uploaded in row parts; returns the exact values too. */
-export async function denseLinear(lab: Lab, r: Rand, N: number, K: number, dtype: DenseDtype, rowsPerPart?: number): Promise<{ lin: GpuLinear; w: Float64Array }> {
+export async function denseLinear(
+  lab: Lab,
+  r: Rand,
+  N: number,
+  K: number,
+  dtype: DenseDtype,
+  rowsPerPart?: number,
+): Promise<{ lin: GpuLinear; w: Float64Array }> {
   let data: Uint8Array;
   let w: Float64Array;
   if (dtype === 'F32') {
@@ -83,7 +109,9 @@ export async function denseLinear(lab: Lab, r: Rand, N: number, K: number, dtype
     w = Float64Array.from(f);
     data = bytesOf(f);
   } else {
-    const bits = Uint16Array.from({ length: N * K }, () => (dtype === 'BF16' ? bf16Trunc(r.normal(0.2)) : randomF16Bits(r)));
+    const bits = Uint16Array.from({ length: N * K }, () =>
+      dtype === 'BF16' ? bf16Trunc(r.normal(0.2)) : randomF16Bits(r),
+    );
     w = Float64Array.from(bits, dtype === 'BF16' ? bf16ToNumber : f16ToNumber);
     data = bytesOf(bits);
   }
@@ -98,13 +126,24 @@ export async function denseLinear(lab: Lab, r: Rand, N: number, K: number, dtype
  * with the magnitudes of what the kernels add up: `mag` for codes as stored (matmul.wgsl affine) and
  * `magC` for centred codes (the exact kernels lanes, tile and coop).
  */
-export function affineReference(A: AffineWeights, _c: AffineCase, x: Float64Array, xOff: number): { ref: Float64Array; mag: Float64Array; magC: Float64Array } {
+export function affineReference(
+  A: AffineWeights,
+  _c: AffineCase,
+  x: Float64Array,
+  xOff: number,
+): { ref: Float64Array; mag: Float64Array; magC: Float64Array } {
   const o = affineMatvec(A, x, xOff);
   return { ref: o.y, mag: o.mag, magC: o.magCentred };
 }
 
 /** M rows of x (row m at m * xStride) through an affine linear on the CPU (affineMatmul): the reference and both magnitudes. */
-export function affineRows(A: AffineWeights, c: AffineCase, x: Float64Array, M: number, xStride = c.K): { ref: Float64Array; mag: Float64Array; magC: Float64Array } {
+export function affineRows(
+  A: AffineWeights,
+  c: AffineCase,
+  x: Float64Array,
+  M: number,
+  xStride = c.K,
+): { ref: Float64Array; mag: Float64Array; magC: Float64Array } {
   const o = affineMatmul(A, x, M, xStride);
   return { ref: o.y, mag: o.mag, magC: o.magCentred };
 }
@@ -135,11 +174,20 @@ export function quantizedTol(kernel: op.AffineKernel, gs: number): number {
 export const AFFINE_TOL = 5 * U;
 /** The bound of `kernel` (undefined: whichever the engine picks, lanes or coop for steps) for one output. */
 export function quantizedBound(kernel: op.AffineKernel | undefined, gs: number, mag: number, magC: number): number {
-  const own = kernel === undefined ? Math.max(quantizedTol('lanes', gs), quantizedTol('coop', gs)) : kernel === 'affine' ? 0 : quantizedTol(kernel, gs);
+  const own =
+    kernel === undefined
+      ? Math.max(quantizedTol('lanes', gs), quantizedTol('coop', gs))
+      : kernel === 'affine'
+        ? 0
+        : quantizedTol(kernel, gs);
   return Math.max(own * magC, AFFINE_TOL * mag);
 }
 /** quantizedBound for every output, as the `mag` argument of expectClose (tol 1). */
-export function quantizedBounds(kernel: op.AffineKernel | undefined, gs: number, o: { mag: Float64Array; magC: Float64Array }): Float64Array {
+export function quantizedBounds(
+  kernel: op.AffineKernel | undefined,
+  gs: number,
+  o: { mag: Float64Array; magC: Float64Array },
+): Float64Array {
   return o.mag.map((m, i) => quantizedBound(kernel, gs, m, o.magC[i]));
 }
 
@@ -150,9 +198,18 @@ export function quantizedBounds(kernel: op.AffineKernel | undefined, gs: number,
 export const DENSE_TOL = 3 * U;
 
 /** M rows of x through `lin` together, and each row alone (M = 1): identical bytes (f32 and bf16 runs). */
-export async function expectRowInvariantMatmul(lab: Lab, r: Rand, lin: GpuLinear, M: number, K: number, N: number, kernel?: op.AffineKernel): Promise<void> {
+export async function expectRowInvariantMatmul(
+  lab: Lab,
+  r: Rand,
+  lin: GpuLinear,
+  M: number,
+  K: number,
+  N: number,
+  kernel?: op.AffineKernel,
+): Promise<void> {
   const x = r.f32s(M * K);
-  const mm = (rec: Recorder, xb: GPUBuffer, y: GPUBuffer, rows: op.Rows) => (kernel ? op.matmul(rec, lin, xb, y, rows, K, N, kernel) : op.matmul(rec, lin, xb, y, rows));
+  const mm = (rec: Recorder, xb: GPUBuffer, y: GPUBuffer, rows: op.Rows) =>
+    kernel ? op.matmul(rec, lin, xb, y, rows, K, N, kernel) : op.matmul(rec, lin, xb, y, rows);
   for (const round of [false, true]) {
     const block = lab.sentinel(M * N);
     const alone = range(M).map(() => lab.sentinel(N));
@@ -161,14 +218,27 @@ export async function expectRowInvariantMatmul(lab: Lab, r: Rand, lin: GpuLinear
       alone.forEach((y, m) => mm(rec, lab.f32(x.subarray(m * K, (m + 1) * K)), y, { M: 1, round }));
     });
     const all = await lab.bytes(block, M * N);
-    for (let m = 0; m < M; m++) expectSameBytes(`matmul${kernel ? `.${kernel}` : ''} M=${M} row ${m}${round ? ' bf16' : ''}`, all.subarray(m * N * 4, (m + 1) * N * 4), await lab.bytes(alone[m], N));
+    for (let m = 0; m < M; m++)
+      expectSameBytes(
+        `matmul${kernel ? `.${kernel}` : ''} M=${M} row ${m}${round ? ' bf16' : ''}`,
+        all.subarray(m * N * 4, (m + 1) * N * 4),
+        await lab.bytes(alone[m], N),
+      );
   }
 }
 
 /** Dense y = W x for M rows on the CPU, with the magnitude sum|w x| per output. */
-export function denseRows(w: Float64Array, N: number, K: number, x: Float64Array, M: number): { ref: Float64Array; mag: Float64Array } {
-  const ref = new Float64Array(M * N), mag = new Float64Array(M * N);
-  const absW = w.map(Math.abs), absX = x.map(Math.abs);
+export function denseRows(
+  w: Float64Array,
+  N: number,
+  K: number,
+  x: Float64Array,
+  M: number,
+): { ref: Float64Array; mag: Float64Array } {
+  const ref = new Float64Array(M * N),
+    mag = new Float64Array(M * N);
+  const absW = w.map(Math.abs),
+    absX = x.map(Math.abs);
   for (let m = 0; m < M; m++) {
     ref.set(matvec(w, N, K, x, m * K), m * N);
     mag.set(matvec(absW, N, K, absX, m * K), m * N);
