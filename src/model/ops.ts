@@ -61,15 +61,16 @@ export function setCoopFeatures(r: number | undefined): void {
 /** matmul_coop.wgsl's workgroup: WG invocations, T of them per output feature. */
 export const COOP_WG = 256;
 /**
- * Invocations per output feature of matmul_coop.wgsl: 16 for rows of at most 64 quantization groups
- * (the 12B's 3840-wide inputs: about 4 groups each), 32 above (15360-wide: about 8 each). Chosen on the
- * H200 (bench --coop-threads 8..128: 8 starves wide rows, 64 and 128 cost more in the final totals).
- * At least 8 (the kernel's final totals need R * ROWS = 8 of them). A function of the linear's shape
- * only, never of M, so every row count runs the same pipeline.
+ * Invocations per output feature of matmul_coop.wgsl: 16. Chosen on the H200 with the kernel of this
+ * commit (microbenchmarks of the 4-bit LM head and MLP shapes at M = 1, 4, 8; T = 16, 32, 64): 16 was
+ * the fastest or within 5% at M = 1 for both the 3840- and the 15360-wide inputs, 32 about 20% faster
+ * at M = 4 on the wide-output linears. At least 8 (the kernel's final totals need R * ROWS = 8 of
+ * them). A function of the linear's shape only (here a constant), never of M, so every row count runs
+ * the same pipeline.
  */
-export function coopThreads(groups: number): number {
+export function coopThreads(_groups: number): number {
   if (coopThreadsOverride) return coopThreadsOverride;
-  return groups <= 64 ? 16 : 32;
+  return 16;
 }
 
 /**
