@@ -84,6 +84,15 @@ fn rsqrt_ref(x: f32) -> f32 {
 // Neumaier's variant of Kahan summation: s.x is the running sum, s.y the running compensation.
 // Reductions in this engine are long (thousands of terms) and a 12-layer model amplifies each
 // layer's error several-fold, so plain f32 accumulation is not accurate enough for a reference.
+// Rotate-half RoPE of one pair (a, b) = (x[i], x[i + d/2]) by the angle with cosine c and sine s:
+// (a c - b s, b c + a s), each rounded to bf16 when `round`. One definition for rope.wgsl and the fused
+// q/k norm of rmsnorm.wgsl, so both compile the same expression.
+fn rope_pair(a: f32, b: f32, c: f32, s: f32, round: bool) -> vec2<f32> {
+  let r = vec2<f32>(a * c - b * s, b * c + a * s);
+  if (round) { return vec2<f32>(round_bf16(r.x), round_bf16(r.y)); }
+  return r;
+}
+
 fn ksum_add(s: vec2<f32>, v: f32) -> vec2<f32> {
   let t = s.x + v;
   let c = select((v - t) + s.x, (s.x - t) + v, abs(s.x) >= abs(v));

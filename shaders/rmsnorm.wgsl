@@ -126,13 +126,9 @@ fn rows_wg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
     for (var i = lid; i < P.rot_pairs; i += WG) {
       let c = cos_t[tb + i];
       let s = sin_t[tb + i];
-      let a = out[ob + i];
-      let b = out[ob + i + half];
-      var ra = a * c - b * s;
-      var rb = b * c + a * s;
-      if (P.round == 1u) { ra = round_bf16(ra); rb = round_bf16(rb); }
-      out[ob + i] = ra;
-      out[ob + i + half] = rb;
+      let r = rope_pair(out[ob + i], out[ob + i + half], c, s, P.round == 1u);
+      out[ob + i] = r.x;
+      out[ob + i + half] = r.y;
     }
   }
   if (P.sums_group > 0u) {

@@ -24,11 +24,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let t = (P.pos0 + m) * P.table_half + i;
   let c = cos_t[t];
   let s = sin_t[t];
-  let a = x[base + i];
-  let b = x[base + i + half];
-  var ra = a * c - b * s;
-  var rb = b * c + a * s;
-  if (P.round == 1u) { ra = round_bf16(ra); rb = round_bf16(rb); }
-  x[base + i] = ra;
-  x[base + i + half] = rb;
+  let r = rope_pair(x[base + i], x[base + i + half], c, s, P.round == 1u);
+  x[base + i] = r.x;
+  x[base + i + half] = r.y;
 }
