@@ -25,6 +25,32 @@ export interface GenerateCounters {
   perPositionAccepted: number[];
 }
 
+/**
+ * One MTP round as `generate --json` and the page's generation JSON write it (numbers only):
+ *   at       index in `tokens` of the round's first drafted token (the bonus token is tokens[at - 1]);
+ *   pos      its absolute sequence position, prompt length + at;
+ *   drafts   the K-1 drafted tokens, in order;
+ *   accepted how many leading drafts the verify accepted (0 .. K-1);
+ *   verify   the target's own argmax at each of the K verified rows: verify[i] is the target's token for
+ *            tokens[at + i] given the bonus and drafts[0 .. i-1].
+ * The round emits drafts[0 .. accepted-1] and then verify[accepted] (the verify's token where
+ * drafts[accepted] was rejected, or its next token when every draft was accepted), so verify[i] equals
+ * drafts[i] for i < accepted. tokens = [first argmax after the prompt, ...every round's emitted tokens],
+ * cut to max-new (or after an end-of-turn token): the last round may emit past the end of `tokens`.
+ */
+export interface MtpRound {
+  at: number;
+  pos: number;
+  drafts: number[];
+  accepted: number;
+  verify: number[];
+}
+
+/** The tokens a round emits: its accepted drafts, then the verify's token at the first mismatch. */
+export function roundEmitted(r: MtpRound): number[] {
+  return [...r.drafts.slice(0, r.accepted), r.verify[r.accepted]];
+}
+
 export interface GenerateResult {
   mode: 'classic' | 'mtp';
   block: number;
@@ -34,6 +60,8 @@ export interface GenerateResult {
   sha256: string;
   stoppedOnEos: boolean;
   counters?: GenerateCounters;
+  /** MTP only: every round, in order (see MtpRound). */
+  rounds?: MtpRound[];
   draftSource?: string;
   draftPosition?: string;
   timings: { prefillMs: number; decodeMs: number; tokensPerSecond: number };
@@ -150,6 +178,7 @@ export async function generateMtp(
     acceptedHistogram: new Array(K).fill(0),
     perPositionAccepted: new Array(K - 1).fill(0),
   };
+  const rounds: MtpRound[] = [];
   while (tokens.length < o.maxNew && !eos.includes(tokens[tokens.length - 1])) {
     o.cancel?.throwIfCancelled();
     const bonus = tokens[tokens.length - 1];
@@ -159,6 +188,13 @@ export async function generateMtp(
     let n = 0;
     while (n < K - 1 && drafts[n] === am[n]) n++;
     target.commit(n + 1);
+    rounds.push({
+      at: tokens.length,
+      pos: prompt.length + tokens.length,
+      drafts,
+      accepted: n,
+      verify: Array.from(am.subarray(0, K)),
+    });
     tokens.push(...drafts.slice(0, n), am[n]);
     seed = verify.finalHidden!.slice(n * H, (n + 1) * H);
     c.rounds++;
@@ -179,6 +215,7 @@ export async function generateMtp(
     ...out,
     sha256: await sha256Hex(Uint32Array.from(out.tokens)),
     counters: c,
+    rounds,
     draftSource: source.name,
     draftPosition: o.draftPosition,
     timings: { prefillMs, decodeMs, tokensPerSecond: (out.tokens.length - 1) / Math.max(decodeMs / 1000, 1e-9) },

@@ -183,6 +183,20 @@ describe('trace and generation in the page on the fixture model', () => {
       );
       expect(await page.getByTestId('accepted-histogram').locator('.bar-row').count()).toBe(4);
       expect(await page.getByTestId('per-position-accepted').locator('.bar-row').count()).toBe(3);
+      // The rounds table: one row per verify forward, three drafts each, the first rejected one highlighted.
+      const roundsCount = Number(
+        await page.getByTestId('mtp-counters').locator('[data-counter="rounds"]').textContent(),
+      );
+      const roundRows = page.getByTestId('mtp-rounds-table').locator('tbody tr');
+      expect(await roundRows.count()).toBe(roundsCount);
+      expect(await roundRows.first().locator('td').first().textContent()).toBe('0');
+      expect(await roundRows.first().locator('.round-drafts .tok').count()).toBe(3);
+      expect(await page.getByTestId('mtp-rounds-summary').textContent()).toMatch(
+        new RegExp(`^${roundsCount} rounds?, \\d+ with a rejected draft`),
+      );
+      expect(await page.getByTestId('mtp-rounds-table').locator('tr[data-rejected="yes"] .tok.first').count()).toBe(
+        await page.getByTestId('mtp-rounds-table').locator('tr[data-rejected="yes"]').count(),
+      );
       expect(await page.getByTestId('generation-sha').textContent()).toMatch(/^Same SHA-256/);
       expect(await page.getByTestId('generation-speed').locator('td.sha').allTextContents()).toEqual([
         expect.stringMatching(/^[0-9a-f]{64}$/),
@@ -203,7 +217,16 @@ describe('trace and generation in the page on the fixture model', () => {
       expect(saved.schema).toBe('ringside-generation/1');
       expect(saved.classic.tokens).toEqual(saved.mtp.tokens);
       expect(saved.mtp.counters.acceptedHistogram.length).toBe(4);
+      expect(saved.mtp.rounds.length).toBe(roundsCount);
+      expect(saved.mtp.rounds[0]).toEqual({
+        at: 1,
+        pos: 6,
+        drafts: expect.any(Array),
+        accepted: expect.any(Number),
+        verify: expect.any(Array),
+      });
       await screenshot(page, '16-generation-diff');
+      await page.getByTestId('mtp-rounds').screenshot({ path: 'test-results/screenshots/17-generation-rounds.png' });
       expect(pageErrors(page)).toEqual([]);
     },
     TEST_MS,
@@ -230,6 +253,15 @@ describe('trace and generation in the page on the fixture model', () => {
       };
       const classic = [258, 17, 901, 33, 33, 7, 512, 88, 91, 4, 60, 61, 62, 63, 64, 65];
       const mtp = [258, 17, 901, 33, 33, 7, 512, 88, 92, 4, 60, 61, 70, 63, 64, 65];
+      // Six rounds of K = 4 that rebuild the MTP tokens: accepted 3, 1, 0, 3, 2, 0 (the counters below).
+      const rounds = [
+        { at: 1, pos: 4, drafts: [17, 901, 33], accepted: 3, verify: [17, 901, 33, 33] },
+        { at: 5, pos: 8, drafts: [7, 500, 1], accepted: 1, verify: [7, 512, 9, 9] },
+        { at: 7, pos: 10, drafts: [91, 4, 60], accepted: 0, verify: [88, 3, 3, 3] },
+        { at: 8, pos: 11, drafts: [92, 4, 60], accepted: 3, verify: [92, 4, 60, 61] },
+        { at: 12, pos: 15, drafts: [70, 63, 5], accepted: 2, verify: [70, 63, 64, 2] },
+        { at: 15, pos: 18, drafts: [11, 12, 13], accepted: 0, verify: [65, 1, 1, 1] },
+      ];
       const g = (mode: 'classic' | 'mtp', tokens: number[], sha: string, tps: number) => ({
         mode,
         block: 4,
@@ -252,7 +284,7 @@ describe('trace and generation in the page on the fixture model', () => {
           },
           result: {
             classic: g('classic', classic, 'a1'.repeat(32), 16.7),
-            mtp: { ...g('mtp', mtp, 'b2'.repeat(32), 29.3), counters },
+            mtp: { ...g('mtp', mtp, 'b2'.repeat(32), 29.3), counters, rounds },
             diff: {
               prompt: [2, 105, 17],
               identical: false,
@@ -289,6 +321,19 @@ describe('trace and generation in the page on the fixture model', () => {
       'Rayleigh scattering makes <b>short</b> wavelengths…',
     );
     expect(await p.locator('#generation-card b').count()).toBe(0);
+    expect(await p.getByTestId('mtp-rounds-summary').textContent()).toBe(
+      '6 rounds, 4 with a rejected draft; the first at round 1, token 6: drafted 500, the verify emitted 512.',
+    );
+    const rows = p.getByTestId('mtp-rounds-table').locator('tbody tr');
+    expect(await rows.count()).toBe(6);
+    expect(await rows.nth(1).locator('.tok.accepted').allTextContents()).toEqual(['7']);
+    expect(await rows.nth(1).locator('.tok.first').allTextContents()).toEqual(['500']);
+    expect(await rows.nth(1).locator('.tok.after').allTextContents()).toEqual(['1']);
+    expect(await rows.nth(1).locator('.round-verify').textContent()).toBe('512 instead of 500');
+    expect(await rows.nth(0).locator('.round-verify').textContent()).toBe('33 (all accepted)');
+    await p.getByTestId('mtp-rounds-only-rejected').check();
+    expect(await p.getByTestId('mtp-rounds-table').locator('tbody tr:visible').count()).toBe(4);
+    await p.getByTestId('mtp-rounds-only-rejected').uncheck();
     expect(await p.getByTestId('generation-sha').textContent()).toMatch(/^The SHA-256 digests differ/);
     expect(await p.getByTestId('generation-prompt').textContent()).toMatch(
       /^Prompt \(3 tokens, from text in the chat template\): 2, 105, 17$/,

@@ -27,9 +27,30 @@ describe('npm run cli -- generate', () => {
       expect(r.tokens, name).toEqual(golden.json.greedy);
       if (name !== 'classic') {
         expect(r.mode).toBe('mtp');
-        expect(r.rounds ?? r.counters.rounds).toBeGreaterThan(0);
+        expect(r.counters.rounds).toBeGreaterThan(0);
         expect(r.counters.drafted).toBe(r.counters.rounds * (r.block - 1));
-      }
+        // one compact line per round: {at, pos, drafts, accepted, verify}, numbers only
+        expect(r.rounds.length, name).toBe(r.counters.rounds);
+        const text = readFileSync(path.join(dir, `${name}.json`), 'utf8');
+        expect(text).toContain(`\n  ${JSON.stringify(r.rounds[0])},\n`);
+        const stream = [r.tokens[0]];
+        for (const x of r.rounds as {
+          at: number;
+          pos: number;
+          drafts: number[];
+          accepted: number;
+          verify: number[];
+        }[]) {
+          expect(Object.keys(x)).toEqual(['at', 'pos', 'drafts', 'accepted', 'verify']);
+          expect(x.at).toBe(stream.length);
+          expect(x.pos).toBe(golden.json.prompt.length + x.at);
+          expect(x.drafts.length).toBe(r.block - 1);
+          expect(x.verify.length).toBe(r.block);
+          stream.push(...x.drafts.slice(0, x.accepted), x.verify[x.accepted]);
+        }
+        expect(stream.slice(0, r.tokens.length)).toEqual(r.tokens);
+        if (name === 'mtp') expect(r.rounds[0].drafts).toEqual(golden.json.draft.tokens.slice(0, 2));
+      } else expect(r.rounds).toBeUndefined();
     }
     const oracle = JSON.parse(readFileSync(path.join(dir, 'oracle.json'), 'utf8'));
     expect(oracle.counters.accepted).toBeGreaterThan(0);

@@ -5,7 +5,14 @@ import { loadGolden, tinyAssistant } from '../support/fixtures.ts';
 import { uploadWeights, type GpuWeights } from '../../src/model/gpu-weights.ts';
 import { AssistantModel, type DraftConvention } from '../../src/model/assistant.ts';
 import { TargetModel } from '../../src/model/target.ts';
-import { assistantSource, generateClassic, generateMtp, oracleSource } from '../../src/model/generate.ts';
+import {
+  assistantSource,
+  generateClassic,
+  generateMtp,
+  oracleSource,
+  roundEmitted,
+  type GenerateResult,
+} from '../../src/model/generate.ts';
 import { readBytes } from '../../src/gpu/buffers.ts';
 import type { AssistantDescription, TargetDescription } from '../../src/format/model-description.ts';
 import type { GpuContext } from '../../src/gpu/device.ts';
@@ -36,6 +43,66 @@ describe('MTP speculative decoding == classic greedy (exact policy)', () => {
       expect(mtp.sha256).toBe(classic.sha256);
       asst.destroy();
     }
+    target.destroy();
+  });
+
+  /** Every round's invariants; the rounds' emitted tokens, concatenated, are the output. */
+  const checkRounds = (mtp: GenerateResult, K: number, what: string) => {
+    const rounds = mtp.rounds!;
+    expect(rounds.length, what).toBe(mtp.counters!.rounds);
+    const stream = [mtp.tokens[0]];
+    for (const [i, r] of rounds.entries()) {
+      const at = `${what} round ${i}`;
+      expect(r.at, at).toBe(stream.length);
+      expect(r.pos, at).toBe(mtp.prompt.length + r.at);
+      expect(r.drafts.length, at).toBe(K - 1);
+      expect(r.verify.length, at).toBe(K);
+      expect(r.accepted, at).toBeGreaterThanOrEqual(0);
+      expect(r.accepted, at).toBeLessThanOrEqual(r.drafts.length);
+      // accepted = the longest prefix where the draft is the verify's own token
+      expect(r.drafts.slice(0, r.accepted), at).toEqual(r.verify.slice(0, r.accepted));
+      if (r.accepted < r.drafts.length) expect(r.drafts[r.accepted], at).not.toBe(r.verify[r.accepted]);
+      expect(roundEmitted(r), at).toEqual([...r.drafts.slice(0, r.accepted), r.verify[r.accepted]]);
+      stream.push(...roundEmitted(r));
+    }
+    expect(stream.length, what).toBeGreaterThanOrEqual(mtp.tokens.length);
+    expect(stream.slice(0, mtp.tokens.length), what).toEqual(mtp.tokens);
+    const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+    expect(sum(rounds.map((r) => r.accepted)), what).toBe(mtp.counters!.accepted);
+  };
+
+  it("records every round: the first drafts are the goldens' draft tokens (hf); the rounds rebuild the output", async () => {
+    const golden = await loadGolden();
+    const target = newTarget();
+    const classic = await generateClassic(target, golden.json.prompt, { maxNew: 24 });
+    for (const K of [2, 4]) {
+      const asst = new AssistantModel(ctx, aw, target, 'hf');
+      const mtp = await generateMtp(target, assistantSource(asst), golden.json.prompt, K, {
+        maxNew: 24,
+        draftPosition: 'hf',
+      });
+      asst.destroy();
+      // the first round drafts from the bonus token after the prompt, at the goldens' draft position
+      expect(mtp.rounds![0].at).toBe(1);
+      expect(mtp.rounds![0].pos).toBe(golden.json.draft.position_id + 1);
+      expect(mtp.rounds![0].drafts, `K=${K}`).toEqual(golden.json.draft.tokens.slice(0, K - 1));
+      checkRounds(mtp, K, `assistant K=${K}`);
+      expect(mtp.tokens).toEqual(classic.tokens);
+    }
+    // Oracle drafts accept every length 0 .. K-1, so the rounds see full and partial acceptance.
+    const wrong = new Set([1, 2, 6, 7, 11, 15, 18]);
+    const mtp = await generateMtp(
+      target,
+      oracleSource(classic.tokens, 1024, (i) => wrong.has(i)),
+      golden.json.prompt,
+      4,
+      {
+        maxNew: 24,
+      },
+    );
+    checkRounds(mtp, 4, 'oracle K=4');
+    expect(new Set(mtp.rounds!.map((r) => r.accepted))).toEqual(new Set([0, 1, 2, 3]));
+    expect(mtp.tokens).toEqual(classic.tokens);
     target.destroy();
   });
 
@@ -78,6 +145,7 @@ describe('MTP speculative decoding == classic greedy (exact policy)', () => {
             draftPosition: convention,
           });
           expect(mtp.tokens, `assistant K=${K} ${convention}`).toEqual(classic.tokens);
+          checkRounds(mtp, K, `assistant K=${K} ${convention}`);
           rates.push(
             `K=${K} ${convention}: ${(100 * mtp.counters!.acceptanceRate).toFixed(1)}% (${mtp.counters!.rounds} rounds)`,
           );
@@ -90,6 +158,7 @@ describe('MTP speculative decoding == classic greedy (exact policy)', () => {
         const oracle = oracleSource(classic.tokens, 1024, (i) => wrong.has(i));
         const mtp = await generateMtp(target, oracle, prompt, K, { maxNew: 310 });
         expect(mtp.tokens, `oracle K=${K}`).toEqual(classic.tokens);
+        checkRounds(mtp, K, `oracle K=${K}`);
         const hist = mtp.counters!.acceptedHistogram;
         expect(
           hist.every((n) => n > 0),

@@ -7,11 +7,25 @@ import {
   generateClassic,
   generateMtp,
   oracleSource,
+  roundEmitted,
   type GenerateResult,
 } from '../../model/generate.ts';
 import { policyByName } from '../../model/policy.ts';
 import { choice, intList, intOption, requireString } from '../args.ts';
 import type { Command } from '../command.ts';
+
+/**
+ * The `generate --json` document: the GenerateResult (src/model/generate.ts documents its fields; MTP
+ * runs carry `rounds`, see MtpRound) plus policy, precision and the decoded text. One line per round,
+ * so hundreds of rounds stay small and readable.
+ */
+export function generateJsonText(json: Record<string, unknown>): string {
+  const { rounds, ...rest } = json;
+  const head = JSON.stringify(rest, null, 1);
+  if (!Array.isArray(rounds)) return head;
+  const lines = rounds.map((r) => `  ${JSON.stringify(r)}`).join(',\n');
+  return `${head.slice(0, -2)},\n "rounds": [${rounds.length ? `\n${lines}\n ` : ''}]\n}`;
+}
 
 export const generate: Command = {
   name: 'generate',
@@ -90,7 +104,7 @@ export const generate: Command = {
         );
       }
       const json = { ...result, policy: policy.name, precision, text: m.tokenizer?.decode(result.tokens) };
-      await writeFile(out, JSON.stringify(json, null, 1));
+      await writeFile(out, generateJsonText(json));
       io.out(
         `${mode}: ${result.tokens.length} tokens, sha256 ${result.sha256.slice(0, 16)}…, ${result.timings.tokensPerSecond.toFixed(1)} tok/s`,
       );
@@ -98,6 +112,13 @@ export const generate: Command = {
         io.out(
           `rounds ${result.counters.rounds}, drafted ${result.counters.drafted}, accepted ${result.counters.accepted} (${(100 * result.counters.acceptanceRate).toFixed(1)}%), histogram ${result.counters.acceptedHistogram.join(',')}`,
         );
+      const rejected = result.rounds?.findIndex((r) => r.accepted < r.drafts.length) ?? -1;
+      if (result.rounds && rejected >= 0) {
+        const r = result.rounds[rejected];
+        io.out(
+          `first rejection: round ${rejected} at token ${r.at} (position ${r.pos}): drafted ${r.drafts.join(',')}, accepted ${r.accepted}, verify emitted ${roundEmitted(r).join(',')}`,
+        );
+      }
       if (json.text !== undefined) io.out(`text: ${json.text}`);
       target.destroy();
       return 0;

@@ -4,7 +4,7 @@
  * live and can save them as JSON.
  */
 import type { Engine } from '../../worker/engine.ts';
-import type { GenerateCounters } from '../../model/generate.ts';
+import type { GenerateCounters, MtpRound } from '../../model/generate.ts';
 
 export type GenerationResult = Awaited<ReturnType<Engine['runGeneration']>>;
 
@@ -81,6 +81,52 @@ export function histogramBars(c: GenerateCounters): Bar[] {
 /** Rounds whose draft i was accepted, i = 1 .. K-1. */
 export function perPositionBars(c: GenerateCounters): Bar[] {
   return c.perPositionAccepted.map((v, i) => ({ label: `draft ${i + 1}`, value: v, of: c.rounds }));
+}
+
+/** Rounds listed in the rounds table; past this the view says how many more there are. */
+export const MAX_SHOWN_ROUNDS = 2000;
+
+/** A drafted token against the verify: accepted, the first rejected one, or after it (never verified). */
+export type DraftMark = 'accepted' | 'rejected' | 'unverified';
+
+export interface RoundRow {
+  /** Round number, from 0. */
+  index: number;
+  /** Index in the MTP output of the round's first drafted token, and its absolute sequence position. */
+  at: number;
+  pos: number;
+  drafts: { token: number; mark: DraftMark }[];
+  accepted: number;
+  /** The verify's token emitted at the end of the round (at the first rejection, or after the last draft). */
+  verifyToken: number;
+  /** The draft the verify rejected (null when every draft was accepted). */
+  rejectedDraft: number | null;
+}
+
+export function roundRows(rounds: readonly MtpRound[]): RoundRow[] {
+  return rounds.slice(0, MAX_SHOWN_ROUNDS).map((r, index) => ({
+    index,
+    at: r.at,
+    pos: r.pos,
+    drafts: r.drafts.map((token, i) => ({
+      token,
+      mark: i < r.accepted ? 'accepted' : i === r.accepted ? 'rejected' : 'unverified',
+    })),
+    accepted: r.accepted,
+    verifyToken: r.verify[r.accepted],
+    rejectedDraft: r.accepted < r.drafts.length ? r.drafts[r.accepted] : null,
+  }));
+}
+
+/** One line over all rounds: how many rejected a draft, and where the first rejection was. */
+export function roundsSummary(rounds: readonly MtpRound[]): string {
+  if (!rounds.length) return 'No MTP rounds.';
+  const rejected = rounds.filter((r) => r.accepted < r.drafts.length);
+  const n = rounds.length;
+  const head = `${n} round${n === 1 ? '' : 's'}, ${rejected.length} with a rejected draft`;
+  const f = rejected[0];
+  if (!f) return `${head}: every draft was accepted.`;
+  return `${head}; the first at round ${rounds.indexOf(f)}, token ${f.at + f.accepted}: drafted ${f.drafts[f.accepted]}, the verify emitted ${f.verify[f.accepted]}.`;
 }
 
 /** The run as a JSON document (what "Download JSON" saves). */

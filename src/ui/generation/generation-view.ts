@@ -12,8 +12,11 @@ import {
   generationJson,
   generationVerdict,
   histogramBars,
+  MAX_SHOWN_ROUNDS,
   MAX_SHOWN_TOKENS,
   perPositionBars,
+  roundRows,
+  roundsSummary,
   tokenMarks,
   type Bar,
   type GenerationRun,
@@ -55,6 +58,85 @@ function tokensBox(g: GenerateResult, other: GenerateResult, first: number | nul
     ...marks.map((m, i) => el('span', { class: `tok ${m}`, title: `token ${i}` }, String(g.tokens[i]))),
     g.tokens.length > MAX_SHOWN_TOKENS
       ? el('span', { class: 'muted small' }, ` … ${fmtInt(g.tokens.length - MAX_SHOWN_TOKENS)} more`)
+      : null,
+  );
+}
+
+/**
+ * The MTP rounds, one table row each: where the round's drafts start, the drafts (accepted ones marked,
+ * the first rejected one highlighted, the unverified rest dimmed), the accepted length and the verify's
+ * token emitted at the rejection. Scrolls past a dozen rounds; a checkbox keeps only rejected rounds.
+ */
+function roundsTable(g: GenerateResult): HTMLElement {
+  const rounds = g.rounds;
+  if (!rounds) return el('p', { class: 'muted small', 'data-testid': 'mtp-rounds-none' }, 'No rounds in this result.');
+  const rows = roundRows(rounds);
+  const only = el('input', { type: 'checkbox', 'data-testid': 'mtp-rounds-only-rejected' });
+  const tr = rows.map((r) =>
+    el(
+      'tr',
+      { 'data-round': r.index, 'data-rejected': r.rejectedDraft !== null ? 'yes' : 'no' },
+      el('td', {}, String(r.index)),
+      el('td', {}, String(r.at)),
+      el('td', {}, String(r.pos)),
+      el(
+        'td',
+        { class: 'round-drafts' },
+        ...r.drafts.map((d) =>
+          el(
+            'span',
+            {
+              class: `tok ${d.mark === 'accepted' ? 'accepted' : d.mark === 'rejected' ? 'first' : 'after'}`,
+              title: d.mark,
+            },
+            String(d.token),
+          ),
+        ),
+      ),
+      el('td', {}, `${r.accepted} of ${r.drafts.length}`),
+      el(
+        'td',
+        { class: 'round-verify' },
+        el('span', { class: r.rejectedDraft !== null ? 'tok verify' : 'tok' }, String(r.verifyToken)),
+        r.rejectedDraft !== null ? ` instead of ${r.rejectedDraft}` : ' (all accepted)',
+      ),
+    ),
+  );
+  only.addEventListener('change', () => {
+    for (const row of tr) row.hidden = only.checked && row.dataset.rejected === 'no';
+  });
+  return el(
+    'div',
+    { 'data-testid': 'mtp-rounds' },
+    el('p', { class: 'small', 'data-testid': 'mtp-rounds-summary' }, roundsSummary(rounds)),
+    el(
+      'p',
+      { class: 'small muted' },
+      'Drafts: green accepted, red the first rejected, grey never verified; blue: the token the verify emitted there.',
+    ),
+    el('label', { class: 'small' }, only, ' only rounds with a rejected draft'),
+    el(
+      'div',
+      { class: 'table-wrap rounds-wrap' },
+      el(
+        'table',
+        { class: 'data compact gen-rounds', 'data-testid': 'mtp-rounds-table' },
+        el(
+          'thead',
+          {},
+          el(
+            'tr',
+            {},
+            ...['round', 'token', 'position', 'drafts', 'accepted', 'verify emitted'].map((h) =>
+              el('th', { scope: 'col', class: h === 'drafts' || h === 'verify emitted' ? 'left' : undefined }, h),
+            ),
+          ),
+        ),
+        el('tbody', {}, ...tr),
+      ),
+    ),
+    rounds.length > MAX_SHOWN_ROUNDS
+      ? el('p', { class: 'muted small' }, `… ${fmtInt(rounds.length - MAX_SHOWN_ROUNDS)} more rounds in the JSON`)
       : null,
   );
 }
@@ -272,6 +354,8 @@ export function createGenerationView(): { root: HTMLElement; show(run: Generatio
         windowTable(run),
         el('h3', {}, 'Acceptance'),
         counters(run),
+        el('h3', {}, 'Rounds'),
+        roundsTable(r.mtp),
         el('h3', {}, 'Speed and digests'),
         speed(run),
       );
