@@ -139,7 +139,7 @@ fn round4(v: vec4<f32>) -> vec4<f32> {
 }
 
 // Score of key i of row j, head jh % heads, as (value, compensation): the compensated dot over head_dim,
-// or (MASKED, 0) for a masked-out key. `loc` = key_of(j, i). One function for `scores` and `seg_fused`.
+// or (MASKED, 0) for a masked-out key. `loc` = key_of(j, i). `scores` uses it; seg_fused its batched twin score_fused.
 fn score_of(j: u32, jh: u32, kvh: u32, i: u32, loc: vec2<u32>) -> vec2<f32> {
   if (is_masked(j, i)) { return vec2<f32>(MASKED, 0.0); }
   let d4 = P.d / 4u;
@@ -153,6 +153,42 @@ fn score_of(j: u32, jh: u32, kvh: u32, i: u32, loc: vec2<u32>) -> vec2<f32> {
     for (var c = 0u; c < d4; c++) { acc = ksum_add4(acc, q[qb + c] * k_cache[kb + c]); }
   }
   // Keep the compensation term: scores are large (scale 1.0) and exp() amplifies their rounding.
+  let t = ksum_value(acc);
+  return vec2<f32>(t, (acc.x - t) + acc.y);
+}
+
+// score_of for seg_fused, the same arithmetic with its loads batched: KB consecutive vec4 of q and of
+// the key are loaded into registers first, then reduced one component at a time in order c = 0 .. d4-1
+// exactly as score_of does (the same expressions `q * k` and ksum_add4, in the same sequence), so the
+// bits are score_of's. Why: in score_of each step's load waits on nothing but is issued only when the
+// loop reaches it, so an invocation has about one load in flight; here it has 2 KB (constant-trip inner
+// loops that the compiler unrolls into independent loads), which is what hides DRAM latency on a GPU
+// where a decode step has too few invocations (one per key and head) to hide it by occupancy.
+const KB: u32 = 8u;
+fn score_fused(j: u32, jh: u32, kvh: u32, i: u32, loc: vec2<u32>) -> vec2<f32> {
+  if (is_masked(j, i)) { return vec2<f32>(MASKED, 0.0); }
+  let d4 = P.d / 4u;
+  let qb = jh * d4;
+  let kb = (loc.y * P.kv_heads + kvh) * d4;
+  var acc = vec2<f32>(0.0);
+  var qv: array<vec4<f32>, KB>;
+  var kv: array<vec4<f32>, KB>;
+  var c = 0u;
+  for (; c + KB <= d4; c += KB) {
+    for (var u = 0u; u < KB; u++) { qv[u] = q[qb + c + u]; }
+    if (loc.x == 1u) {
+      for (var u = 0u; u < KB; u++) { kv[u] = k_stage[kb + c + u]; }
+    } else {
+      for (var u = 0u; u < KB; u++) { kv[u] = k_cache[kb + c + u]; }
+    }
+    for (var u = 0u; u < KB; u++) { acc = ksum_add4(acc, qv[u] * kv[u]); }
+  }
+  // The rest (d4 not a multiple of KB), as score_of.
+  if (loc.x == 1u) {
+    for (; c < d4; c++) { acc = ksum_add4(acc, q[qb + c] * k_stage[kb + c]); }
+  } else {
+    for (; c < d4; c++) { acc = ksum_add4(acc, q[qb + c] * k_cache[kb + c]); }
+  }
   let t = ksum_value(acc);
   return vec2<f32>(t, (acc.x - t) + acc.y);
 }
@@ -255,6 +291,30 @@ fn seg_pv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
 // same branch. This saves two dispatches per layer on GPUs, where each costs ~10-40 us whatever its
 // size; attention-op.ts keeps the four passes on software adapters, where a barrier is a context switch.
 // 64 invocations and 3 KiB of workgroup memory fit every adapter (SwiftShader: 256, 16 KiB).
+//
+// Speed on a GPU (an H200: 132 SMs, DRAM latency ~0.6-1 us under load). Sliding attention at M = 1
+// over 1024 slots, 16 q / 8 kv heads, d 256 reads 16.8 MB of K and V: at 0.25 x copy bandwidth that is
+// ~18 us, about 1 TB/s, which by Little's law needs ~1 MB of loads in flight. The exact plan gives
+// 16 segments x 16 heads = 256 workgroups of 64, i.e. ~2 workgroups (4 warps) per SM: far too few
+// warps to hide DRAM latency by occupancy, and the plan (64-key segments, a function of the key count
+// shared with the software class) and the sequential compensated dot over d per key (the arithmetic
+// the four-pass path and the tests fix) cannot be split further without changing bits. So the
+// latency is hidden inside each invocation instead (instruction-level parallelism):
+//   - before, score_of's loop issued one 16-byte K load per iteration and waited for it: 64 dependent
+//     DRAM round trips per key; step 3 did the same per key for V, and `combine` 2 nseg round trips.
+//     At ~0.3-0.7 us each, consistent with the measured ~51 us (0.08 x copy).
+//   - now each invocation issues KB (scores) or PB (P.V, max, sum, combine_fused) independent loads,
+//     from constant-trip loops the compiler unrolls, and only then runs the same chain in the same
+//     order on registers: 8 round trips per key instead of 64, in flight 128 B per invocation (one
+//     full cache line of its K row: nothing fetched is wasted) and ~16 KiB per SM, ~2 MB on the chip.
+//   - V loads are coalesced: for a key, the 64 invocations of step 3 read 64 consecutive vec4 (1 KiB).
+//     A batch holding a staging row (at most M keys of a row) takes the per-key path; the test reads
+//     workgroup memory, so the whole workgroup takes the same branch.
+//   - the q heads of a kv head (GQA) are adjacent workgroups (index (j heads + h) seg_stride + g), in
+//     flight together, so the second head's K and V reads hit L2 (50 MB on an H200, the layer 16.8 MB):
+//     DRAM traffic stays ~1x; L2 traffic, ~10 TB/s, is 2x and not the bound.
+// Not done here (each would need a new plan or arithmetic for the GPU class and its tests): smaller
+// segments for more workgroups, both q heads of a kv head in one workgroup, a tree over d per key.
 const SEG_CAP: u32 = 256u;
 var<workgroup> wg_s: array<f32, SEG_CAP>;   // score, then e_i
 var<workgroup> wg_c: array<f32, SEG_CAP>;   // score compensation
@@ -271,6 +331,15 @@ fn seg_score(big: bool, b: u32, i: u32, k: u32) -> f32 {
   if (big) { return s[2u * (b + i)]; }
   return wg_s[k];
 }
+
+// Location of the segment's k-th key (key i = lo + k of row j): from workgroup memory when it is there.
+fn seg_loc(big: bool, j: u32, i: u32, k: u32) -> vec2<u32> {
+  if (big) { return key_of(j, i); }
+  return vec2<u32>(wg_loc[k] >> 31u, wg_loc[k] & 0x7fffffffu);
+}
+
+// Values per register batch in steps 2 and 3 (see score_fused, KB, for why batches).
+const PB: u32 = 8u;
 
 @compute @workgroup_size(WG)
 fn seg_fused(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -289,11 +358,11 @@ fn seg_fused(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
   let big = len > SEG_CAP;
   let b = jh * P.key_stride;
 
-  // 1. scores (as `scores`)
+  // 1. scores (as `scores`; score_fused is score_of with batched loads)
   for (var k = lid; k < len; k += WG) {
     let i = r.x + k;
     let loc = key_of(j, i);
-    let sc = score_of(j, jh, kvh, i, loc);
+    let sc = score_fused(j, jh, kvh, i, loc);
     if (big) {
       s[2u * (b + i)] = sc.x;
       s[2u * (b + i) + 1u] = sc.y;
@@ -305,11 +374,20 @@ fn seg_fused(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
   }
   seg_sync(big);
 
-  // 2. max, e_i and their sum (as seg_softmax): the max and the sum in key order by one invocation.
+  // 2. max, e_i and their sum (as seg_softmax): the max and the sum in key order by one invocation,
+  // PB values loaded into registers ahead of each PB steps of the chain.
   if (lid == 0u) {
     var mx = MASKED;
     if (len > 0u) { mx = seg_score(big, b, r.x, 0u); }
-    for (var k = 1u; k < len; k++) { mx = max(mx, seg_score(big, b, r.x + k, k)); }
+    var k = 1u;
+    if (!big) {
+      var sv: array<f32, PB>;
+      for (; k + PB <= len; k += PB) {
+        for (var u = 0u; u < PB; u++) { sv[u] = wg_s[k + u]; }
+        for (var u = 0u; u < PB; u++) { mx = max(mx, sv[u]); }
+      }
+    }
+    for (; k < len; k++) { mx = max(mx, seg_score(big, b, r.x + k, k)); }
     wg_mx = mx;
   }
   workgroupBarrier();
@@ -328,21 +406,49 @@ fn seg_fused(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
   // The last invocation, which has no channels in step 3 when d < 4 WG.
   if (lid == WG - 1u) {
     var sum = 0.0;
-    for (var k = 0u; k < len; k++) { sum += seg_score(big, b, r.x + k, k); }
+    var k = 0u;
+    if (!big) {
+      var ev: array<f32, PB>;
+      for (; k + PB <= len; k += PB) {
+        for (var u = 0u; u < PB; u++) { ev[u] = wg_s[k + u]; }
+        for (var u = 0u; u < PB; u++) { sum += ev[u]; }
+      }
+    }
+    for (; k < len; k++) { sum += seg_score(big, b, r.x + k, k); }
     let sg = 2u * (jh * P.seg_stride + g);
     stats[sg] = mx;
     stats[sg + 1u] = sum;
   }
 
-  // 3. o_g (as seg_pv)
+  // 3. o_g (as seg_pv): for each key in order, acc += e_i * v_i; the PB keys' values of a batch are
+  // loaded first (a warp's loads of one key are 32 consecutive vec4: coalesced), then added in order.
   let d4 = P.d / 4u;
   for (var c4 = lid; c4 < d4; c4 += WG) {
     var acc = vec4<f32>(0.0);
-    for (var k = 0u; k < len; k++) {
+    var k = 0u;
+    var vv: array<vec4<f32>, PB>;
+    var ev: array<f32, PB>;
+    // Batched: a batch whose keys all come from the cache (all but at most M keys of a row) loads
+    // from v_cache without a branch per key; one holding a staging row goes key by key. The test reads
+    // workgroup memory, the same for the whole workgroup, so it does not diverge.
+    for (; !big && k + PB <= len; k += PB) {
+      var stage = 0u;
+      for (var u = 0u; u < PB; u++) { stage |= wg_loc[k + u]; }
+      if ((stage >> 31u) != 0u) {
+        for (var kk = k; kk < k + PB; kk++) {
+          acc += wg_s[kk] * v_at(seg_loc(false, j, r.x + kk, kk), kvh, c4);
+        }
+        continue;
+      }
+      for (var u = 0u; u < PB; u++) {
+        vv[u] = v_cache[(wg_loc[k + u] * P.kv_heads + kvh) * d4 + c4];
+        ev[u] = wg_s[k + u];
+      }
+      for (var u = 0u; u < PB; u++) { acc += ev[u] * vv[u]; }
+    }
+    for (; k < len; k++) {
       let i = r.x + k;
-      var loc: vec2<u32>;
-      if (big) { loc = key_of(j, i); } else { loc = vec2<u32>(wg_loc[k] >> 31u, wg_loc[k] & 0x7fffffffu); }
-      acc += seg_score(big, b, i, k) * v_at(loc, kvh, c4);
+      acc += seg_score(big, b, i, k) * v_at(seg_loc(big, j, i, k), kvh, c4);
     }
     partial[(jh * P.seg_stride + g) * d4 + c4] = acc;
   }
@@ -366,6 +472,53 @@ fn combine(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
   var l = w * stats[2u * sb + 1u];
   var o = w * partial[sb * d4 + c4];
   for (var g = 1u; g < ns; g++) {
+    w = exp_ref(stats[2u * (sb + g)] - mx);
+    l += w * stats[2u * (sb + g) + 1u];
+    o += w * partial[(sb + g) * d4 + c4];
+  }
+  out[jh * d4 + c4] = round4(o / l);
+}
+
+// combine for the fused path: the same arithmetic as `combine` (the same expressions in segment order),
+// with each PB segments' stats and partials loaded into registers before their steps of the chain, so
+// that an invocation waits for one batch of loads instead of 2 nseg loads one after the other.
+@compute @workgroup_size(WG)
+fn combine_fused(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                 @builtin(local_invocation_index) lid: u32) {
+  let idx = linear_workgroup(wid, nwg) * WG + lid;
+  let d4 = P.d / 4u;
+  let c4 = idx % d4;
+  let jh = idx / d4;
+  if (jh >= P.M * P.heads) { return; }
+  let ns = seg_count(key_count(jh / P.heads));
+  let sb = jh * P.seg_stride;
+  var mv: array<f32, PB>;
+  var lv: array<f32, PB>;
+  var ov: array<vec4<f32>, PB>;
+  var mx = stats[2u * sb];
+  var g = 1u;
+  for (; g + PB <= ns; g += PB) {
+    for (var u = 0u; u < PB; u++) { mv[u] = stats[2u * (sb + g + u)]; }
+    for (var u = 0u; u < PB; u++) { mx = max(mx, mv[u]); }
+  }
+  for (; g < ns; g++) { mx = max(mx, stats[2u * (sb + g)]); }
+  var w = exp_ref(stats[2u * sb] - mx);
+  var l = w * stats[2u * sb + 1u];
+  var o = w * partial[sb * d4 + c4];
+  g = 1u;
+  for (; g + PB <= ns; g += PB) {
+    for (var u = 0u; u < PB; u++) {
+      mv[u] = stats[2u * (sb + g + u)];
+      lv[u] = stats[2u * (sb + g + u) + 1u];
+      ov[u] = partial[(sb + g + u) * d4 + c4];
+    }
+    for (var u = 0u; u < PB; u++) {
+      w = exp_ref(mv[u] - mx);
+      l += w * lv[u];
+      o += w * ov[u];
+    }
+  }
+  for (; g < ns; g++) {
     w = exp_ref(stats[2u * (sb + g)] - mx);
     l += w * stats[2u * (sb + g) + 1u];
     o += w * partial[(sb + g) * d4 + c4];

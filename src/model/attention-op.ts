@@ -10,7 +10,8 @@ import { GpuError } from '../gpu/errors.ts';
  *
  * Two paths with byte-identical arithmetic (kernels-attention.test.ts compares them on the software adapters):
  * four dispatches (scores, seg_softmax, seg_pv, combine), or two (seg_fused, one workgroup per
- * segment, then combine). See attentionFused for which one a device takes.
+ * segment, then combine_fused: the same arithmetic with loads batched for GPUs, see attention.wgsl).
+ * See attentionFused for which one a device takes.
  */
 const WG = 64;
 const groups = (n: number) => Math.ceil(n / WG);
@@ -67,7 +68,7 @@ export interface AttentionArgs {
 }
 
 /**
- * Whether a device runs attention fused (seg_fused + combine) or in four passes: fused on GPUs, where
+ * Whether a device runs attention fused (seg_fused + combine_fused) or in four passes: fused on GPUs, where
  * a decode step is bound by its dispatch count (~10-40 us each on an H200, however small) and a
  * workgroup barrier is cheap; four passes on software adapters, where each of seg_fused's barriers is
  * a context switch per invocation. A property of the device alone (never of M, the plan or the key
@@ -204,7 +205,7 @@ export function attention(rec: Recorder, a: AttentionArgs): void {
     );
     rec.run(
       'attention.wgsl',
-      'combine',
+      'combine_fused',
       {},
       [params, undefined, undefined, undefined, undefined, undefined, undefined, a.out, stats, partial],
       groups(rows * d4),
