@@ -19,6 +19,7 @@ import matmulSplit from '../../shaders/matmul_split.wgsl?raw';
 import embed from '../../shaders/embed.wgsl?raw';
 import rmsnorm from '../../shaders/rmsnorm.wgsl?raw';
 import rope from '../../shaders/rope.wgsl?raw';
+import kvCommit from '../../shaders/kv_commit.wgsl?raw';
 import elementwise from '../../shaders/elementwise.wgsl?raw';
 import argmax from '../../shaders/argmax.wgsl?raw';
 import attention from '../../shaders/attention.wgsl?raw';
@@ -40,6 +41,7 @@ const FILES: Record<string, string> = {
   'embed.wgsl': embed,
   'rmsnorm.wgsl': rmsnorm,
   'rope.wgsl': rope,
+  'kv_commit.wgsl': kvCommit,
   'elementwise.wgsl': elementwise,
   'argmax.wgsl': argmax,
   'attention.wgsl': attention,

@@ -2,6 +2,9 @@ import type { TargetDescription } from '../format/model-description.ts';
 import { storageBuffer } from '../gpu/buffers.ts';
 import type { Recorder } from '../gpu/recorder.ts';
 
+/** Invocations per workgroup of kv_commit.wgsl (one per element of a committed row). */
+const KV_COMMIT_WG = 256;
+
 /**
  * The target's K/V caches (GEMMA4.md section 4).
  *
@@ -9,9 +12,10 @@ import type { Recorder } from '../gpu/recorder.ts';
  * `(pos - base) mod W`: base is 0 after a prefill of P <= W tokens and P after a longer one (the
  * prefill is stored linearly and trimmed to the last W; the first decode write lands in slot 0).
  * A decode step or verify block never writes the ring directly: its rows go to per-layer staging
- * rows, which attention reads in place of the slots they will overwrite, and `commit(n)` copies the
- * first n (accepted) rows into their slots. Rejected rows are simply never committed: that is the
- * rollback, and it leaves ring contents and slot order exactly as a chain-only run would.
+ * rows, which attention reads in place of the slots they will overwrite, and `commit(n)` writes the
+ * first n (accepted) rows into their slots (one kv_commit.wgsl dispatch per layer). Rejected rows
+ * are simply never committed: that is the rollback, and it leaves ring contents and slot order
+ * exactly as a chain-only run would.
  *
  * Full layers: a linear cache, row = position. Block rows are written at their positions before
  * attention; rollback only moves `nextPos` back (rows past it are never read and get overwritten).
@@ -91,19 +95,26 @@ export class KvCache {
    * `blockStart` (sliding layers) and advances nextPos.
    */
   commit(rec: Recorder, blockStart: number, accepted: number): void {
-    for (const l of this.layers) {
-      if (l.type !== 'sliding') continue;
-      const bytes = l.rowFloats * 4;
-      if (accepted > 0) {
-        // The last committed row overwrites position (its position - W): keep that entry.
-        const slot = this.slotOf(blockStart + accepted - 1);
-        rec.copy(l.k, slot * bytes, l.kEvicted, 0, bytes);
-        rec.copy(l.v, slot * bytes, l.vEvicted, 0, bytes);
-      }
-      for (let t = 0; t < accepted; t++) {
-        const slot = this.slotOf(blockStart + t);
-        rec.copy(l.kStage, t * bytes, l.k, slot * bytes, bytes);
-        rec.copy(l.vStage, t * bytes, l.v, slot * bytes, bytes);
+    if (accepted > 0) {
+      for (const l of this.layers) {
+        if (l.type !== 'sliding') continue;
+        // One kv_commit.wgsl dispatch per layer: the last committed row overwrites position (its
+        // position - W), whose entry is kept in k/vEvicted first; then the staged rows go to their slots.
+        const params = rec.params('kv_commit.wgsl', {
+          rows: accepted,
+          row_floats: l.rowFloats,
+          slot0: this.slotOf(blockStart),
+          slots: l.slots,
+          save_evicted: true,
+        });
+        const bindings = [params, l.k, l.v, l.kStage, l.vStage, l.kEvicted, l.vEvicted];
+        rec.run(
+          'kv_commit.wgsl',
+          'main',
+          { WG: KV_COMMIT_WG },
+          bindings,
+          Math.ceil((accepted * l.rowFloats) / KV_COMMIT_WG),
+        );
       }
     }
     this.state = { ...this.state, nextPos: blockStart + accepted };

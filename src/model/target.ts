@@ -396,8 +396,12 @@ export class TargetModel {
         : norm(ws.h, w.inputNorm, ws.xn, M, H, { sums: { lin: w.qProj, rows, slot: 'attn' } });
       op.matmul(rec, w.qProj, ws.xn, ws.attn, rows, undefined, undefined, undefined, xsAttn); // raw q; ws.attn is free until attention
       norm(ws.attn, w.qNorm, ws.q, M * l.numHeads, l.headDim, { rope: { table: rope, heads: l.numHeads, pos0: p } });
+      // A sliding layer's step or block rows go straight to its staging rows (KvCache: attention reads
+      // them there, commit() moves the accepted ones into the ring); a buffer copy would end the pass.
+      const staged = l.type === 'sliding' && kind !== 'prefill';
+      const [kOut, vOut] = staged ? [kv.kStage, kv.vStage] : [ws.k, ws.v];
       op.matmul(rec, w.kProj!, ws.xn, ws.kraw, rows, undefined, undefined, undefined, xsAttn);
-      norm(ws.kraw, w.kNorm, ws.k, M * l.numKvHeads, l.headDim, {
+      norm(ws.kraw, w.kNorm, kOut, M * l.numKvHeads, l.headDim, {
         rope: { table: rope, heads: l.numKvHeads, pos0: p },
       });
       let vSrc = ws.kraw; // k_eq_v: V = v_norm(raw K projection)
@@ -405,10 +409,10 @@ export class TargetModel {
         op.matmul(rec, w.vProj, ws.xn, ws.vraw, rows, undefined, undefined, undefined, xsAttn);
         vSrc = ws.vraw;
       }
-      norm(vSrc, null, ws.v, M * l.numKvHeads, l.headDim);
+      norm(vSrc, null, vOut, M * l.numKvHeads, l.headDim);
       capture(`q.${i}`, ws.q, M * qw);
-      capture(`k.${i}`, ws.k, M * kvw);
-      capture(`v.${i}`, ws.v, M * kvw);
+      capture(`k.${i}`, kOut, M * kvw);
+      capture(`v.${i}`, vOut, M * kvw);
 
       const rowBytes = kvw * 4;
       let plan: AttentionPlan;
@@ -422,8 +426,6 @@ export class TargetModel {
         plan = { mode: 'chrono', split: 0 };
         [kStage, vStage, base] = [ws.k, ws.v, 0];
       } else {
-        rec.copy(ws.k, 0, kv.kStage, 0, M * rowBytes);
-        rec.copy(ws.v, 0, kv.vStage, 0, M * rowBytes);
         plan = policy.slidingStep(M, d.window, p);
         [kStage, vStage, base] = [kv.kStage, kv.vStage, state.base];
       }
