@@ -1,4 +1,6 @@
 import type { Recorder } from '../gpu/recorder.ts';
+import type { Binding } from '../gpu/kernels.ts';
+import type { RowPart } from '../gpu/upload.ts';
 import type { GpuLinear } from './gpu-weights.ts';
 import type { KernelClass } from '../gpu/kernel-class.ts';
 
@@ -65,10 +67,9 @@ export const COOP_WG = 256;
  * commit (microbenchmarks of the 4-bit LM head and MLP shapes at M = 1, 4, 8; T = 16, 32, 64): 16 was
  * the fastest or within 5% at M = 1 for both the 3840- and the 15360-wide inputs, 32 about 20% faster
  * at M = 4 on the wide-output linears. At least 8 (the kernel's final totals need R * ROWS = 8 of
- * them). A function of the linear's shape only (here a constant), never of M, so every row count runs
- * the same pipeline.
+ * them). Never a function of M, so every row count runs the same pipeline.
  */
-export function coopThreads(_groups: number): number {
+export function coopThreads(): number {
   if (coopThreadsOverride) return coopThreadsOverride;
   return 16;
 }
@@ -86,7 +87,7 @@ export function coopFeatures(outFeatures: number): number {
 
 /** The coop pipeline's constants and workgroup count for one row part of a linear. */
 function coopDispatch(d: AffineLinearDesc, rows: number): { constants: Record<string, number>; workgroups: number } {
-  const T = coopThreads(d.inFeatures / d.groupSize);
+  const T = coopThreads();
   const R = coopFeatures(d.outFeatures);
   return {
     constants: { BITS: d.bits, WG: COOP_WG, T, R, GS: d.groupSize },
@@ -175,16 +176,7 @@ export function matmul(
           ? 'matmul_lanes_subgroupx.wgsl'
           : 'matmul_lanes_loadx.wgsl';
     lin.weight.parts.forEach((part, i) => {
-      const params = rec.params(shader, {
-        M: r.M,
-        N: part.rows,
-        K: desc.inFeatures,
-        group_size: desc.groupSize,
-        n_offset: part.rowStart,
-        x_stride: xStride,
-        y_stride: yStride,
-        round: r.round,
-      });
+      const params = affineParams(rec, shader, desc, part, r, xStride, yStride);
       const sb = [lin.scales!.parts[i].buffer, lin.biases!.parts[i].buffer];
       const bindings = [params, undefined, undefined, y, ...sb, xs, x, part.buffer];
       if (k === 'coop') {
@@ -203,16 +195,7 @@ export function matmul(
   }
   lin.weight.parts.forEach((part, i) => {
     if (desc.kind === 'affine') {
-      const params = rec.params('matmul.wgsl', {
-        M: r.M,
-        N: part.rows,
-        K: desc.inFeatures,
-        group_size: desc.groupSize,
-        n_offset: part.rowStart,
-        x_stride: xStride,
-        y_stride: yStride,
-        round: r.round,
-      });
+      const params = affineParams(rec, 'matmul.wgsl', desc, part, r, xStride, yStride);
       rec.run(
         'matmul.wgsl',
         'affine',
@@ -312,6 +295,28 @@ function matmulSplitK(
   });
 }
 
+/** The parameter block every affine matmul kernel shares (matmul_affine_io.wgsl Params) for one row part. */
+function affineParams(
+  rec: Recorder,
+  shader: string,
+  d: AffineLinearDesc,
+  part: RowPart,
+  r: Rows,
+  xStride: number,
+  yStride: number,
+): Binding {
+  return rec.params(shader, {
+    M: r.M,
+    N: part.rows,
+    K: d.inFeatures,
+    group_size: d.groupSize,
+    n_offset: part.rowStart,
+    x_stride: xStride,
+    y_stride: yStride,
+    round: r.round,
+  });
+}
+
 /** Group sums of x (what the exact affine kernels call sx) for linears of one group size over the same x. */
 export interface GroupSums {
   buffer: GPUBuffer;
@@ -400,16 +405,7 @@ export function gateUp(
   const K = d.inFeatures;
   const xs = sumsFor(rec, gate, x, r, K, sums);
   gate.weight.parts.forEach((part, i) => {
-    const params = rec.params('matmul_coop.wgsl', {
-      M: r.M,
-      N: part.rows,
-      K,
-      group_size: d.groupSize,
-      n_offset: part.rowStart,
-      x_stride: K,
-      y_stride: d.outFeatures,
-      round: r.round,
-    });
+    const params = affineParams(rec, 'matmul_coop.wgsl', d, part, r, K, d.outFeatures);
     const bindings = [
       params,
       undefined,
