@@ -20,6 +20,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testGpu } from './gpu-context.ts';
 import { bytesEqual, rowBytes, tinyModel, tinyWeights, tokens } from './tiny-model.ts';
+import { expectSameBytes, Rand } from './helpers/kernel-lab.ts';
 import type { GpuContext } from '../../src/gpu/device.ts';
 import { KernelCache } from '../../src/gpu/kernels.ts';
 import type { KernelClass } from '../../src/gpu/kernel-class.ts';
@@ -37,51 +38,11 @@ import { bytesSource } from '../../src/format/bytesource.ts';
 
 // ---- data ----------------------------------------------------------------------------------------
 
-/** mulberry32: seeded, so a failure replays. */
-class Rand {
-  private s: number;
-  constructor(seed: number) {
-    this.s = seed >>> 0;
-  }
-  next(): number {
-    this.s = (this.s + 0x6d2b79f5) >>> 0;
-    let t = this.s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  }
-  u32(): number {
-    return Math.floor(this.next() * 4294967296) >>> 0;
-  }
-  normal(sd = 1): number {
-    const u = 1 - this.next();
-    return sd * Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * this.next());
-  }
-  f32s(n: number, sd = 1): Float32Array {
-    return Float32Array.from({ length: n }, () => this.normal(sd));
-  }
-}
+/** n f32 normal values as a Float32Array (the uploads' layout), from the suites' shared seeded generator. */
+const f32s = (r: Rand, n: number, sd = 1) => Float32Array.from(r.f32s(n, sd));
 
 const bf16Bits = (x: number) => new Uint32Array(Float32Array.of(x).buffer)[0] >>> 16;
 
-function expectSameBytes(what: string, got: Uint8Array, want: Uint8Array): void {
-  expect(got.byteLength, `${what}: byte length`).toBe(want.byteLength);
-  let first = -1,
-    count = 0;
-  for (let i = 0; i < got.byteLength; i++) {
-    if (got[i] !== want[i]) {
-      if (first < 0) first = i;
-      count++;
-    }
-  }
-  if (first >= 0) {
-    const g = new Float32Array(got.buffer, got.byteOffset, got.byteLength >> 2);
-    const w = new Float32Array(want.buffer, want.byteOffset, want.byteLength >> 2);
-    expect.fail(
-      `${what}: ${count} of ${got.byteLength} bytes differ, first at float ${first >> 2}: ${g[first >> 2]} vs ${w[first >> 2]}`,
-    );
-  }
-}
 const differs = (a: Uint8Array, b: Uint8Array) => !bytesEqual(a, b);
 
 /** One device, one kernel cache (so one pipeline per kernel, as in the engine); buffers freed per test. */
@@ -179,7 +140,7 @@ function makeLinear(lab: Lab, r: Rand, c: LinCase): GpuLinear {
     const { bits, gs } = c.affine;
     const wordsPerRow = (K * bits) / 32;
     const groups = K / gs;
-    const words = Uint32Array.from({ length: N * wordsPerRow }, () => r.u32());
+    const words = Uint32Array.from({ length: N * wordsPerRow }, () => r.int(2 ** 32));
     const scale = Array.from({ length: N * groups }, () => (0.5 + r.next()) * (0.1 / (1 << bits)));
     const s = Uint16Array.from(scale, bf16Bits);
     // bias about -2^(bits-1) scale, as MLX's conversions give (the centred codes' reason to exist)
@@ -204,7 +165,7 @@ function makeLinear(lab: Lab, r: Rand, c: LinCase): GpuLinear {
   }
   const dtype = c.dense!;
   const data =
-    dtype === 'F32' ? r.f32s(N * K, 0.2) : Uint16Array.from({ length: N * K }, () => bf16Bits(r.normal(0.2)));
+    dtype === 'F32' ? f32s(r, N * K, 0.2) : Uint16Array.from({ length: N * K }, () => bf16Bits(r.normal(0.2)));
   const desc: DenseLinear = {
     kind: 'dense',
     name: c.name,
@@ -300,11 +261,11 @@ function attnData(r: Rand, c: AttnCase): AttnData {
   const row = c.kvHeads * c.d;
   const slots = c.mode === 'linear' ? c.p + c.M : c.window;
   return {
-    q: r.f32s(c.M * c.heads * c.d, 0.6),
-    kCache: r.f32s(slots * row, 0.6),
-    vCache: r.f32s(slots * row),
-    kStage: r.f32s(c.M * row, 0.6),
-    vStage: r.f32s(c.M * row),
+    q: f32s(r, c.M * c.heads * c.d, 0.6),
+    kCache: f32s(r, slots * row, 0.6),
+    vCache: f32s(r, slots * row),
+    kStage: f32s(r, c.M * row, 0.6),
+    vStage: f32s(r, c.M * row),
   };
 }
 
@@ -407,7 +368,7 @@ describe('inexact variants with their mechanism off == the exact kernel, byte fo
         for (const prefill of [false, true]) {
           // M = 9: more rows than one pass of coop (ROWS = 8) and than one tile block (8 rows).
           for (const M of [1, 3, 9]) {
-            const x = r.f32s(M * xStride);
+            const x = f32s(r, M * xStride);
             for (const round of [false, true]) {
               const rows: op.Rows = { M, round, prefill };
               const exact = await runMatmul(lab, lin, x, rows, xStride);
@@ -435,7 +396,7 @@ describe('inexact variants with their mechanism off == the exact kernel, byte fo
         const N = c.N,
           M = 3;
         const unit = c.affine ? c.affine.gs : 1;
-        const x = r.f32s(M * xStride);
+        const x = f32s(r, M * xStride);
         const exact = await runMatmul(lab, lin, x, { M, round: false }, xStride);
         let changed = false;
         for (const split of [2, 3]) {
