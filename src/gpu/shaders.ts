@@ -16,6 +16,7 @@ import matmulAffineDot from '../../shaders/matmul_affine_dot.wgsl?raw';
 import matmulCoop from '../../shaders/matmul_coop.wgsl?raw';
 import matmulDense from '../../shaders/matmul_dense.wgsl?raw';
 import matmulSplit from '../../shaders/matmul_split.wgsl?raw';
+import matmulMlx from '../../shaders/matmul_mlx.wgsl?raw';
 import embed from '../../shaders/embed.wgsl?raw';
 import rmsnorm from '../../shaders/rmsnorm.wgsl?raw';
 import rope from '../../shaders/rope.wgsl?raw';
@@ -38,6 +39,7 @@ const FILES: Record<string, string> = {
   'matmul_coop.wgsl': matmulCoop,
   'matmul_dense.wgsl': matmulDense,
   'matmul_split.wgsl': matmulSplit,
+  'matmul_mlx.wgsl': matmulMlx,
   'embed.wgsl': embed,
   'rmsnorm.wgsl': rmsnorm,
   'rope.wgsl': rope,

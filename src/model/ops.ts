@@ -3,6 +3,8 @@ import type { Binding } from '../gpu/kernels.ts';
 import type { RowPart } from '../gpu/upload.ts';
 import type { GpuLinear } from './gpu-weights.ts';
 import type { KernelClass } from '../gpu/kernel-class.ts';
+import type { MlxMachine } from './mlx-dispatch.ts';
+import { mlxMatmul } from './mlx-matmul.ts';
 
 /**
  * Typed wrappers around the WGSL kernels: one function per op, taking buffers and sizes. The same
@@ -21,6 +23,8 @@ export interface Rows {
   split?: number;
   /** A prefill forward: matmuls may use the prefill kernel (both arms of a comparison prefill alike). */
   prefill?: boolean;
+  /** Set: affine matmuls run the kernel MLX runs for M rows on this Apple GPU (src/model/mlx-matmul.ts). */
+  mlx?: MlxMachine;
 }
 
 /** The exact affine kernels ops.matmul can run (benchmarks compare them; the engine picks per phase and adapter class). */
@@ -146,7 +150,8 @@ export function engineKernels(kernelClass: KernelClass): { step: AffineKernel; p
  *   weights loaded and unpacked once for the 8 rows. Prefill need not equal decode bit for bit:
  *   both arms of every comparison prefill alike.
  * - 'affine': one invocation per output; the fallback for linears the others cannot run.
- * The parity lab's split > 0 runs split-K (matmulSplitK): this same exact path once per K range.
+ * The parity lab's split > 0 runs split-K (matmulSplitK): this same exact path once per K range; its
+ * Rows.mlx runs MLX's own kernel for M rows instead (src/model/mlx-matmul.ts), a function of M by design.
  * `npm run bench` measures them on the current adapter (--compare).
  */
 export function matmul(
@@ -162,6 +167,10 @@ export function matmul(
 ): void {
   const { desc } = lin;
   const split = r.split ?? 0;
+  if (r.mlx && desc.kind === 'affine') {
+    mlxMatmul(rec, lin, x, y, r, r.mlx, xStride, yStride);
+    return;
+  }
   if (split > 0) {
     matmulSplitK(rec, lin, x, y, r, split, xStride, yStride, kernel);
     return;
@@ -377,7 +386,7 @@ function sumsFor(rec: Recorder, lin: GpuLinear, x: GPUBuffer, r: Rows, xStride: 
  * g = GeGLU(gate x, up x) = gelu_tanh(gate x) * (up x), the MLP's first half. On GPUs, for linears the
  * coop kernel runs, one matmul_coop.wgsl `gate_up` dispatch computes both projections and the GeGLU,
  * with the arithmetic of two coop matmuls and elementwise.wgsl geglu; elsewhere (software adapters,
- * prefill, the split-K policies) exactly those three dispatches. `u` is the up projection's workspace.
+ * prefill, the split-K and MLX policies) exactly those three dispatches. `u` is the up projection's workspace.
  */
 export function gateUp(
   rec: Recorder,
@@ -392,6 +401,7 @@ export function gateUp(
   const fused =
     !r.prefill &&
     (r.split ?? 0) === 0 &&
+    !r.mlx &&
     stepKernel(rec, gate) === 'coop' &&
     stepKernel(rec, up) === 'coop' &&
     sameShape(gate, up);

@@ -1,11 +1,15 @@
 import { maskedKeyCount, type AttentionMode } from './ops.ts';
 import { SEG_MAX } from './attention-op.ts';
+import type { MlxMachine } from './mlx-dispatch.ts';
+import { mlxPolicies } from './mlx-policies.ts';
 
 /**
  * A numerics policy decides, per op, which kernel variant a forward uses. `exact` keeps every row's
  * arithmetic identical whatever M is, so block rows equal chain rows. Each inexact policy switches
  * on one real kernel variant that re-creates a known cause of block-versus-chain divergence
  * (GEMMA4.md section 7); the chain arm (M = 1) always runs the exact kernels, as classic decode does.
+ * The MLX policies (src/model/mlx-policies.ts) instead predict one machine: both arms run the
+ * quantized-matmul kernel MLX picks for their M, so they differ exactly where MLX's choice does.
  */
 export interface AttentionPlan {
   mode: AttentionMode;
@@ -28,6 +32,8 @@ export interface Policy {
   matmulSplit(M: number, phase: 'prefill' | 'step'): number;
   /** When set, the two arms prefill separately with these chunk sizes (0 = whole prompt). */
   prefillChunks?: { chain: number; block: number };
+  /** When set, quantized matmuls of steps and verify blocks run MLX's kernel for their M on this Apple GPU. */
+  mlx?: MlxMachine;
 }
 
 const exactSliding = (): AttentionPlan => ({ mode: 'physical', split: 0 });
@@ -113,6 +119,7 @@ export const POLICIES: Policy[] = [
   attentionMSplit,
   prefillChunkMismatch,
   mlxMetal,
+  ...mlxPolicies(EXACT),
 ];
 
 export function policyByName(name: string): Policy {

@@ -250,14 +250,18 @@ export class TargetModel {
    * LM head (+ softcap, argmax) over rows [first, M) of the final-norm output ws.y, in groups of at
    * most maxBlock rows (bounds the [rows, V] logits buffer).
    */
-  private async head(first: number, M: number, split: number): Promise<{ logits: Float32Array; argmax: Uint32Array }> {
+  private async head(
+    first: number,
+    M: number,
+    kernels: HeadKernels,
+  ): Promise<{ logits: Float32Array; argmax: Uint32Array }> {
     const d = this.desc;
     const logitChunks: Float32Array[] = [];
     const ids: number[] = [];
     for (let r0 = first; r0 < M; r0 += this.opts.maxBlock) {
       const n = Math.min(this.opts.maxBlock, M - r0);
       const rec = this.recorder('lm-head');
-      this.recordHead(rec, r0, n, split);
+      this.recordHead(rec, r0, n, kernels);
       this.submit(rec);
       const [lg, am] = await readMany(this.device, [
         { buffer: this.ws.logits, bytes: n * d.vocab * 4 },
@@ -270,11 +274,19 @@ export class TargetModel {
   }
 
   /** Records LM head + softcap + argmax for n rows of ws.y starting at row r0 (n <= maxBlock). */
-  private recordHead(rec: Recorder, r0: number, n: number, split: number): void {
+  private recordHead(rec: Recorder, r0: number, n: number, kernels: HeadKernels): void {
     const d = this.desc;
     const ws = this.ws;
     rec.copy(ws.y, r0 * d.hidden * 4, ws.headIn, 0, n * d.hidden * 4);
-    op.matmul(rec, this.weights.embed, ws.headIn, ws.logits, { M: n, round: this.round, split }, d.hidden, d.vocab);
+    op.matmul(
+      rec,
+      this.weights.embed,
+      ws.headIn,
+      ws.logits,
+      { M: n, round: this.round, ...kernels },
+      d.hidden,
+      d.vocab,
+    );
     if (d.finalSoftcap !== null) op.softcap(rec, ws.logits, n * d.vocab, d.finalSoftcap, this.round);
     op.argmax(rec, ws.logits, ws.argmax, n, d.vocab);
   }
@@ -295,7 +307,7 @@ export class TargetModel {
       round: this.round,
     });
     this.submit(rec);
-    const { logits } = await this.head(0, M, 0);
+    const { logits } = await this.head(0, M, {});
     await this.checkErrors('running the logit lens');
     return logits;
   }
@@ -341,7 +353,8 @@ export class TargetModel {
     const M = tokens.length;
     const d = this.desc;
     const policy = o.policy ?? EXACT;
-    const rows: op.Rows = { M, round: this.round, split: policy.matmulSplit(M, kind), prefill: kind === 'prefill' };
+    const kernels: HeadKernels = { split: policy.matmulSplit(M, kind), mlx: kind === 'step' ? policy.mlx : undefined };
+    const rows: op.Rows = { M, round: this.round, prefill: kind === 'prefill', ...kernels };
     const ws = this.ws;
     // Forced layer inputs are checked before anything is recorded (a throw must not leave a recorder open).
     const forcedInputs = d.layers.map((_, i) => o.layerInputs?.(i, p, M));
@@ -496,10 +509,9 @@ export class TargetModel {
       capture('final_norm', ws.y, M * d.hidden);
     }
     const first = o.logits === 'last' ? M - 1 : 0;
-    const split = policy.matmulSplit(M, kind);
     // A chain step or verify block (at most maxBlock head rows) is one command buffer, LM head included.
     const headInline = needHead && M - first <= this.opts.maxBlock;
-    if (headInline) this.recordHead(rec, first, M - first, split);
+    if (headInline) this.recordHead(rec, first, M - first, kernels);
     if (o.chained) {
       // The next chained step embeds this step's argmax; the caller reads the ids back later.
       rec.copy(ws.argmax, 0, ws.ids, 0, 4);
@@ -530,7 +542,7 @@ export class TargetModel {
       if (readLogits) result.logits = f32(got[at++]);
       result.argmax = new Uint32Array(got[at].buffer, got[at++].byteOffset, M - first);
     } else if (needHead) {
-      const head = await this.head(first, M, split);
+      const head = await this.head(first, M, kernels);
       result.logits = head.logits;
       result.argmax = head.argmax;
     }
@@ -546,6 +558,9 @@ export class TargetModel {
     return result;
   }
 }
+
+/** The policy's matmul variant for a forward (split-K or MLX's kernels), which the LM head shares. */
+type HeadKernels = Pick<op.Rows, 'split' | 'mlx'>;
 
 function concat(parts: Float32Array[]): Float32Array {
   if (parts.length === 1) return parts[0];
