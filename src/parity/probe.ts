@@ -16,6 +16,7 @@ import {
   type RowDiff,
 } from './report.ts';
 import { provenance } from './provenance.ts';
+import { explainMlx } from './mlx-blame.ts';
 
 /**
  * The block-versus-chain probe (GEMMA4.md section 6, mlxcel's startup guard). Per draw: prefill the
@@ -227,6 +228,8 @@ async function probeOneDraw(
       const cap = await runArms(true);
       const loc = localize(model.desc, cap.chain.captures!, cap.block.captures!, K, storage);
       result.firstDivergence = loc.first;
+      const cause = loc.first && policy.mlx && explainMlx(policy.mlx, model.desc, loc.first.layer, loc.first.stage, K);
+      if (cause) result.firstDivergence!.cause = cause;
       result.stages = loc.stages;
       progress('logit lens', 3);
       const chainLens: Float32Array[] = [];

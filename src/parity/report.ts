@@ -76,6 +76,12 @@ export interface FirstDivergence {
   position: number;
   /** "first divergence: layer 0 (sliding) attention output at position 0" */
   text: string;
+  /**
+   * Why, where the policy can say: under the MLX policies, the MLX kernel pair of the stage's linears
+   * and what the narrow pin would cost ("MLX on ...: gate_proj, up_proj: qmv (M = 1) vs qmv_wide (M = 4);
+   * narrow pin ...", src/parity/mlx-blame.ts).
+   */
+  cause?: string;
 }
 
 export interface StageDiff {

@@ -7,7 +7,7 @@
  *   block's rows are the chain's rows byte for byte; on M3 and newer (qmv_wide from M = 2) they differ.
  * - The probe on tiny-a: who fails, where it is blamed, and the kernel pair the report names.
  */
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Rand, bf16Rne, bytesOf, expectSameBytes, useLab, type Lab } from './helpers/kernel-lab.ts';
 import { affineLinear, type AffineCase } from './helpers/linears.ts';
 import * as op from '../../src/model/ops.ts';
@@ -15,6 +15,13 @@ import { mlxKernel, type MlxKernel, type MlxMachine } from '../../src/model/mlx-
 import { policyByName } from '../../src/model/policy.ts';
 import { mlxOrder } from '../../src/reference/mlx-orders.ts';
 import type { AffineWeights } from './helpers/linears.ts';
+import { testGpu } from './gpu-context.ts';
+import { tinyWeights } from './tiny-model.ts';
+import { runProbe, type ProbeEnv } from '../../src/parity/probe.ts';
+import { validateReport } from '../../src/parity/report.ts';
+import { checkpointInfo } from '../../src/parity/summary.ts';
+import { tinyTarget } from '../support/fixtures.ts';
+import type { GpuContext } from '../../src/gpu/device.ts';
 
 const machine = (name: string): MlxMachine => policyByName(name).mlx!;
 const M1 = machine('mlx-m1');
@@ -102,4 +109,53 @@ describe('MLX kernel orders (shaders/matmul_mlx.wgsl) == their float32 CPU twin,
       if (!round) expect(differing, 'qmv_wide changes some f32 bits').toBeGreaterThan(0);
     }
   });
+});
+
+// The probe on tiny-a (draws 8, 8, 8, 48). MLX's dispatch has no per-op exception: on M3 and newer every
+// quantized linear of a verify block runs qmv_wide, so the first linear of the forward, layer 0's q_proj
+// (4-bit, 256 -> 256: qmv at M = 1), is where the arms first differ; with the narrow pin or on M1 each
+// linear runs one kernel for every M, and attention, norms and RoPE are the exact policy's, so every
+// draw is equal.
+describe('the MLX policies on the tiny-a probe', () => {
+  let ctx: GpuContext;
+  let env: ProbeEnv;
+  beforeAll(async () => {
+    ctx = await testGpu();
+    env = { ctx, weights: await tinyWeights(ctx), target: checkpointInfo(await tinyTarget()), platform: 'test' };
+  });
+  afterAll(() => ctx?.destroy());
+
+  for (const precision of ['f32', 'bf16'] as const) {
+    it(`mlx-m3plus fails every draw at layer 0 q_proj, qmv vs qmv_wide (${precision}, K = 2 and 4)`, async () => {
+      for (const K of [2, 4]) {
+        const r = await runProbe(env, { block: K, policy: 'mlx-m3plus', precision, localize: true });
+        expect(validateReport(r)).toEqual([]);
+        expect(r.draws.map((d) => d.verdict)).toEqual(['diverges', 'diverges', 'diverges', 'diverges']);
+        for (const d of r.draws) {
+          const fd = d.firstDivergence!;
+          expect({ layer: fd.layer, stage: fd.stage }).toEqual({ layer: 0, stage: 'q' });
+          expect(fd.cause).toMatch(
+            new RegExp(`^MLX on M3/M4.*: q_proj: qmv \\(M = 1\\) vs qmv_wide \\(M = ${K}\\); narrow pin`),
+          );
+          const at = d.stages!.findIndex((s) => s.layer === 0 && s.stage === 'q');
+          expect(at).toBe(0); // nothing runs before it but the embedding and the input norm
+        }
+        console.log(
+          `mlx-m3plus ${precision} K ${K}: ${r.draws[0].text}; ${r.draws[0].firstDivergence!.text}\n  ${r.draws[0].firstDivergence!.cause}`,
+        );
+      }
+    });
+
+    for (const policy of ['mlx-m3plus-narrow', 'mlx-m1']) {
+      it(`${policy} passes every draw (${precision}, K = 2, 4, 8)`, async () => {
+        for (const K of [2, 4, 8]) {
+          const r = await runProbe(env, { block: K, policy, precision, localize: true });
+          expect(
+            r.draws.map((d) => d.verdict),
+            `K ${K}`,
+          ).toEqual(['equal', 'equal', 'equal', 'equal']);
+        }
+      });
+    }
+  }
 });

@@ -57,10 +57,12 @@ export const probe: Command = {
     );
     await writeFile(reportPath, JSON.stringify(report, null, 1));
     io.out(report.summary);
-    for (const d of report.draws)
+    for (const d of report.draws) {
       io.out(
         `  draw ${d.index} (prompt ${d.promptLength}): ${d.text}${d.firstDivergence ? `; ${d.firstDivergence.text}` : ''}`,
       );
+      if (d.firstDivergence?.cause) io.out(`    ${d.firstDivergence.cause}`);
+    }
     io.out(report.consequence);
     io.out(`report written to ${reportPath}`);
     weights.destroy();

@@ -142,6 +142,7 @@ function firstDivergence(f: unknown): FirstDivergence | null {
     stage: o.stage,
     position: num(o.position),
     text: str(o.text, LIMITS.strings),
+    ...(typeof o.cause === 'string' ? { cause: str(o.cause, LIMITS.strings) } : {}),
   };
 }
 

@@ -221,6 +221,7 @@ function renderVerdict(box: HTMLElement, r: ProbeReport): void {
       ),
     ),
     fd ? el('p', { class: 'first-divergence', 'data-testid': 'first-divergence' }, fd.fd.text) : null,
+    fd?.fd.cause ? el('p', { class: 'small muted', 'data-testid': 'divergence-cause' }, fd.fd.cause) : null,
     el(
       'ul',
       { class: 'draws', 'data-testid': 'draws' },
