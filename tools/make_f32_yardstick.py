@@ -7,7 +7,7 @@ default attention) with the model in torch.float32, on exactly the weights of to
 stores the same tensor set (F32): test/gpu/target-golden.test.ts and assistant.test.ts compare both the engine
 and this to the float64 goldens, so a report can say how an f32 engine compares with the library's own f32 run.
 
-usage: python3 tools/make_f32_yardstick.py OUTDIR [--ckpt public/demo]
+usage: python3 tools/make_f32_yardstick.py OUTDIR [--ckpt public/demo] [--prompt-file P.json] [--label NAME]
 Writes OUTDIR/transformers-f32.safetensors and OUTDIR/transformers-f32.json
 """
 import json, os
@@ -23,7 +23,7 @@ F32 = torch.float32
 def main():
     args, log, lines = start_run()
     # The float64 models with the exact dequantized weights, then cast whole: w = s*q + b rounded once to f32.
-    target, asst, _, prompt, checkpoint = load_fixture(args.ckpt, log)
+    target, asst, _, prompt, checkpoint = load_fixture(args.ckpt, log, args.prompt)
     target, asst = target.to(F32), asst.to(F32)
     log(f"attention implementation: target {target.config._attn_implementation}, assistant {asst.config.get_text_config()._attn_implementation}")
     out, meta = compute(target, asst, prompt, log, nullcontext, dtype=F32)
@@ -31,7 +31,7 @@ def main():
     save_file(out, os.path.join(args.outdir, "transformers-f32.safetensors"),
               metadata={"source": f"transformers {transformers.__version__} Gemma 4 stock code, model in float32 (tools/make_f32_yardstick.py)"})
     json.dump({
-        "name": "tiny-a transformers float32 yardstick",
+        "name": f"{args.label} transformers float32 yardstick",
         "transformers": transformers.__version__, "torch": torch.__version__,
         "checkpoint": checkpoint,
         "prompt": prompt, "bonus_token": meta["bonus_token"], "greedy": meta["greedy"], "draft_tokens": meta["draft_tokens"],

@@ -18,7 +18,9 @@ It also runs the unpatched ("stock") transformers code on the same weights and w
 check_stock.safetensors: rounded to f32 they must reproduce the shared F32 goldens (proof that the weights and
 the call sequence are those of the fixture).
 
-usage: python3 tools/make_f64_goldens.py OUTDIR [--ckpt public/demo]
+usage: python3 tools/make_f64_goldens.py OUTDIR [--ckpt public/demo] [--prompt-file P.json] [--label NAME]
+--prompt-file: a JSON object with `prompt` (token ids) and optionally `new_tokens`, for another model than tiny-a
+(tools/demo/train_demo.py writes one for the demo model); default: make_fixtures.py's 40-token prompt, 24 tokens.
 Writes OUTDIR/golden.safetensors (F64 / I32), OUTDIR/golden.json, OUTDIR/check_stock.safetensors, OUTDIR/source.txt
 """
 import argparse, hashlib, inspect, json, math, os, sys
@@ -323,7 +325,15 @@ def start_run():
     ap = argparse.ArgumentParser()
     ap.add_argument("outdir")
     ap.add_argument("--ckpt", default="public/demo")
+    ap.add_argument("--prompt-file", default=None, help="JSON {prompt: [ids], new_tokens?: n} (default: tiny-a's)")
+    ap.add_argument("--label", default="tiny-a", help="model name in the JSON written (default tiny-a)")
     args = ap.parse_args()
+    args.prompt = None
+    if args.prompt_file:
+        global NEW_TOKENS
+        p = json.load(open(args.prompt_file))
+        args.prompt = [int(t) for t in p["prompt"]]
+        NEW_TOKENS = int(p.get("new_tokens", NEW_TOKENS))
     os.makedirs(args.outdir, exist_ok=True)
     lines = []
 
@@ -336,9 +346,10 @@ def start_run():
     return args, log, lines
 
 
-def load_fixture(ckpt, log):
-    """The tiny-a target and assistant as float64 transformers models holding exactly the dequantized MLX weights
-    (each module's bits checked against config.json), and make_fixtures.py's prompt."""
+def load_fixture(ckpt, log, prompt=None):
+    """The tiny-a target and assistant (or those of `ckpt`) as float64 transformers models holding exactly the
+    dequantized MLX weights (each module's bits checked against config.json), and make_fixtures.py's prompt
+    unless `prompt` is given."""
     tdir, adir = os.path.join(ckpt, "target"), os.path.join(ckpt, "assistant")
     tconf, aconf = json.load(open(os.path.join(tdir, "config.json"))), json.load(open(os.path.join(adir, "config.json")))
     tc = {k: v for k, v in tconf["text_config"].items() if k != "model_type"}
@@ -354,7 +365,8 @@ def load_fixture(ckpt, log):
     aw, abits = mlx_weights(os.path.join(adir, "model.safetensors"), "", aconf["quantization"]["group_size"])
     log(f"assistant: {load_into(asst, aw, 'assistant')} tensors loaded ({len(abits)} quantized, bits {sorted(set(abits.values()))})")
     V = tc["vocab_size"]
-    prompt = [(7 * i + 1 + 978) % V for i in range(40)]  # make_fixtures.py's prompt
+    if prompt is None:
+        prompt = [(7 * i + 1 + 978) % V for i in range(40)]  # make_fixtures.py's prompt
     checkpoint = {"target/model.safetensors": sha(os.path.join(tdir, "model.safetensors")),
                   "assistant/model.safetensors": sha(os.path.join(adir, "model.safetensors"))}
     return target, asst, tc, prompt, checkpoint
@@ -362,7 +374,7 @@ def load_fixture(ckpt, log):
 
 def main():
     args, log, lines = start_run()
-    target, asst, tc, prompt, checkpoint = load_fixture(args.ckpt, log)
+    target, asst, tc, prompt, checkpoint = load_fixture(args.ckpt, log, args.prompt)
     es = target.model.embed_tokens.embed_scale
     log(f"target embed_scale {es.item()!r} ({es.dtype}); sqrt(H) = {math.sqrt(tc['hidden_size'])!r}")
     log(f"attention implementation (stock): target {target.config._attn_implementation}, assistant {asst.config.get_text_config()._attn_implementation}")
@@ -428,7 +440,7 @@ def main():
     save_file(stock, os.path.join(args.outdir, "check_stock.safetensors"),
               metadata={"source": f"transformers {transformers.__version__} Gemma 4 stock code (f32 RMSNorm/RoPE/softmax), float64 model, values not rounded"})
     out = {
-        "name": "tiny-a-f64",
+        "name": f"{args.label}-f64",
         "transformers": transformers.__version__, "torch": torch.__version__,
         "compute_dtype": "float64 throughout: transformers' Gemma4RMSNorm, rotary tables and eager-attention softmax patched to stay in float64 (no float32 anywhere; checked with a TorchDispatchMode over every golden forward)",
         "storage_dtype": "F64 (I32 for token ids)",

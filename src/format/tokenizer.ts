@@ -18,7 +18,9 @@ export async function loadTokenizer(tokenizerJson: ByteSource, tokenizerConfig?:
   const config = tokenizerConfig ? await readJson(tokenizerConfig) : {};
   let tok: Tokenizer;
   try {
-    tok = new Tokenizer(json as object, config as object);
+    // Gemma's tokenizer_config.json sets clean_up_tokenization_spaces false; the library's default (true) would
+    // drop the space of " !" or " ," on decode, so the decoded text would not be the text the ids stand for.
+    tok = new Tokenizer(json as object, { clean_up_tokenization_spaces: false, ...(config as object) });
   } catch (e) {
     throw new FormatError(
       `${tokenizerJson.name}: not a tokenizer this app can read (${(e as Error).message})`,

@@ -17,6 +17,12 @@ describe('tokenizer.json through @huggingface/tokenizers', () => {
     expect(tok.decode(chat)).toBe('<bos><|turn>user\nhello<turn|>\n<|turn>model\n');
   });
 
+  it('decodes exactly: no clean-up of the spaces before punctuation (Gemma keeps them)', async () => {
+    const tok = await loadTokenizer(source(tinyTokenizerJson()));
+    for (const text of ['hello !', 'hello , world ?', " hello 's"])
+      expect(tok.decode(tok.encode(text, false))).toBe(text);
+  });
+
   it('refuses a file that is not a tokenizer with a message naming it', async () => {
     await expect(loadTokenizer(source({ model: { type: 'Nope' } }))).rejects.toThrow(
       /tokenizer\.json: not a tokenizer this app can read/,
