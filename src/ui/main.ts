@@ -126,8 +126,9 @@ demoButton.addEventListener('click', async () => {
     const demo = await fetchDemo();
     demoStatus.textContent = '';
     if ((await intake.load('target', demo.target)) && (await intake.load('assistant', demo.assistant))) {
-      demoStatus.textContent =
-        'Demo model loaded: try the probe or the trace with the policies "exact" and "ring-chronological", or a generation.';
+      const { about, prompt } = demo.manifest;
+      if (prompt) run.suggestPrompt(prompt.text, prompt.chat);
+      demoStatus.textContent = `Demo model loaded${about ? ` (${about})` : ''}: try the probe or the trace with the policies "exact" and "ring-chronological", or a generation${prompt ? ' of the text prompt it suggests' : ''}.`;
     }
   } catch (e) {
     demoStatus.textContent = `Could not fetch the demo model: ${(e as Error).message}`;

@@ -148,6 +148,13 @@ describe('checkpoint intake in the page', () => {
       .toMatch(/Demo model loaded/);
     expect(await page.getByTestId('target-summary').textContent()).toMatch(/Typegemma4.*Layers12/);
     expect(await page.getByTestId('assistant-summary').textContent()).toMatch(/Typegemma4_assistant/);
+    // A manifest that suggests a text prompt (a demo model with its tokenizer) fills the generation tab with it.
+    const manifest = JSON.parse(readFileSync('public/demo/manifest.json', 'utf8'));
+    if (manifest.prompt) {
+      expect(await page.getByTestId('generate-prompt').inputValue()).toBe(manifest.prompt.text);
+      expect(await page.getByTestId('generate-prompt-text').isChecked()).toBe(true);
+      expect(await page.getByTestId('generate-chat').isChecked()).toBe(manifest.prompt.chat === true);
+    }
     // Recent checkpoints remember both (no directory handle for fetched files: "drop again").
     await expect.poll(() => page.getByTestId('recent').locator('li').count()).toBe(2);
     expect(await page.getByTestId('recent').textContent()).toContain('drop again');

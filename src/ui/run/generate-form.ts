@@ -23,6 +23,8 @@ export function createGenerateForm(
   root: HTMLElement;
   policies(list: PolicyInfo[]): void;
   setModels(target: LoadedSummary | undefined, assistant: LoadedSummary | undefined): void;
+  /** Puts a text prompt in the box (the demo model's), now or once a target with a tokenizer.json is loaded. */
+  suggest(text: string, chat: boolean): void;
 } {
   const prompt = el('textarea', {
     rows: 2,
@@ -107,6 +109,14 @@ export function createGenerateForm(
 
   let vocab = NaN;
   let hasTokenizer = false;
+  let suggestion: { text: string; chat: boolean } | undefined;
+  const applySuggestion = () => {
+    if (!suggestion || !hasTokenizer) return;
+    prompt.value = suggestion.text;
+    asText.checked = true;
+    chat.checked = suggestion.chat;
+    suggestion = undefined;
+  };
   const syncMode = () => {
     asText.disabled = !hasTokenizer;
     if (!hasTokenizer) asIds.checked = true;
@@ -184,6 +194,12 @@ export function createGenerateForm(
         : hasTokenizer
           ? 'The target has a tokenizer.json: text prompts work.'
           : `${target.label} has no tokenizer.json: token ids only.`;
+      applySuggestion();
+      syncMode();
+    },
+    suggest(text, chatForm) {
+      suggestion = { text, chat: chatForm };
+      applySuggestion();
       syncMode();
     },
   };

@@ -27,6 +27,8 @@ export interface RunPanel {
   /** Re-evaluates what may run (called when checkpoints load or unload). */
   refresh(s: RunState): void;
   busy(): boolean;
+  /** A text prompt for the generation tab (the demo model's suggestion). */
+  suggestPrompt(text: string, chat: boolean): void;
 }
 
 export interface RunHandlers {
@@ -165,5 +167,6 @@ export function createRunPanel(engine: EngineProxy, on: RunHandlers): RunPanel {
       apply();
     },
     busy,
+    suggestPrompt: (text, chat) => generate.suggest(text, chat),
   };
 }
