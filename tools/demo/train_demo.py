@@ -44,7 +44,7 @@ usage: python3 tools/demo/train_demo.py --corpus .demo/corpus.txt --out .demo/ru
 --selftest needs no transformers, tokenizers, safetensors nor GPU: it checks the corpus loader, the tokenizer
 layout (with a small pure-Python BPE in place of `tokenizers`), the token stream and, through stand-ins for
 transformers' classes, make_fixtures.py's export() on DEMO_SPEC-shaped tensors, writing a checkpoint folder that the
-app's loader can open (tools/demo/selftest.ts does).
+app's loader can open (scripts/demo-check.ts checks it and the tokenizer).
 """
 import argparse, collections, copy, hashlib, json, math, os, platform, random, sys, time
 
@@ -195,7 +195,7 @@ def train_bpe_python(texts, n_learned, limit_alphabet=160):
 
 class PyBpe:
     """Encoder/decoder for an assemble_tokenizer() JSON (no pre-tokenizer, byte fallback): --selftest only, and
-    the semantics the app's @huggingface/tokenizers must share (tools/demo/selftest.ts compares them)."""
+    the semantics the app's @huggingface/tokenizers must share (scripts/demo-check.ts compares them)."""
 
     def __init__(self, tj):
         self.vocab = tj["model"]["vocab"]
