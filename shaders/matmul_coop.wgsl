@@ -57,9 +57,15 @@ override WORDS: u32 = GS * BITS / 128u;
 // Rows of x one pass over the weights serves.
 const ROWS: u32 = 4u;
 
-// Partial (s, c) of row m of the pass, feature slot j (0: n, 1: n + F), invocation lid:
-// part[(2 * m + j) * WG + lid].
-var<workgroup> part: array<vec2<f32>, ROWS * 2u * WG>;
+// The workgroup's shared memory (16 KiB, WebGPU's default limit), used twice per pass:
+// - while the pass runs, the x of its rows for a chunk of groups, staged once for all invocations
+//   (row r's vec4 k of the chunk at r * (chunk groups) * GS / 4 + k): on an H200, loading x was what
+//   bound the kernel, and every invocation loading its own copy made a verify block of 4 rows cost
+//   2.7 x one row;
+// - at its end, the invocations' partials (s, c) of row m, both feature slots: shared4[m * WG + lid]
+//   = (slot 0's s, c, slot 1's s, c).
+const SHARED_VEC4: u32 = 1024u;
+var<workgroup> shared4: array<vec4<f32>, SHARED_VEC4>;
 
 // Per row of the pass, the current group's position sums of one feature, and an invocation's partial
 // (s, c). Structs with a member per row, never indexed by a variable, so they stay in registers.
@@ -94,11 +100,23 @@ fn group_dot(a: vec4<f32>) -> f32 {
   return (a.x + a.z) + (a.y + a.w) * 0.00390625;
 }
 
+// Whether a pass reads x from shared memory (staged per chunk) or straight from the x buffer. Measured
+// on an H200 (12B shapes): staging made 4-bit verify blocks 1.2-1.4 x faster (M = 2..8) but a single
+// row 5-10% slower (its x loads are already one broadcast per subgroup), and 8-bit blocks of 4 or more
+// rows 1.3 x slower (half the x loads per weight of 4-bit, and a barrier per round of groups). Where x
+// comes from changes no arithmetic: the bytes are the same.
+fn stage_x(rows: u32) -> bool { return BITS == 4u && rows > 1u; }
+// x vec4 xi: staged (an index into shared4) or not (an index into x4).
+fn x_at(xi: u32, staged: bool) -> vec4<f32> {
+  if (staged) { return shared4[xi]; }
+  return x4[xi];
+}
+
 // One row's x (vec4 index xi) times the current words, into that row's sums of both features.
-fn add_row(a: ptr<private, vec4<f32>>, b: ptr<private, vec4<f32>>, xi: u32) {
-  let x0 = x4[xi];
+fn add_row(a: ptr<private, vec4<f32>>, b: ptr<private, vec4<f32>>, xi: u32, staged: bool) {
+  let x0 = x_at(xi, staged);
   if (BITS == 4u) {
-    let x1 = x4[xi + 1u];
+    let x1 = x_at(xi + 1u, staged);
     *a = fma(x1, wa_hi, fma(x0, wa_lo, *a));
     if (R == 2u) { *b = fma(x1, wb_hi, fma(x0, wb_lo, *b)); }
   } else {
@@ -106,9 +124,9 @@ fn add_row(a: ptr<private, vec4<f32>>, b: ptr<private, vec4<f32>>, xi: u32) {
     if (R == 2u) { *b = fma(x0, wb_lo, *b); }
   }
 }
-// One 32-bit word of each feature (4-bit: 8 weights, x vec4s xi and xi + 1; 8-bit: 4 weights, x vec4
-// xi), unpacked once, into every row's sums.
-fn add_word(wa: u32, wb: u32, xi: u32, xrow: u32, rows: u32) {
+// One 32-bit word of each feature (4-bit: 8 weights, staged x vec4s xi and xi + 1; 8-bit: 4 weights,
+// x vec4 xi; row r's at xi + r * xrow), unpacked once, into every row's sums.
+fn add_word(wa: u32, wb: u32, xi: u32, xrow: u32, rows: u32, staged: bool) {
   if (BITS == 4u) {
     wa_lo = nibbles(wa);
     wa_hi = nibbles(wa >> 16u);
@@ -117,10 +135,10 @@ fn add_word(wa: u32, wb: u32, xi: u32, xrow: u32, rows: u32) {
     wa_lo = bytes8(wa);
     if (R == 2u) { wb_lo = bytes8(wb); }
   }
-  add_row(&sa.r0, &sb.r0, xi);
-  if (rows > 1u) { add_row(&sa.r1, &sb.r1, xi + xrow); }
-  if (rows > 2u) { add_row(&sa.r2, &sb.r2, xi + 2u * xrow); }
-  if (rows > 3u) { add_row(&sa.r3, &sb.r3, xi + 3u * xrow); }
+  add_row(&sa.r0, &sb.r0, xi, staged);
+  if (rows > 1u) { add_row(&sa.r1, &sb.r1, xi + xrow, staged); }
+  if (rows > 2u) { add_row(&sa.r2, &sb.r2, xi + 2u * xrow, staged); }
+  if (rows > 3u) { add_row(&sa.r3, &sb.r3, xi + 3u * xrow, staged); }
 }
 
 // The end of a group for one row and feature: the Neumaier steps scale * D and bias' * sx.
@@ -142,79 +160,109 @@ fn bias_of(which: u32, i: u32) -> f32 {
   return bias_at(i);
 }
 
-// One pass of matrix `which` over rows r0 .. r0+rows-1 for features na (and nb when R = 2): each
-// invocation's partials into `part`, then invocation t < R * rows returns the total of row t / R of
-// feature slot t % R (the other invocations return 0).
+// One pass of matrix `which` over rows r0 .. r0+rows-1 for features na (and nb when R = 2), chunk by
+// chunk of groups (each chunk's x staged in shared memory first); then invocation t < R * rows returns
+// the total of row t / R of feature slot t % R (the other invocations return 0).
 fn pass_rows(which: u32, f: u32, t: u32, lid: u32, na: u32, nb: u32, r0: u32, rows: u32) -> f32 {
-  let F = WG / T;
   let groups = P.K / GS;
-  let xrow = P.x_stride / 4u;
+  let gv = GS / 4u; // x vec4s per group
   let xw = 8u / BITS; // x vec4s per 32-bit word of weights: 2 (4-bit) or 1 (8-bit)
   pa = Partials();
   pb = Partials();
-  for (var g = t; g < groups; g += T) {
-    sa = Sums();
-    sb = Sums();
-    let x0 = r0 * xrow + g * (GS / 4u); // x vec4 of the group's first weight in row r0
-    for (var i = 0u; i < WORDS; i++) {
-      let qa = word(which, (na * groups + g) * WORDS + i);
-      var qb = qa;
-      if (R == 2u) { qb = word(which, (nb * groups + g) * WORDS + i); }
-      let xi = x0 + 4u * xw * i;
-      add_word(qa.x, qb.x, xi, xrow, rows);
-      add_word(qa.y, qb.y, xi + xw, xrow, rows);
-      add_word(qa.z, qb.z, xi + 2u * xw, xrow, rows);
-      add_word(qa.w, qb.w, xi + 3u * xw, xrow, rows);
+  if (!stage_x(rows)) {
+    let xrow = P.x_stride / 4u;
+    for (var g = t; g < groups; g += T) {
+      pass_group(which, g, r0 * xrow + g * gv, xrow, r0, rows, na, nb, groups, xw, false);
     }
-    let ga = na * groups + g;
-    let sca = scale_of(which, ga);
-    let bia = bias_of(which, ga) + sca * half_code();
-    var scb = 0.0;
-    var bib = 0.0;
-    if (R == 2u) {
-      let gb = nb * groups + g;
-      scb = scale_of(which, gb);
-      bib = bias_of(which, gb) + scb * half_code();
-    }
-    let xsr = r0 * groups + g; // this group's x sum in row r0
-    close_row(&pa.r0, sa.r0, sca, bia, xs[xsr]);
-    if (R == 2u) { close_row(&pb.r0, sb.r0, scb, bib, xs[xsr]); }
-    if (rows > 1u) {
-      close_row(&pa.r1, sa.r1, sca, bia, xs[xsr + groups]);
-      if (R == 2u) { close_row(&pb.r1, sb.r1, scb, bib, xs[xsr + groups]); }
-    }
-    if (rows > 2u) {
-      close_row(&pa.r2, sa.r2, sca, bia, xs[xsr + 2u * groups]);
-      if (R == 2u) { close_row(&pb.r2, sb.r2, scb, bib, xs[xsr + 2u * groups]); }
-    }
-    if (rows > 3u) {
-      close_row(&pa.r3, sa.r3, sca, bia, xs[xsr + 3u * groups]);
-      if (R == 2u) { close_row(&pb.r3, sb.r3, scb, bib, xs[xsr + 3u * groups]); }
-    }
+    return pass_total(f, t, lid, rows);
   }
-  part[lid] = pa.r0;
-  part[WG + lid] = pb.r0;
-  part[2u * WG + lid] = pa.r1;
-  part[3u * WG + lid] = pb.r1;
-  part[4u * WG + lid] = pa.r2;
-  part[5u * WG + lid] = pb.r2;
-  part[6u * WG + lid] = pa.r3;
-  part[7u * WG + lid] = pb.r3;
+  // Groups per chunk: the most whole rounds of T groups whose x for every row fits shared memory
+  // (ops.coopThreads keeps T * GS <= 1024, so a chunk holds at least one round at 4 rows).
+  let cg = SHARED_VEC4 / (rows * gv) / T * T;
+  let xrow = cg * gv; // staged vec4s between rows
+  for (var c0 = 0u; c0 < groups; c0 += cg) {
+    let span = min(cg, groups - c0) * gv; // vec4s of one row in this chunk
+    for (var i = lid; i < rows * span; i += WG) {
+      let r = i / span;
+      let k = i - r * span;
+      shared4[r * xrow + k] = x4[(r0 + r) * (P.x_stride / 4u) + c0 * gv + k];
+    }
+    workgroupBarrier();
+    for (var g = c0 + t; g < min(c0 + cg, groups); g += T) {
+      pass_group(which, g, (g - c0) * gv, xrow, r0, rows, na, nb, groups, xw, true);
+    }
+    workgroupBarrier(); // the next chunk (or the partials) overwrite shared4
+  }
+  return pass_total(f, t, lid, rows);
+}
+
+// Group g of every row of the pass into its sums, then into the partials (x0: the staged x vec4 of
+// the group's first weight in the pass's first row).
+fn pass_group(which: u32, g: u32, x0: u32, xrow: u32, r0: u32, rows: u32, na: u32, nb: u32, groups: u32, xw: u32,
+              staged: bool) {
+  sa = Sums();
+  sb = Sums();
+  for (var i = 0u; i < WORDS; i++) {
+    let qa = word(which, (na * groups + g) * WORDS + i);
+    var qb = qa;
+    if (R == 2u) { qb = word(which, (nb * groups + g) * WORDS + i); }
+    let xi = x0 + 4u * xw * i;
+    add_word(qa.x, qb.x, xi, xrow, rows, staged);
+    add_word(qa.y, qb.y, xi + xw, xrow, rows, staged);
+    add_word(qa.z, qb.z, xi + 2u * xw, xrow, rows, staged);
+    add_word(qa.w, qb.w, xi + 3u * xw, xrow, rows, staged);
+  }
+  let ga = na * groups + g;
+  let sca = scale_of(which, ga);
+  let bia = bias_of(which, ga) + sca * half_code();
+  var scb = 0.0;
+  var bib = 0.0;
+  if (R == 2u) {
+    let gb = nb * groups + g;
+    scb = scale_of(which, gb);
+    bib = bias_of(which, gb) + scb * half_code();
+  }
+  let xsr = r0 * groups + g; // this group's x sum in row r0
+  close_row(&pa.r0, sa.r0, sca, bia, xs[xsr]);
+  if (R == 2u) { close_row(&pb.r0, sb.r0, scb, bib, xs[xsr]); }
+  if (rows > 1u) {
+    close_row(&pa.r1, sa.r1, sca, bia, xs[xsr + groups]);
+    if (R == 2u) { close_row(&pb.r1, sb.r1, scb, bib, xs[xsr + groups]); }
+  }
+  if (rows > 2u) {
+    close_row(&pa.r2, sa.r2, sca, bia, xs[xsr + 2u * groups]);
+    if (R == 2u) { close_row(&pb.r2, sb.r2, scb, bib, xs[xsr + 2u * groups]); }
+  }
+  if (rows > 3u) {
+    close_row(&pa.r3, sa.r3, sca, bia, xs[xsr + 3u * groups]);
+    if (R == 2u) { close_row(&pb.r3, sb.r3, scb, bib, xs[xsr + 3u * groups]); }
+  }
+}
+
+// The partials of every invocation into shared memory; invocation t < R * rows of feature f then
+// returns the total of row t / R, slot t % R over the T partials, in order (the others return 0).
+fn pass_total(f: u32, t: u32, lid: u32, rows: u32) -> f32 {
+  let F = WG / T;
+  shared4[lid] = vec4<f32>(pa.r0, pb.r0);
+  shared4[WG + lid] = vec4<f32>(pa.r1, pb.r1);
+  shared4[2u * WG + lid] = vec4<f32>(pa.r2, pb.r2);
+  shared4[3u * WG + lid] = vec4<f32>(pa.r3, pb.r3);
   workgroupBarrier();
   var v = 0.0;
-  // Invocation t of feature f totals row t / R, slot t % R over the T partials, in order.
   if (t < R * rows) {
-    let slot = 2u * (t / R) + t % R;
+    let m = t / R;
+    let slot = t % R;
     var s = vec2<f32>(0.0);
     var c = 0.0;
     for (var i = 0u; i < T; i++) {
-      let q = part[slot * WG + i * F + f];
+      let p4 = shared4[m * WG + i * F + f];
+      let q = select(p4.xy, p4.zw, slot == 1u);
       s = ksum_add(s, q.x);
       c += q.y;
     }
     v = s.x + (s.y + c);
   }
-  workgroupBarrier(); // part is reused by the next pass
+  workgroupBarrier(); // shared4 is reused by the next pass
   return v;
 }
 

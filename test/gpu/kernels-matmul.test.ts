@@ -62,6 +62,8 @@ describe(`GPU kernels: matmul vs the CPU float64 reference (${ADAPTER})`, () => 
       { bits: 8, gs: 64, K: 128, N: 64, M: 1 },
       { bits: 8, gs: 128, K: 384, N: 20, M: 3, rowsPerPart: 8 },
       { bits: 2, gs: 64, K: 128, N: 16, M: 2, rowsPerPart: 5 },
+      // coop stages x in chunks of 16 KiB: 66 groups are 2 chunks of one row, 5 of four rows
+      { bits: 4, gs: 64, K: 4224, N: 12, M: 5 },
     ];
     for (const c of cases) {
       const parts = c.rowsPerPart ? Math.ceil(c.N / c.rowsPerPart) : 1;
@@ -140,6 +142,10 @@ describe(`GPU kernels: matmul vs the CPU float64 reference (${ADAPTER})`, () => 
         rowsPerPart: 530,
       },
       { name: '8-bit gs 128', bits: 8, gs: 128, K: 256, N: 9 },
+      // coop stages x in chunks of 16 KiB (64 groups of gs 64 for one row, 16 for four rows): K spans
+      // several chunks at every row count, the last one partial
+      { name: '4-bit gs 64, x in several staged chunks', bits: 4, gs: 64, K: 4224, N: 20 },
+      { name: '8-bit gs 32, x in several staged chunks', bits: 8, gs: 32, K: 2080, N: 40 },
     ];
     // The coop rule gives two features per invocation only to linears of 8192 outputs or more (the
     // MLP's gate/up, the LM head: too big for these tests), so R = 2 is forced here on the same cases.
@@ -194,6 +200,8 @@ describe(`GPU kernels: matmul vs the CPU float64 reference (${ADAPTER})`, () => 
       { bits: 8, gs: 64, K: 128, N: 64, M: 1 },
       { bits: 8, gs: 128, K: 384, N: 20, M: 8, rowsPerPart: 8 },
       { bits: 2, gs: 64, K: 128, N: 16, M: 2, rowsPerPart: 5 },
+      // coop stages x in chunks of 16 KiB: 66 groups are 2 chunks of one row, 5 of four rows
+      { bits: 4, gs: 64, K: 4224, N: 12, M: 5 },
     ];
     for (const kernel of ROW_KERNELS) {
       for (const c of cases) {
