@@ -12,7 +12,7 @@
 #   goldens-q4.tar.gz, goldens-q8.tar.gz   q4|q8/goldens/{golden.safetensors,golden.json,transformers-f32.*,*.log}
 #   training.json, train.log          (also inside the tarballs)
 # Whatever step fails, the tarballs of what exists are still written; the exit status is that of the first failure.
-# Environment: TARGET_SECONDS (150) and ASST_SECONDS (75) bound the two training loops.
+# Environment: TARGET_SECONDS (100) and ASST_SECONDS (150) bound the two training loops.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/demo-out}
@@ -23,7 +23,7 @@ rm -rf "$run" && mkdir -p "$run/demo"
 rc=0
 start=$(date +%s)
 python3 tools/demo/train_demo.py --corpus .demo/corpus.txt --fixtures-tools .demo/tools --out "$run/demo" \
-  --target-seconds "${TARGET_SECONDS:-150}" --asst-seconds "${ASST_SECONDS:-75}" || rc=$?
+  --target-seconds "${TARGET_SECONDS:-100}" --asst-seconds "${ASST_SECONDS:-150}" || rc=$?
 echo "train_demo.py: rc $rc after $(( $(date +%s) - start )) s"
 if [ "$rc" = 0 ] && [ -f "$run/demo/golden_prompt.json" ]; then
   pids=()

@@ -652,6 +652,7 @@ def main(args):
     if not args.no_smoke:
         sa = argparse.Namespace(**vars(args))
         sa.out, sa.target_seconds, sa.asst_seconds, sa.asst_sequences = args.out + ".smoke", 3.0, 3.0, 256
+        sa.asst_corpus_sequences = 256
         t = time.time()
         try:
             pipeline(sa, {})
@@ -806,13 +807,24 @@ def pipeline(args, info):
     prompts = stream[torch.randint(0, stream.numel() - GEN_PROMPT, (args.asst_sequences,), device=dev, generator=g)[:, None]
                      + torch.arange(GEN_PROMPT, device=dev)[None, :]]
     seqs = greedy_generate(tq4, prompts, GEN_NEW)
+    # Teacher-forced windows of the training text too: the target recites its training text (train loss ~0.2,
+    # val ~8), so wherever it recites, the corpus is what its greedy output looks like. Trained on 4096 greedy
+    # sequences alone (~400k positions), the assistant memorised them and drafted 10% right.
+    L = GEN_PROMPT + GEN_NEW
+    n_c = min(args.asst_corpus_sequences, stream.numel() // L)
+    seqs = torch.cat([seqs, stream[: n_c * L].view(n_c, L)])
     feats = target_features(tq4, seqs)
+    # Greedy continuations of other training-text prompts (not trained on): acceptance where the target recites.
+    rp = stream[torch.randint(0, stream.numel() - GEN_PROMPT, (256,), device=dev, generator=g)[:, None]
+                + torch.arange(GEN_PROMPT, device=dev)[None, :]]
+    rseqs = greedy_generate(tq4, rp, GEN_NEW)
+    recite = {"seqs": rseqs, "feats": target_features(tq4, rseqs)}
     vp = val_stream[torch.randint(0, val_stream.numel() - GEN_PROMPT, (256,), device=dev, generator=g)[:, None]
                     + torch.arange(GEN_PROMPT, device=dev)[None, :]]
     vseqs = greedy_generate(tq4, vp, GEN_NEW)
     val = {"seqs": vseqs, "feats": target_features(tq4, vseqs)}
-    stops = float(torch.isin(seqs[:, GEN_PROMPT:], torch.tensor(STOP_IDS, device=dev)).float().mean())
-    log(f"assistant data: {seqs.shape[0]} greedy sequences of {seqs.shape[1]} tokens from the q4 target (stop tokens {stops:.3%} of generated)")
+    stops = float(torch.isin(seqs[: args.asst_sequences, GEN_PROMPT:], torch.tensor(STOP_IDS, device=dev)).float().mean())
+    log(f"assistant data: {args.asst_sequences} greedy sequences of {seqs.shape[1]} tokens from the q4 target (stop tokens {stops:.3%} of generated) and {n_c} corpus windows")
     lap("assistant_data")
 
     # 7. assistant
@@ -833,6 +845,9 @@ def pipeline(args, info):
     a_info["unquantized_val_acceptance"] = {c: acceptance(asst, embed, val["feats"], val["seqs"], cv, DEMO_SPEC["window"], impl)
                                             for c, cv in (("hf", 1), ("mlxcel", 0))}
     log(f"assistant (unquantized, q4 target): val acceptance hf {a_info['unquantized_val_acceptance']['hf']['rate']}, mlxcel {a_info['unquantized_val_acceptance']['mlxcel']['rate']}")
+    a_info["unquantized_recite_acceptance"] = {c: acceptance(asst, embed, recite["feats"], recite["seqs"], cv, DEMO_SPEC["window"], impl)
+                                               for c, cv in (("hf", 1), ("mlxcel", 0))}
+    log(f"assistant (unquantized, q4 target): acceptance on training-text prompts hf {a_info['unquantized_recite_acceptance']['hf']['rate']}, mlxcel {a_info['unquantized_recite_acceptance']['mlxcel']['rate']}")
     lap("assistant_training")
 
     # 8. assistant export per variant, simulated acceptance on each variant's own greedy data
@@ -872,7 +887,7 @@ def pipeline(args, info):
                    "held_out_documents": len(val_docs), "train_tokens": len(train_ids), "val_tokens": len(val_ids),
                    "chat_form_share": 0.15, "source": corpus_meta.get("source"), "packages": corpus_meta.get("packages")},
         "tokenizer": tok_info, "target": t_info, "assistant": a_info, "variants": variants,
-        "assistant_data": {"sequences": args.asst_sequences, "prompt_tokens": GEN_PROMPT, "generated_tokens": GEN_NEW,
+        "assistant_data": {"sequences": args.asst_sequences, "corpus_windows": n_c, "prompt_tokens": GEN_PROMPT, "generated_tokens": GEN_NEW,
                            "source": "greedy continuations of random 24-token windows of the training stream by the q4 target (f32)",
                            "stop_token_share": round(stops, 5)},
         "acceptance_note": "simulated: for every position of 256 held-out greedy continuations (prompts from held-out documents) the assistant drafts K - 1 = 3 tokens; rate = accepted drafts / drafted. hf: query position t + 1 and W + 1 sliding keys; mlxcel: position t, W keys",
@@ -1037,6 +1052,7 @@ def parse_args(argv=None):
     ap.add_argument("--asst-lr", type=float, default=2e-3)
     ap.add_argument("--asst-batch", type=int, default=128)
     ap.add_argument("--asst-sequences", type=int, default=4096)
+    ap.add_argument("--asst-corpus-sequences", type=int, default=1 << 20, help="corpus windows added to the assistant's data (default: all)")
     ap.add_argument("--no-smoke", action="store_true", help="skip the smoke run before the real one")
     ap.add_argument("--selftest", action="store_true")
     a = ap.parse_args(argv)
