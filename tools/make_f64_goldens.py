@@ -9,16 +9,17 @@ from transformers' Gemma 4 run in torch.float64, but that code still rounds to f
 and the tensors are stored as F32. This script rebuilds the same golden tensor set with none of that: the same
 transformers modules, those three patched to float64, every tensor stored as F64.
 
-Weights come from the MLX checkpoint our engine loads (default: public/demo/{target,assistant}, byte-identical
-to the shared fixture), dequantized exactly as make_fixtures.py computed them (bf16 scales/biases, w = s*q + b in
-float64; norms and layer_scalar bf16 widened). A TorchDispatchMode watches every aten op of the golden forwards
-and records any floating tensor that is not float64 (there must be none).
+Weights come from the MLX checkpoint our engine loads (default: ../shared/fixtures/tiny-a/{target,assistant} beside
+the repository; public/demo held the same bytes until issue 18 put the trained demo model there), dequantized
+exactly as make_fixtures.py computed them (bf16 scales/biases, w = s*q + b in float64; norms and layer_scalar bf16
+widened). A TorchDispatchMode watches every aten op of the golden forwards and records any floating tensor that is
+not float64 (there must be none).
 
 It also runs the unpatched ("stock") transformers code on the same weights and writes its outputs to
 check_stock.safetensors: rounded to f32 they must reproduce the shared F32 goldens (proof that the weights and
 the call sequence are those of the fixture).
 
-usage: python3 tools/make_f64_goldens.py OUTDIR [--ckpt public/demo] [--prompt-file P.json] [--label NAME]
+usage: python3 tools/make_f64_goldens.py OUTDIR [--ckpt ../shared/fixtures/tiny-a] [--prompt-file P.json] [--label NAME]
 --prompt-file: a JSON object with `prompt` (token ids) and optionally `new_tokens`, for another model than tiny-a
 (tools/demo/train_demo.py writes one for the demo model); default: make_fixtures.py's 40-token prompt, 24 tokens.
 Writes OUTDIR/golden.safetensors (F64 / I32), OUTDIR/golden.json, OUTDIR/check_stock.safetensors, OUTDIR/source.txt
@@ -324,7 +325,8 @@ def start_run():
     the JSON written beside the tensors), a fixed seed and the versions line."""
     ap = argparse.ArgumentParser()
     ap.add_argument("outdir")
-    ap.add_argument("--ckpt", default="public/demo")
+    # tiny-a, wherever the tool is started from: ../shared/fixtures/tiny-a beside the repository.
+    ap.add_argument("--ckpt", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "fixtures", "tiny-a"))
     ap.add_argument("--prompt-file", default=None, help="JSON {prompt: [ids], new_tokens?: n} (default: tiny-a's)")
     ap.add_argument("--label", default="tiny-a", help="model name in the JSON written (default tiny-a)")
     args = ap.parse_args()

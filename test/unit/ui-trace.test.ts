@@ -161,7 +161,8 @@ describe('trace share links, Markdown and file names', () => {
 });
 
 describe('run form helpers', () => {
-  it('trace defaults follow the window: 40 + 48 for the demo, 1536 + 256 for real windows', () => {
+  it('trace defaults follow the window: 80 + 96 for the demo, 40 + 48 for tiny-a, 1536 + 256 for real windows', () => {
+    expect(traceDefaults(32)).toEqual({ prefix: 80, traced: 96 });
     expect(traceDefaults(16)).toEqual({ prefix: 40, traced: 48 });
     expect(traceDefaults(512)).toEqual({ prefix: 1280, traced: 256 });
     expect(traceDefaults(1024)).toEqual({ prefix: 1536, traced: 256 });

@@ -12,7 +12,7 @@ import type { JobRunner } from './job-runner.ts';
 import { loadFormSettings, saveFormSettings, type GenerateSettings } from '../common/recent.ts';
 import type { GenerationOptions, GenerationRun } from '../generation/generation-model.ts';
 
-/** `<bos><|turn>` and a few ordinary ids: valid for any Gemma vocabulary, the demo's 1,024 included. */
+/** `<bos><|turn>` and a few ordinary ids: valid for any Gemma vocabulary (tiny-a's 1,024, the demo's 4,096). */
 export const DEFAULT_PROMPT_IDS = '2, 105, 17, 42, 256';
 
 export function createGenerateForm(

@@ -1,7 +1,8 @@
 /**
  * The teacher-forced trace's settings (prefix, traced positions, K, policy, precision) and its Run.
  * Prefix and traced default from the loaded target's sliding window: min(1536, 2.5 W) and min(256, 3 W),
- * which is 1,536 + 256 (GEMMA4.md section 8) for real Gemma 4 windows and 40 + 48 for the demo's W = 16.
+ * which is 1,536 + 256 (GEMMA4.md section 8) for real Gemma 4 windows, 80 + 96 for the demo model's W = 32 and
+ * 40 + 48 for the tiny-a fixture's W = 16.
  */
 import type { EngineProxy } from '../common/engine-client.ts';
 import type { TraceOptions, TraceReport } from '../../parity/trace.ts';
