@@ -13,6 +13,13 @@ export const TINY_A = path.join(FIXTURES, 'tiny-a');
  * its README): the yardstick for the float64 reference (1e-9) and for the GPU's NMSE bounds.
  */
 export const TINY_A_F64 = path.resolve(process.cwd(), 'test/fixtures/tiny-a-f64');
+/** The page's demo model (a trained model of Gemma 4's structure, tools/demo), q4 variant. */
+export const DEMO = path.resolve(process.cwd(), 'public/demo');
+/**
+ * The demo model's goldens, compacted from the device run's float64 and transformers-f32 files
+ * (tools/demo/extract_goldens.py; see its README): a subset of the prompt's logit rows and act.final_norm.
+ */
+export const DEMO_F64 = path.resolve(process.cwd(), 'test/fixtures/demo');
 
 export interface Golden {
   json: {
@@ -36,10 +43,11 @@ export async function loadGolden(dir = TINY_A): Promise<Golden> {
 
 /**
  * transformers' own Gemma 4 code run with the model in float32 on tiny-a (tools/make_f32_yardstick.py): the same
- * tensor names as the goldens. NMSE against tiny-a-f64 says what the library itself achieves in f32.
+ * tensor names as the goldens. NMSE against tiny-a-f64 says what the library itself achieves in f32. `dir`: another
+ * goldens folder with its own yardstick (DEMO_F64).
  */
-export async function loadTransformersF32(): Promise<Pick<Golden, 'tensor' | 'names'>> {
-  return openTensors(path.join(TINY_A_F64, 'transformers-f32.safetensors'));
+export async function loadTransformersF32(dir = TINY_A_F64): Promise<Pick<Golden, 'tensor' | 'names'>> {
+  return openTensors(path.join(dir, 'transformers-f32.safetensors'));
 }
 
 async function openTensors(file: string): Promise<Pick<Golden, 'tensor' | 'names'>> {
@@ -60,6 +68,12 @@ export async function tinyTarget(): Promise<Checkpoint> {
 }
 export async function tinyAssistant(): Promise<Checkpoint> {
   return openCheckpointDir(path.join(TINY_A, 'assistant'));
+}
+export async function demoTarget(): Promise<Checkpoint> {
+  return openCheckpointDir(path.join(DEMO, 'target'));
+}
+export async function demoAssistant(): Promise<Checkpoint> {
+  return openCheckpointDir(path.join(DEMO, 'assistant'));
 }
 
 /**
