@@ -1,7 +1,7 @@
 /**
  * The whole flow on the real engine in Chromium (WebGPU on SwiftShader): load the fixture folders, run the
- * probe with `exact` (equal) and `ring-chronological` (diverges, localized), export PNG and JSON, and open
- * the share link in a fresh page.
+ * probe with `exact` (equal) and `ring-chronological` (diverges, localized), export PNG and JSON, open
+ * the share link in a fresh page, and run `mlx-m3plus` (MLX's kernel pair named under the divergence).
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
@@ -172,6 +172,31 @@ describe('probe in the page on the fixture model', () => {
       const recent = await page.getByTestId('recent').textContent();
       expect(recent).toMatch(/target · gemma4 · target · 6\.67 MB · [0-9a-f]{12}/);
       expect(recent).toMatch(/assistant · gemma4_assistant · assistant · 549 kB · [0-9a-f]{12}/);
+    },
+    TEST_MS,
+  );
+
+  it(
+    "mlx-m3plus: the page offers MLX's policies with a description each; the probe names MLX's kernel pair",
+    async () => {
+      const names = await page.getByTestId('policy').locator('option').allTextContents();
+      expect(names).toEqual(expect.arrayContaining(['mlx-m1', 'mlx-m3plus', 'mlx-m3plus-narrow']));
+      await page.getByTestId('policy').selectOption('mlx-m1');
+      expect(await page.getByTestId('policy-help').textContent()).toMatch(/^MLX on M1\/M2: /);
+      await page.getByTestId('policy').selectOption('mlx-m3plus-narrow');
+      expect(await page.getByTestId('policy-help').textContent()).toMatch(/MLXCEL_QMV_WIDE=0/);
+      expect(await runProbe(page, 'mlx-m3plus')).toBe('diverges');
+      expect(await page.getByTestId('policy-help').textContent()).toMatch(/qmv_wide for 2 <= M/);
+      // MLX routes every quantized linear of 2 <= M < its batch limit to qmv_wide on M3 and newer
+      // (mlx/backend/metal/quantized.cpp): q_proj, the forward's first, differs first.
+      expect(await page.getByTestId('first-divergence').textContent()).toMatch(
+        /^first divergence: layer 0 \(sliding\) q /,
+      );
+      expect(await page.getByTestId('divergence-cause').textContent()).toMatch(
+        /q_proj: qmv \(M = 1\) vs qmv_wide \(M = 4\)/,
+      );
+      await screenshot(page, '28-probe-mlx-m3plus');
+      expect(pageErrors(page)).toEqual([]);
     },
     TEST_MS,
   );
