@@ -72,7 +72,7 @@ export async function openCheckpoint(files: ByteSource[], label = 'checkpoint'):
 }
 
 /** Digest over config bytes and a canonical (name-sorted) listing of every tensor's header entry. */
-async function checkpointDigest(configBytes: Uint8Array, all: Map<string, TensorRef>): Promise<string> {
+export async function checkpointDigest(configBytes: Uint8Array, all: Map<string, TensorRef>): Promise<string> {
   const entries = [...all.values()]
     .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
     .map((t) => [t.name, t.dtype, t.shape, t.file.name, t.byteLength]);

@@ -71,7 +71,13 @@ function checkShape(t: TensorRef, shape: readonly number[], what: string): void 
 }
 
 /** A linear [out, in]: affine-quantized iff `${path}.scales` exists, else dense. */
-export function takeLinear(table: TensorTable, config: ModelConfig, path: string, out: number, inF: number): Linear {
+export function takeLinear(
+  table: TensorTable,
+  config: Pick<ModelConfig, 'quantization'>,
+  path: string,
+  out: number,
+  inF: number,
+): Linear {
   const wName = `${path}.weight`;
   if (!table.has(`${path}.scales`)) {
     const weight = table.take(wName, [out, inF], `dense weight of ${path}`);

@@ -57,3 +57,4 @@ export {
   type SynthOptions,
   type SyntheticPair,
 } from './synthetic.ts';
+export * from './qwen3_5/index.ts';

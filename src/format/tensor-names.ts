@@ -21,6 +21,7 @@ const IGNORED_ROOTS = [
   'multi_modal_projector.',
   'vision_embedder.',
   'audio_embedder.',
+  'visual.', // Qwen3.5's vision tower (model.visual.* in transformers' layout)
 ];
 
 /** True for vision/audio tensors that are skipped without error. */
