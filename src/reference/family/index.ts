@@ -1,0 +1,37 @@
+/** CPU float64 reference of the Gemma 4 family's own parts (issue 15): PLE, KV sharing, MoE, centroid head. */
+export { familyConstant, familyConstants, type ConstantMode, type FamilyConstants } from './constants.ts';
+export {
+  firstKvSharedLayer,
+  isKvSharedLayer,
+  kvDonors,
+  cacheOwners,
+  storedKvLayers,
+  mlpWidth,
+  SharedKvCache,
+} from './kv-sharing.ts';
+export {
+  pleTableRow,
+  perLayerInputs,
+  pleContribution,
+  type PleModelWeights,
+  type PleLayerWeights,
+} from './ple.ts';
+export {
+  routeRow,
+  expertsRow,
+  moeBlockRow,
+  topKIndices,
+  type MoeWeights,
+  type RouterOrder,
+  type RouterOptions,
+  type RouterResult,
+  type MoeBlockResult,
+} from './moe.ts';
+export {
+  centroidHead,
+  DTYPE_MIN,
+  type CentroidHeadWeights,
+  type CentroidFill,
+  type CentroidHeadResult,
+} from './centroid-head.ts';
+export { familyLayerRow, type FamilyLayer, type FamilyLayerOptions, type FamilyLayerCapture } from './layer.ts';
