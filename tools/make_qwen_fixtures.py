@@ -614,6 +614,17 @@ def f64_patch(mq, notes):
 
         ns[fn] = counted
         setattr(mq, fn, counted)
+    # Attention goes through the registry: route "eager" to the patched module function even if the registry
+    # holds a generic eager implementation of its own.
+    reg = getattr(mq, "ALL_ATTENTION_FUNCTIONS", None)
+    if reg is not None and hasattr(reg, "get_interface") and "eager_attention_forward" in ns:
+        orig_get, eager = reg.get_interface, ns["eager_attention_forward"]
+
+        def get_interface(name, default=None, *a, **k):
+            return eager if name == "eager" else orig_get(name, default, *a, **k)
+
+        reg.get_interface = get_interface
+        notes.append("ALL_ATTENTION_FUNCTIONS.get_interface('eager') -> the float64 eager_attention_forward")
     for cls_name, meth in PATCH_METHODS:
         cls_node = top.get(cls_name)
         node = next((n for n in (cls_node.body if cls_node else []) if isinstance(n, ast.FunctionDef) and n.name == meth), None)
@@ -668,6 +679,8 @@ def main_device(outdir):
         used = set()
         with torch.no_grad():
             for name, p in params.items():
+                if name not in hf:
+                    raise KeyError(f"transformers parameter {name} has no value here (this script's names: {sorted(hf)[:6]} ...)")
                 v = hf[name]
                 assert tuple(v.shape) == tuple(p.shape), (name, v.shape, tuple(p.shape))
                 p.copy_(torch.from_numpy(np.ascontiguousarray(v)).to(dtype))
@@ -730,13 +743,18 @@ def main_device(outdir):
                 toks.append(int(rows[-1].argmax()))
         return toks, torch.stack(rows), state
 
-    # 1. stock transformers in float32: the yardstick
-    m32, _ = build(torch.float32)
-    note(f"f32 model: attention {m32.config._attn_implementation}")
-    y32 = run_acts(m32)
-    g32_tokens, g32_rows, _ = cached_decode(m32)
-    note(f"f32 greedy {g32_tokens}")
-    del m32
+    # 1. stock transformers in float32: the yardstick (recorded, not fatal: the float64 goldens matter more)
+    y32, g32_tokens, f32_error = {}, [], None
+    try:
+        m32, _ = build(torch.float32)
+        note(f"f32 model: attention {m32.config._attn_implementation}")
+        y32 = run_acts(m32)
+        g32_tokens, _, _ = cached_decode(m32)
+        note(f"f32 greedy {g32_tokens}")
+        del m32
+    except Exception as e:
+        f32_error = repr(e)
+        note(f"WARNING: the stock float32 run failed ({f32_error}); no yardstick")
 
     # 2. float64 throughout
     notes = []
@@ -837,8 +855,10 @@ def main_device(outdir):
             ref = g[k]
             e = v.astype(np.float64) - ref
             yard[k] = {"max_abs": float(np.abs(e).max()), "nmse": float((e * e).sum() / max((ref * ref).sum(), 1e-300))}
+    worst_f32 = sorted(yard.items(), key=lambda kv: -kv[1]["nmse"])[:3]
+    note("f32 yardstick, worst NMSE: " + ", ".join(f"{k} {v['nmse']:.2e} (max abs {v['max_abs']:.2e})" for k, v in worst_f32))
     json.dump({"name": f"{NAME} transformers float32 yardstick", "transformers": transformers.__version__,
-               "torch": torch.__version__, "greedy": g32_tokens, "vs_float64": yard},
+               "torch": torch.__version__, "greedy": g32_tokens, "error": f32_error, "vs_float64": yard},
               open(os.path.join(d, "transformers-f32.json"), "w"), indent=1)
     meta = {
         "name": NAME, "spec": s, "transformers": transformers.__version__, "torch": torch.__version__,
@@ -849,7 +869,8 @@ def main_device(outdir):
         "prompt": prompt, "bonus_token": bonus, "greedy": greedy, "generate_tokens": gen_tokens,
         "generate_equals_greedy": gen_tokens == greedy, "teacher_forced_argmax_equals_greedy": tf == greedy,
         "greedy_min_top1_gap": min_gap, "f32_greedy": g32_tokens, "f32_greedy_equals_f64": g32_tokens == greedy,
-        "f32_yardstick": yard, "f32_vs_f64_max_abs_logit_err": yard["logits"]["max_abs"],
+        "f32_yardstick": yard, "f32_error": f32_error,
+        "f32_vs_f64_max_abs_logit_err": yard["logits"]["max_abs"] if "logits" in yard else None,
         "numpy_vs_transformers_max_abs": cross, "state_error": state.get("_error"),
         "layout": "MLX: language_model.model.* / language_model.lm_head.* (4-bit affine, group 64: every 2-D "
                   "linear incl. embed_tokens, lm_head, in_proj_a/b, mtp.fc), conv1d.weight [C, K, 1] bf16, "
@@ -881,7 +902,7 @@ def main_device(outdir):
     size = make_tar(d, os.path.join(outdir, NAME + ".tar.gz"))
     shutil.rmtree(work)
     note(f"wrote {os.path.join(outdir, NAME + '.tar.gz')} ({size} bytes); greedy min top-1 gap {min_gap:.4f}; "
-         f"f32 max logit err {yard['logits']['max_abs']:.3e}; f32 greedy == f64: {g32_tokens == greedy}")
+         f"f32 max logit err {meta['f32_vs_f64_max_abs_logit_err']}; f32 greedy == f64: {g32_tokens == greedy}")
 
 
 def main():
