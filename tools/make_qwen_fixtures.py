@@ -731,6 +731,10 @@ def main_device(outdir):
                 try:
                     L = pkv.layers[i]
                     conv, rec = L.conv_states[0][0].detach().clone(), L.recurrent_states[0][0].detach().clone()
+                    # transformers 5.17 keeps the last K inputs (causal_conv1d_update rolls the window, then
+                    # writes the new input, so the oldest is never used again): the state is the last K - 1
+                    if conv.shape[-1] == s["conv"]:
+                        conv = conv[:, 1:].clone()
                     want = ((C, s["conv"] - 1), (s["lv_heads"], s["lk_dim"], s["lv_dim"]))
                     assert (tuple(conv.shape), tuple(rec.shape)) == want, (tuple(conv.shape), tuple(rec.shape), want)
                     state[f"state.conv.{i}"], state[f"state.recurrent.{i}"] = conv, rec

@@ -1,4 +1,3 @@
-import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { bytesSource } from '../../src/format/bytesource.ts';
@@ -258,7 +257,7 @@ describe('Qwen3.5 split MTP drafter folder', () => {
 });
 
 const FIXTURE = path.resolve(process.cwd(), 'test/fixtures/qwen-tiny');
-describe.skipIf(!existsSync(FIXTURE))('qwen-tiny fixture (tools/make_qwen_fixtures.py)', () => {
+describe('qwen-tiny fixture (tools/make_qwen_fixtures.py)', () => {
   it('opens as 4-bit MLX with its MTP head', async () => {
     const ck = await openQwen35Checkpoint(await nodeFolderSources(path.join(FIXTURE, 'target')), 'qwen-tiny');
     const d = ck.description;
