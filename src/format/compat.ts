@@ -3,7 +3,8 @@ import type { AssistantDescription, DecoderLayer, TargetDescription } from './mo
 
 /**
  * Checks that an assistant can draft for a target: it reads the target's hidden state and embeddings and
- * attends to the K/V of the target's last sliding and last full layer, so those geometries must agree.
+ * attends to the K/V of the target's last sliding and last full layer that own a cache (on E-series targets the
+ * donors of the KV-shared layers), so those geometries must agree.
  * Throws a FormatError listing every mismatch.
  */
 export function checkCompatibility(target: TargetDescription, assistant: AssistantDescription): void {
@@ -42,8 +43,10 @@ export function checkCompatibility(target: TargetDescription, assistant: Assista
   }
 }
 
+/** The target layer whose K/V the assistant reads for a layer type: the last one that owns its cache. */
 function lastOfType(layers: DecoderLayer[], type: DecoderLayer['type']): DecoderLayer | undefined {
-  for (let i = layers.length - 1; i >= 0; i--) if (layers[i].type === type) return layers[i];
+  for (let i = layers.length - 1; i >= 0; i--)
+    if (layers[i].type === type && layers[i].kvDonor === undefined) return layers[i];
   return undefined;
 }
 

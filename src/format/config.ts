@@ -1,4 +1,5 @@
 import { FormatError } from './errors.ts';
+import { kvDonors } from './kv-sharing.ts';
 import { parseQuantization, type QuantizationConfig } from './quantization.ts';
 
 export const TARGET_MODEL_TYPES = ['gemma4', 'gemma4_unified', 'gemma4_text', 'gemma4_unified_text'] as const;
@@ -26,6 +27,28 @@ export interface LayerGeometry {
   /** Full layers with attention_k_eq_v: no v_proj, V is the raw K projection. */
   kEqV: boolean;
   rope: RopeSpec;
+  /**
+   * KV-shared target layers (E2B / E4B): the index of the earlier layer whose K/V this layer reads (the last
+   * cache owner of its type, src/format/kv-sharing.ts). Absent on layers that own their cache, and on assistant
+   * layers (they all read the target's K/V).
+   */
+  kvDonor?: number;
+}
+
+/** Per-layer embeddings of Gemma 4 E2B / E4B (docs/GEMMA4-FAMILY.md section 4). */
+export interface PerLayerInputConfig {
+  /** hidden_size_per_layer_input P: width of each layer's slice. */
+  width: number;
+  /** vocab_size_per_layer_input: rows of embed_tokens_per_layer. */
+  vocab: number;
+}
+
+/** The centroid-masked LM head of the E-series assistants (use_ordered_embeddings; GEMMA4-FAMILY.md section 7). */
+export interface CentroidHeadConfig {
+  /** num_centroids C (2048 in the real assistants); vocab / C tokens per centroid. */
+  numCentroids: number;
+  /** centroid_intermediate_top_k (32): clusters whose tokens are scored. */
+  topK: number;
 }
 
 /** The parts of config.json the engine uses, validated. */
@@ -48,6 +71,17 @@ export interface ModelConfig {
   /** Assistants: hidden size of the target they draft for; null for targets. */
   backboneHidden: number | null;
   quantization: QuantizationConfig | null;
+  /** Targets with per-layer embeddings (E2B / E4B); null otherwise (always null for assistants). */
+  perLayerInput: PerLayerInputConfig | null;
+  /**
+   * Targets: num_kv_shared_layers N, the last N layers read an earlier layer's K/V (LayerGeometry.kvDonor).
+   * Assistants: 0; every assistant layer reads the target's K/V, which is their design, not this field.
+   */
+  kvSharedLayers: number;
+  /** use_double_wide_mlp: 2 x intermediate on KV-shared layers (targets with kvSharedLayers > 0 only). */
+  doubleWideMlp: boolean;
+  /** Assistants with use_ordered_embeddings; null otherwise. */
+  centroidHead: CentroidHeadConfig | null;
 }
 
 /** GEMMA4.md section 9: <eos> and <turn|>. */
@@ -104,6 +138,7 @@ export function parseConfig(json: unknown, file = 'config.json', generationConfi
 
   const types = layerTypes(ctx, tc, numLayers);
   const rope = ropeSpecs(ctx, tc);
+  const family = role === 'target' ? targetFamilyFields(ctx, tc, types) : assistantFamilyFields(ctx, tc, json, vocab);
   const layers: LayerGeometry[] = types.map((type, i) => {
     const g: LayerGeometry =
       type === 'sliding'
@@ -123,6 +158,8 @@ export function parseConfig(json: unknown, file = 'config.json', generationConfi
         file,
         `${where}${type === 'full' && tc.global_head_dim !== undefined ? 'global_head_dim' : 'head_dim'}`,
       );
+    const donor = family.donors?.[i];
+    if (donor !== undefined && donor !== i) g.kvDonor = donor;
     return g;
   });
 
@@ -139,13 +176,6 @@ export function parseConfig(json: unknown, file = 'config.json', generationConfi
   let backboneHidden: number | null = null;
   if (role === 'assistant') {
     backboneHidden = posInt({ file, where: '' }, json, 'backbone_hidden_size');
-    if (json.use_ordered_embeddings === true) {
-      throw new FormatError(
-        `${file}: assistants with use_ordered_embeddings (centroid-masked LM head) are not supported yet`,
-        file,
-        'use_ordered_embeddings',
-      );
-    }
   }
   const tie = (tc.tie_word_embeddings ?? json.tie_word_embeddings ?? true) === true;
   const quantization = parseQuantization(json.quantization ?? json.quantization_config, file);
@@ -168,6 +198,10 @@ export function parseConfig(json: unknown, file = 'config.json', generationConfi
     eosIds,
     backboneHidden,
     quantization,
+    perLayerInput: family.perLayerInput,
+    kvSharedLayers: family.kvSharedLayers,
+    doubleWideMlp: family.doubleWideMlp,
+    centroidHead: family.centroidHead,
   };
 }
 
@@ -186,10 +220,9 @@ function refuseUnsupported(ctx: Ctx, tc: Obj, role: 'target' | 'assistant'): voi
     );
   };
   const positive = (k: string) => typeof tc[k] === 'number' && (tc[k] as number) > 0;
-  if (positive('hidden_size_per_layer_input'))
-    refuse('hidden_size_per_layer_input', 'per-layer embeddings (Gemma 4 E2B/E4B style)');
-  // The assistant legitimately shares all its layers' K/V with the target; a target must not.
-  if (role === 'target' && positive('num_kv_shared_layers')) refuse('num_kv_shared_layers', 'KV-shared layers');
+  // transformers' Gemma4AssistantConfig.validate_architecture: an assistant has no per-layer inputs.
+  if (role === 'assistant' && positive('hidden_size_per_layer_input'))
+    refuse('hidden_size_per_layer_input', 'an assistant with per-layer embeddings');
   if (tc.enable_moe_block === true) refuse('enable_moe_block', 'mixture-of-experts blocks');
   for (const k of [
     'num_experts',
@@ -200,7 +233,6 @@ function refuseUnsupported(ctx: Ctx, tc: Obj, role: 'target' | 'assistant'): voi
   ]) {
     if (positive(k)) refuse(k, 'mixture-of-experts blocks');
   }
-  if (tc.use_double_wide_mlp === true) refuse('use_double_wide_mlp', 'double-wide MLP');
   if (tc.attention_bias === true) refuse('attention_bias', 'attention projections with bias');
   if (tc.use_bidirectional_attention === 'all') refuse('use_bidirectional_attention', 'bidirectional attention');
   const act = tc.hidden_activation ?? tc.hidden_act;
@@ -209,6 +241,155 @@ function refuseUnsupported(ctx: Ctx, tc: Obj, role: 'target' | 'assistant'): voi
       tc.hidden_activation !== undefined ? 'hidden_activation' : 'hidden_act',
       'an activation other than gelu_pytorch_tanh',
     );
+}
+
+interface FamilyFields {
+  perLayerInput: PerLayerInputConfig | null;
+  kvSharedLayers: number;
+  doubleWideMlp: boolean;
+  centroidHead: CentroidHeadConfig | null;
+  /** Per layer, the layer whose K/V it reads (targets with KV sharing only). */
+  donors?: number[];
+}
+
+/**
+ * The E-series fields of a target. Where transformers and mlx-lm default a field differently (docs/GEMMA4-FAMILY.md
+ * section 2: num_kv_shared_layers 0 vs 20, use_double_wide_mlp false vs true), a model that uses the feature must
+ * state the field: it is never guessed. A dense config without them stays dense; its tensors confirm it (a layer
+ * without k_proj is refused with a hint at num_kv_shared_layers, see describe.ts).
+ */
+function targetFamilyFields(ctx: Ctx, tc: Obj, types: readonly LayerType[]): FamilyFields {
+  const L = types.length;
+  const ple = optNonNegInt(ctx, tc, 'hidden_size_per_layer_input') ?? 0;
+  const shared = optNonNegInt(ctx, tc, 'num_kv_shared_layers');
+  const why = (key: string, defaults: string, user: string) =>
+    `${ctx.file}: ${ctx.where}${key} is required for ${user}, and it is missing: transformers and mlx-lm default it differently (${defaults}), so it cannot be guessed`;
+  if (ple > 0 && shared === undefined)
+    throw new FormatError(
+      why(
+        'num_kv_shared_layers',
+        'transformers 0, mlx-lm 20',
+        `a model with per-layer embeddings (hidden_size_per_layer_input = ${ple})`,
+      ),
+      ctx.file,
+      `${ctx.where}num_kv_shared_layers`,
+    );
+  const kvSharedLayers = shared ?? 0;
+  if (kvSharedLayers > L)
+    throw new FormatError(
+      `${ctx.file}: ${ctx.where}num_kv_shared_layers is ${kvSharedLayers}, more than the ${L} layers (num_hidden_layers)`,
+      ctx.file,
+      `${ctx.where}num_kv_shared_layers`,
+    );
+  const dw = tc.use_double_wide_mlp;
+  if (dw !== undefined && dw !== null && typeof dw !== 'boolean')
+    throw new FormatError(
+      `${ctx.file}: ${ctx.where}use_double_wide_mlp must be true or false, found ${JSON.stringify(dw)}`,
+      ctx.file,
+      `${ctx.where}use_double_wide_mlp`,
+    );
+  if (kvSharedLayers > 0 && typeof dw !== 'boolean')
+    throw new FormatError(
+      why(
+        'use_double_wide_mlp',
+        'transformers false, mlx-lm true',
+        `a model with KV-shared layers (num_kv_shared_layers = ${kvSharedLayers})`,
+      ),
+      ctx.file,
+      `${ctx.where}use_double_wide_mlp`,
+    );
+  let donors: number[] | undefined;
+  if (kvSharedLayers > 0) {
+    if (kvSharedLayers === L)
+      throw new FormatError(
+        `${ctx.file}: ${ctx.where}num_kv_shared_layers = ${L} makes every layer of a target KV-shared, so no layer computes K/V`,
+        ctx.file,
+        `${ctx.where}num_kv_shared_layers`,
+      );
+    try {
+      donors = kvDonors(types, kvSharedLayers);
+    } catch (e) {
+      throw new FormatError(
+        `${ctx.file}: ${ctx.where}layer_types / num_kv_shared_layers = ${kvSharedLayers}: ${(e as Error).message}`,
+        ctx.file,
+        `${ctx.where}num_kv_shared_layers`,
+      );
+    }
+  }
+  let perLayerInput: PerLayerInputConfig | null = null;
+  if (ple > 0) {
+    const vocab = optNonNegInt(ctx, tc, 'vocab_size_per_layer_input');
+    if (!vocab)
+      throw new FormatError(
+        `${ctx.file}: ${ctx.where}vocab_size_per_layer_input must be a positive integer for a model with per-layer embeddings (hidden_size_per_layer_input = ${ple}), found ${JSON.stringify(tc.vocab_size_per_layer_input ?? null)}`,
+        ctx.file,
+        `${ctx.where}vocab_size_per_layer_input`,
+      );
+    perLayerInput = { width: ple, vocab };
+  }
+  return {
+    perLayerInput,
+    kvSharedLayers,
+    doubleWideMlp: dw === true && kvSharedLayers > 0,
+    centroidHead: null,
+    donors,
+  };
+}
+
+/** The assistant's centroid head (use_ordered_embeddings); num_centroids and its top-k must be stated. */
+function assistantFamilyFields(ctx: Ctx, tc: Obj, json: Obj, vocab: number): FamilyFields {
+  if (tc.use_double_wide_mlp === true)
+    throw new FormatError(
+      `${ctx.file}: ${ctx.where}use_double_wide_mlp is true; an assistant's MLP is single-wide (transformers' Gemma4AssistantConfig requires false)`,
+      ctx.file,
+      `${ctx.where}use_double_wide_mlp`,
+    );
+  const base: FamilyFields = { perLayerInput: null, kvSharedLayers: 0, doubleWideMlp: false, centroidHead: null };
+  const ordered = json.use_ordered_embeddings;
+  if (ordered === undefined || ordered === null || ordered === false) return base;
+  if (ordered !== true)
+    throw new FormatError(
+      `${ctx.file}: use_ordered_embeddings must be true or false, found ${JSON.stringify(ordered)}`,
+      ctx.file,
+      'use_ordered_embeddings',
+    );
+  const top = { file: ctx.file, where: '' };
+  const need = (key: string) => {
+    if (json[key] === undefined)
+      throw new FormatError(
+        `${ctx.file}: ${key} is required with use_ordered_embeddings (the centroid LM head) and is missing`,
+        ctx.file,
+        key,
+      );
+    return posInt(top, json, key);
+  };
+  const numCentroids = need('num_centroids');
+  const topK = need('centroid_intermediate_top_k');
+  if (vocab % numCentroids !== 0)
+    throw new FormatError(
+      `${ctx.file}: vocab_size ${vocab} is not a multiple of num_centroids ${numCentroids} (each centroid owns vocab / num_centroids tokens)`,
+      ctx.file,
+      'num_centroids',
+    );
+  if (topK > numCentroids)
+    throw new FormatError(
+      `${ctx.file}: centroid_intermediate_top_k ${topK} is more than num_centroids ${numCentroids}`,
+      ctx.file,
+      'centroid_intermediate_top_k',
+    );
+  return { ...base, centroidHead: { numCentroids, topK } };
+}
+
+function optNonNegInt(ctx: Ctx, o: Obj, key: string): number | undefined {
+  const v = o[key];
+  if (v === undefined || v === null) return undefined;
+  if (!Number.isSafeInteger(v) || (v as number) < 0)
+    throw new FormatError(
+      `${ctx.file}: ${ctx.where}${key} must be a non-negative integer, found ${JSON.stringify(v)}`,
+      ctx.file,
+      ctx.where + key,
+    );
+  return v as number;
 }
 
 function posInt(ctx: Ctx, o: Obj, key: string): number {

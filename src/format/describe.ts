@@ -1,9 +1,12 @@
 import type { ModelConfig } from './config.ts';
 import { isFloatDtype, roundToBf16 } from './dtype.ts';
 import { FormatError, fmtShape } from './errors.ts';
+import { mlpWidth } from './kv-sharing.ts';
 import type {
   AssistantDescription,
+  CentroidHead,
   DecoderLayer,
+  PerLayerEmbedding,
   Linear,
   ModelDescription,
   TargetDescription,
@@ -46,6 +49,41 @@ export class TensorTable {
     checkShape(t, shape, what);
     this.used.add(name);
     return t;
+  }
+
+  /** An integer tensor (I32 or I64) of exactly `shape`, e.g. the centroid head's token_ordering. */
+  takeInt(name: string, shape: readonly number[], what: string): TensorRef {
+    const t = this.byName.get(name);
+    if (!t)
+      throw new FormatError(
+        `missing tensor "${name}" (${what}, I32 or I64 of shape ${fmtShape(shape)}) in ${this.fileSet}`,
+        undefined,
+        name,
+      );
+    if (t.dtype !== 'I32' && t.dtype !== 'I64')
+      throw new FormatError(
+        `${t.file.name}: tensor "${t.name}" should be I32 or I64 (${what}) but is ${t.dtype}`,
+        t.file.name,
+        t.name,
+      );
+    checkShape(t, shape, what);
+    this.used.add(name);
+    return t;
+  }
+
+  /**
+   * Marks every tensor of these modules as used without reading it: tensors a checkpoint may or may not carry
+   * and the model never uses (k/v projections of KV-shared layers, which mlx-lm's sanitize drops and
+   * transformers lists in _keys_to_ignore_on_load_unexpected). Returns how many there were.
+   */
+  ignoreModules(paths: readonly string[]): number {
+    let n = 0;
+    for (const name of this.byName.keys())
+      if (paths.some((p) => name === p || name.startsWith(`${p}.`))) {
+        this.used.add(name);
+        n++;
+      }
+    return n;
   }
 
   /** Marks a tensor as used without checks (e.g. the U32 weight of an affine linear, checked by the caller). */
@@ -165,13 +203,32 @@ function takeLayer(table: TensorTable, c: ModelConfig, i: number, assistant: boo
   let kProj: Linear | null = null;
   let vProj: Linear | null = null;
   let kNorm = null;
-  if (!assistant) {
+  const kvModules = [`${a}.k_proj`, `${a}.v_proj`, `${a}.k_norm`];
+  if (g.kvDonor !== undefined) {
+    // KV-shared: reads layer kvDonor's K/V; k/v projections may be present (transformers checkpoints) or not (mlx-lm).
+    table.ignoreModules(kvModules);
+  } else if (!assistant) {
+    if (!table.has(`${a}.k_proj.weight`))
+      throw new FormatError(
+        `missing tensor "${a}.k_proj.weight" in ${table.fileSet}: layer ${i} has no K projection, which only a KV-shared layer may lack, and config.json makes ${c.kvSharedLayers === 0 ? 'no layer KV-shared (num_kv_shared_layers is 0 or absent)' : `only layers ${c.numLayers - c.kvSharedLayers}.. KV-shared (num_kv_shared_layers = ${c.kvSharedLayers})`}`,
+        undefined,
+        `${a}.k_proj.weight`,
+      );
     kProj = takeLinear(table, c, `${a}.k_proj`, kvDim, H);
     if (!g.kEqV) vProj = takeLinear(table, c, `${a}.v_proj`, kvDim, H);
     kNorm = norm(`${a}.k_norm.weight`, g.headDim);
   }
   const oProj = takeLinear(table, c, `${a}.o_proj`, H, qDim);
   const qNorm = norm(`${a}.q_norm.weight`, g.headDim);
+  const I = mlpWidth(i, c.numLayers, c.kvSharedLayers, c.intermediate, c.doubleWideMlp);
+  const ple = c.perLayerInput;
+  const perLayerInput = ple
+    ? {
+        gate: takeLinear(table, c, `${p}.per_layer_input_gate`, ple.width, H),
+        projection: takeLinear(table, c, `${p}.per_layer_projection`, H, ple.width),
+        postNorm: norm(`${p}.post_per_layer_input_norm.weight`, H),
+      }
+    : undefined;
   return {
     index: i,
     type: g.type,
@@ -180,6 +237,8 @@ function takeLayer(table: TensorTable, c: ModelConfig, i: number, assistant: boo
     numKvHeads: g.numKvHeads,
     kEqV: g.kEqV,
     rope: g.rope,
+    ...(g.kvDonor !== undefined ? { kvDonor: g.kvDonor } : {}),
+    ...(perLayerInput ? { perLayerInput } : {}),
     inputNorm,
     qProj,
     kProj,
@@ -189,11 +248,52 @@ function takeLayer(table: TensorTable, c: ModelConfig, i: number, assistant: boo
     kNorm,
     postAttnNorm: norm(`${p}.post_attention_layernorm.weight`, H),
     preFfNorm: norm(`${p}.pre_feedforward_layernorm.weight`, H),
-    gate: takeLinear(table, c, `${p}.mlp.gate_proj`, c.intermediate, H),
-    up: takeLinear(table, c, `${p}.mlp.up_proj`, c.intermediate, H),
-    down: takeLinear(table, c, `${p}.mlp.down_proj`, H, c.intermediate),
+    gate: takeLinear(table, c, `${p}.mlp.gate_proj`, I, H),
+    up: takeLinear(table, c, `${p}.mlp.up_proj`, I, H),
+    down: takeLinear(table, c, `${p}.mlp.down_proj`, H, I),
     postFfNorm: norm(`${p}.post_feedforward_layernorm.weight`, H),
     layerScalar: table.take(`${p}.layer_scalar`, [1], 'layer scalar'),
+  };
+}
+
+/** The per-layer embedding table, projection and norm of an E-series target; a stray table is an error. */
+function takePerLayerEmbedding(table: TensorTable, c: ModelConfig): PerLayerEmbedding | undefined {
+  const ple = c.perLayerInput;
+  if (!ple) {
+    if (table.has('embed_tokens_per_layer.weight'))
+      throw new FormatError(
+        `${table.fileSet}: the checkpoint has per-layer embeddings ("embed_tokens_per_layer") but config.json has no text_config.hidden_size_per_layer_input > 0 to say their width`,
+        undefined,
+        'embed_tokens_per_layer.weight',
+      );
+    return undefined;
+  }
+  const LP = c.numLayers * ple.width;
+  return {
+    width: ple.width,
+    table: takeLinear(table, c, 'embed_tokens_per_layer', ple.vocab, LP),
+    modelProjection: takeLinear(table, c, 'per_layer_model_projection', LP, c.hidden),
+    projectionNorm: table.take('per_layer_projection_norm.weight', [ple.width], 'per-layer projection norm weight'),
+  };
+}
+
+/** The centroid head of an assistant with use_ordered_embeddings; its tensors without the flag are an error. */
+function takeCentroidHead(table: TensorTable, c: ModelConfig): CentroidHead | undefined {
+  const ch = c.centroidHead;
+  if (!ch) {
+    if (table.has('masked_embedding.centroids.weight'))
+      throw new FormatError(
+        `${table.fileSet}: the checkpoint has a centroid LM head ("masked_embedding.centroids") but config.json does not set use_ordered_embeddings`,
+        undefined,
+        'masked_embedding.centroids.weight',
+      );
+    return undefined;
+  }
+  return {
+    numCentroids: ch.numCentroids,
+    topK: ch.topK,
+    centroids: takeLinear(table, c, 'masked_embedding.centroids', ch.numCentroids, c.hidden),
+    tokenOrdering: table.takeInt('masked_embedding.token_ordering', [c.vocab], "the centroid head's token ordering"),
   };
 }
 
@@ -226,15 +326,23 @@ export function describeModel(c: ModelConfig, table: TensorTable): ModelDescript
     const bb = c.backboneHidden as number;
     const preProjection = takeLinear(table, c, 'pre_projection', c.hidden, 2 * bb);
     const postProjection = takeLinear(table, c, 'post_projection', bb, c.hidden);
+    const centroidHead = takeCentroidHead(table, c);
     desc = {
       ...base,
       role: 'assistant',
       backboneHidden: bb,
       preProjection,
       postProjection,
+      ...(centroidHead ? { centroidHead } : {}),
     } satisfies AssistantDescription;
   } else {
-    desc = { ...base, role: 'target', embedScale: roundToBf16(Math.sqrt(c.hidden)) } satisfies TargetDescription;
+    const perLayer = takePerLayerEmbedding(table, c);
+    desc = {
+      ...base,
+      role: 'target',
+      embedScale: roundToBf16(Math.sqrt(c.hidden)),
+      ...(perLayer ? { perLayer } : {}),
+    } satisfies TargetDescription;
   }
   const left = table.leftovers();
   if (left.length > 0) {

@@ -32,7 +32,17 @@ export {
   type LayerType,
   type RopeSpec,
   type ModelType,
+  type PerLayerInputConfig,
+  type CentroidHeadConfig,
 } from './config.ts';
+export {
+  firstKvSharedLayer,
+  isKvSharedLayer,
+  kvDonors,
+  cacheOwners,
+  storedKvLayers,
+  mlpWidth,
+} from './kv-sharing.ts';
 export {
   parseQuantization,
   quantParamsFor,
@@ -45,6 +55,7 @@ export { openCheckpoint, type Checkpoint } from './checkpoint.ts';
 export { checkCompatibility } from './compat.ts';
 export { dequantizeLinear, dequantAffine, unpackRow, readRows } from './dequant.ts';
 export type * from './model-description.ts';
+export { familyFeatures } from './model-description.ts';
 export {
   synthGeometry,
   syntheticCheckpoint,

@@ -66,6 +66,44 @@ export interface DecoderLayer extends LayerGeometry {
   postFfNorm: TensorRef;
   /** [1]: multiplies the whole residual stream at the end of the layer. */
   layerScalar: TensorRef;
+  /** E-series targets: this layer's gate into the residual of its per-layer input. */
+  perLayerInput?: LayerPerLayerInput;
+}
+
+/**
+ * One layer's per-layer-input weights (docs/GEMMA4-FAMILY.md section 4): after the MLP's residual add,
+ * h += postNorm(projection(gelu_tanh(gate(h)) * input_l)).
+ */
+export interface LayerPerLayerInput {
+  /** per_layer_input_gate [P, hidden]. */
+  gate: Linear;
+  /** per_layer_projection [hidden, P]. */
+  projection: Linear;
+  /** post_per_layer_input_norm.weight [hidden]. */
+  postNorm: TensorRef;
+}
+
+/** The model-level per-layer embedding weights of E2B / E4B (docs/GEMMA4-FAMILY.md section 4). */
+export interface PerLayerEmbedding {
+  /** P (hidden_size_per_layer_input). */
+  width: number;
+  /** embed_tokens_per_layer [vocab_size_per_layer_input, numLayers * P] (an embedding, quantized like one). */
+  table: Linear;
+  /** per_layer_model_projection [numLayers * P, hidden]: reads the scaled token embedding. */
+  modelProjection: Linear;
+  /** per_layer_projection_norm.weight [P]. */
+  projectionNorm: TensorRef;
+}
+
+/** The centroid-masked LM head of an E-series assistant (use_ordered_embeddings; GEMMA4-FAMILY.md section 7). */
+export interface CentroidHead {
+  numCentroids: number;
+  /** centroid_intermediate_top_k. */
+  topK: number;
+  /** masked_embedding.centroids [numCentroids, hidden]. */
+  centroids: Linear;
+  /** masked_embedding.token_ordering [vocab], I32 (MLX) or I64 (transformers): vocab / numCentroids per centroid. */
+  tokenOrdering: TensorRef;
 }
 
 interface DescriptionBase {
@@ -90,6 +128,8 @@ export interface TargetDescription extends DescriptionBase {
   role: 'target';
   /** sqrt(hidden) rounded to bf16, as reference implementations multiply the embedding by it (12B: 62.0). */
   embedScale: number;
+  /** E2B / E4B: per-layer embeddings (each layer's weights are in DecoderLayer.perLayerInput). */
+  perLayer?: PerLayerEmbedding;
 }
 
 export interface AssistantDescription extends DescriptionBase {
@@ -100,6 +140,22 @@ export interface AssistantDescription extends DescriptionBase {
   preProjection: Linear;
   /** [backboneHidden, hidden] */
   postProjection: Linear;
+  /** E-series assistants: logits over the tokens of the top centroids only. */
+  centroidHead?: CentroidHead;
 }
 
 export type ModelDescription = TargetDescription | AssistantDescription;
+
+/**
+ * The Gemma 4 family features (issue 15) a description uses, in words, for consumers that implement only the
+ * dense models (the GPU engine refuses these, see src/model/gpu-weights.ts). Empty for a dense 12B / 31B.
+ */
+export function familyFeatures(desc: ModelDescription): string[] {
+  const out: string[] = [];
+  if (desc.role === 'target' && desc.perLayer) out.push(`per-layer embeddings (P = ${desc.perLayer.width})`);
+  if (desc.config.kvSharedLayers > 0) out.push(`${desc.config.kvSharedLayers} KV-shared layers`);
+  if (desc.config.doubleWideMlp) out.push('double-wide MLP');
+  if (desc.role === 'assistant' && desc.centroidHead)
+    out.push(`a centroid LM head (${desc.centroidHead.numCentroids} centroids, top ${desc.centroidHead.topK})`);
+  return out;
+}

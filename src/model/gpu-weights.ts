@@ -1,4 +1,6 @@
+import { FormatError } from '../format/errors.ts';
 import {
+  familyFeatures,
   linearTensors,
   type DecoderLayer,
   type Linear,
@@ -85,6 +87,13 @@ export async function uploadWeights<D extends ModelDescription>(
   cancel?: CancelToken,
   availableBytes?: number,
 ): Promise<GpuWeights<D>> {
+  // The format layer reads E-series checkpoints for the CPU reference; the GPU kernels do not run them yet, and
+  // running them as dense models would be silently wrong.
+  const family = familyFeatures(desc);
+  if (family.length > 0)
+    throw new FormatError(
+      `${desc.modelType} ${desc.role} uses ${family.join(', ')}: the GPU engine does not run these Gemma 4 variants yet (the CPU reference does)`,
+    );
   const total = gpuTensorsOf(desc).reduce((a, t) => a + t.byteLength, 0);
   if (availableBytes !== undefined && total > availableBytes) {
     throw new GpuError(

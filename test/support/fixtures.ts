@@ -13,6 +13,11 @@ export const TINY_A = path.join(FIXTURES, 'tiny-a');
  * its README): the yardstick for the float64 reference (1e-9) and for the GPU's NMSE bounds.
  */
 export const TINY_A_F64 = path.resolve(process.cwd(), 'test/fixtures/tiny-a-f64');
+/**
+ * The E-series fixture of issue 15 (tools/make_gemma4_family_fixtures.py): per-layer embeddings, 4 KV-shared layers
+ * with a double-wide MLP, and a centroid-head assistant, with float64 goldens from transformers.
+ */
+export const GEMMA4_E_TINY = path.resolve(process.cwd(), 'test/fixtures/gemma4-e-tiny');
 /** The page's demo model (a trained model of Gemma 4's structure, tools/demo), q4 variant. */
 export const DEMO = path.resolve(process.cwd(), 'public/demo');
 /**

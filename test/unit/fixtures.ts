@@ -12,11 +12,12 @@ import { TINY_A, loadGolden as loadGoldenLazy, maxAbsDiff } from '../support/fix
 export { TINY_A };
 export const maxAbs = maxAbsDiff;
 
-/** The fixture folder's files as in-memory ByteSources (config.json + model.safetensors). */
+/** A fixture folder's files (tiny-a unless `fixture` says which), as config + tensors to rebuild a checkpoint from. */
 export async function fixtureFiles(
   which: 'target' | 'assistant',
+  fixture = TINY_A,
 ): Promise<{ config: any; tensors: TensorToWrite[]; metadata?: Record<string, string> }> {
-  const dir = path.join(TINY_A, which);
+  const dir = path.join(fixture, which);
   const config = JSON.parse(await readFile(path.join(dir, 'config.json'), 'utf8'));
   const st = bytesSource('model.safetensors', new Uint8Array(await readFile(path.join(dir, 'model.safetensors'))));
   const h = await readSafetensorsHeader(st);
