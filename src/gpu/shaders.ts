@@ -24,6 +24,9 @@ import kvCommit from '../../shaders/kv_commit.wgsl?raw';
 import elementwise from '../../shaders/elementwise.wgsl?raw';
 import argmax from '../../shaders/argmax.wgsl?raw';
 import attention from '../../shaders/attention.wgsl?raw';
+import qwenCommon from '../../shaders/qwen_common.wgsl?raw';
+import gatedDelta from '../../shaders/gated_delta.wgsl?raw';
+import qwenOps from '../../shaders/qwen_ops.wgsl?raw';
 
 const FILES: Record<string, string> = {
   'common.wgsl': common,
@@ -47,6 +50,9 @@ const FILES: Record<string, string> = {
   'elementwise.wgsl': elementwise,
   'argmax.wgsl': argmax,
   'attention.wgsl': attention,
+  'qwen_common.wgsl': qwenCommon,
+  'gated_delta.wgsl': gatedDelta,
+  'qwen_ops.wgsl': qwenOps,
 };
 
 /** The shader's text with includes expanded (each file at most once). */

@@ -1,0 +1,182 @@
+import { linearTensors, type Linear } from '../../format/model-description.ts';
+import type { Qwen35Description, Qwen35Layer } from '../../format/qwen3_5/description.ts';
+import { readTensorBytes, toFloat64, type TensorRef } from '../../format/safetensors.ts';
+import { uploadBuffer } from '../../gpu/buffers.ts';
+import { withErrorScopes } from '../../gpu/device.ts';
+import { GpuError } from '../../gpu/errors.ts';
+import { TensorUploader } from '../../gpu/upload.ts';
+import type { GpuLinear } from '../gpu-weights.ts';
+
+/**
+ * A Qwen3.5 checkpoint's weights on the GPU (docs/QWEN35.md section 2), as src/model/gpu-weights.ts uploads
+ * Gemma's: linears as stored (packed codes, bf16 scales and biases), RMSNorm weights as stored bf16 (what
+ * rmsnorm.wgsl reads). The Gated DeltaNet's small float vectors (conv taps, dt_bias, A_log, the gated norm's
+ * weight) are widened to f32 on the CPU, which is exact from bf16, f16 or f32, so gated_delta.wgsl reads one
+ * dtype whatever the conversion kept (MLX keeps A_log in f32, the rest in bf16).
+ */
+interface QwenGpuLayerBase {
+  inputNorm: GPUBuffer;
+  postAttnNorm: GPUBuffer;
+  gate: GpuLinear;
+  up: GpuLinear;
+  down: GpuLinear;
+}
+
+export interface QwenGpuLinearLayer extends QwenGpuLayerBase {
+  type: 'linear';
+  inProjQkv: GpuLinear;
+  inProjZ: GpuLinear;
+  inProjB: GpuLinear;
+  inProjA: GpuLinear;
+  /** f32 [convDim, K] */
+  conv: GPUBuffer;
+  /** f32 [Hv] */
+  dtBias: GPUBuffer;
+  /** f32 [Hv] */
+  aLog: GPUBuffer;
+  /** f32 [Dv] */
+  gatedNorm: GPUBuffer;
+  outProj: GpuLinear;
+}
+
+export interface QwenGpuAttentionLayer extends QwenGpuLayerBase {
+  type: 'full';
+  qProj: GpuLinear;
+  kProj: GpuLinear;
+  vProj: GpuLinear;
+  oProj: GpuLinear;
+  qNorm: GPUBuffer;
+  kNorm: GPUBuffer;
+}
+
+export type QwenGpuLayer = QwenGpuLinearLayer | QwenGpuAttentionLayer;
+
+export interface QwenGpuWeights {
+  desc: Qwen35Description;
+  embed: GpuLinear;
+  lmHead: GpuLinear;
+  layers: QwenGpuLayer[];
+  finalNorm: GPUBuffer;
+  bytes: number;
+  destroy(): void;
+}
+
+const SUPPORTED_BITS = new Set([2, 4, 8]);
+
+function layerLinears(l: Qwen35Layer): Linear[] {
+  const mixer =
+    l.type === 'linear'
+      ? [l.inProjQkv, l.inProjZ, l.inProjB, l.inProjA, l.outProj]
+      : [l.qProj, l.kProj, l.vProj, l.oProj];
+  return [...mixer, l.gate, l.up, l.down];
+}
+
+function layerVectors(l: Qwen35Layer): TensorRef[] {
+  const mixer = l.type === 'linear' ? [l.conv, l.dtBias, l.aLog, l.gatedNorm] : [l.qNorm, l.kNorm];
+  return [l.inputNorm, l.postAttnNorm, ...mixer];
+}
+
+/** Every tensor the Qwen GPU target reads (the MTP head's are not uploaded yet). */
+export function qwenGpuTensors(d: Qwen35Description): TensorRef[] {
+  const heads = d.tieWordEmbeddings ? [d.embed] : [d.embed, d.lmHead];
+  return [
+    ...heads.flatMap(linearTensors),
+    d.finalNorm,
+    ...d.layers.flatMap((l) => [...layerLinears(l).flatMap(linearTensors), ...layerVectors(l)]),
+  ];
+}
+
+export async function uploadQwenWeights(device: GPUDevice, desc: Qwen35Description): Promise<QwenGpuWeights> {
+  const total = qwenGpuTensors(desc).reduce((a, t) => a + t.byteLength, 0);
+  const up = new TensorUploader(device, total);
+  const own: GPUBuffer[] = [];
+  try {
+    return await withErrorScopes(device, `uploading the ${desc.modelType} weights`, () =>
+      uploadAll(device, up, own, desc, total),
+    );
+  } catch (e) {
+    [...up.buffers, ...own].forEach((b) => b.destroy());
+    throw e;
+  }
+}
+
+async function uploadAll(
+  device: GPUDevice,
+  up: TensorUploader,
+  own: GPUBuffer[],
+  desc: Qwen35Description,
+  total: number,
+): Promise<QwenGpuWeights> {
+  const linear = async (l: Linear): Promise<GpuLinear> => {
+    if (l.kind !== 'affine') return { desc: l, weight: await up.upload(l.weight) };
+    if (!SUPPORTED_BITS.has(l.bits))
+      throw new GpuError(
+        'limits',
+        `${l.name}: ${l.bits}-bit affine weights are not supported by the GPU kernels yet (2, 4 and 8 are).`,
+      );
+    const rows = up.rowsPerPart([l.weight, l.scales, l.biases]);
+    return {
+      desc: l,
+      weight: await up.upload(l.weight, rows),
+      scales: await up.upload(l.scales, rows),
+      biases: await up.upload(l.biases, rows),
+    };
+  };
+  // rmsnorm.wgsl reads its weight as bf16 pairs
+  const norm = async (t: TensorRef) => {
+    if (t.dtype !== 'BF16')
+      throw new Error(`${t.name}: RMSNorm weights must be BF16 for the GPU kernels, not ${t.dtype}`);
+    return (await up.upload(t)).parts[0].buffer;
+  };
+  const f32 = async (t: TensorRef) => {
+    const b = uploadBuffer(device, Float32Array.from(toFloat64(await readTensorBytes(t), t.dtype)), t.name);
+    own.push(b);
+    return b;
+  };
+  const layers: QwenGpuLayer[] = [];
+  for (const l of desc.layers) {
+    const base = {
+      inputNorm: await norm(l.inputNorm),
+      postAttnNorm: await norm(l.postAttnNorm),
+      gate: await linear(l.gate),
+      up: await linear(l.up),
+      down: await linear(l.down),
+    };
+    if (l.type === 'linear') {
+      layers.push({
+        ...base,
+        type: 'linear',
+        inProjQkv: await linear(l.inProjQkv),
+        inProjZ: await linear(l.inProjZ),
+        inProjB: await linear(l.inProjB),
+        inProjA: await linear(l.inProjA),
+        conv: await f32(l.conv),
+        dtBias: await f32(l.dtBias),
+        aLog: await f32(l.aLog),
+        gatedNorm: await f32(l.gatedNorm),
+        outProj: await linear(l.outProj),
+      });
+    } else {
+      layers.push({
+        ...base,
+        type: 'full',
+        qProj: await linear(l.qProj),
+        kProj: await linear(l.kProj),
+        vProj: await linear(l.vProj),
+        oProj: await linear(l.oProj),
+        qNorm: await norm(l.qNorm),
+        kNorm: await norm(l.kNorm),
+      });
+    }
+  }
+  const embed = await linear(desc.embed);
+  return {
+    desc,
+    embed,
+    lmHead: desc.tieWordEmbeddings ? embed : await linear(desc.lmHead),
+    layers,
+    finalNorm: await norm(desc.finalNorm),
+    bytes: total,
+    destroy: () => [...up.buffers, ...own].forEach((b) => b.destroy()),
+  };
+}
