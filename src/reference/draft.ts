@@ -1,3 +1,4 @@
+import { centroidHead, type CentroidFill } from './family/centroid-head.ts';
 import { headNorm, layerRow, linear, attendRow } from './layer.ts';
 import { argmax, makeNorm, type Numerics } from './ops.ts';
 import type { Rope } from './rope.ts';
@@ -22,6 +23,11 @@ export interface DraftInput {
   slidingSpan?: number;
   /** Default 'transformers' (see ops.ts). */
   numerics?: Numerics;
+  /**
+   * Centroid-head assistants: the logit of every token outside the top clusters. Default 'min-minus-one'
+   * (transformers, mlx-vlm); vLLM fills the dtype's minimum (DTYPE_MIN). Greedy tokens do not depend on it.
+   */
+  centroidFill?: CentroidFill;
 }
 
 export interface DraftResult {
@@ -30,13 +36,18 @@ export interface DraftResult {
   logits: Float64Array;
   /** [steps, backboneHidden]: post_projection(normed), the next step's h_prev. */
   hidden: Float64Array;
+  /** [steps, hidden]: the assistant's final-norm output (what the LM head reads). */
+  normed: Float64Array;
+  /** Centroid-head assistants: the centroid logits [steps, C] and the scored tokens [steps, topK * V / C]. */
+  centroid?: { logits: Float64Array; selected: Int32Array };
 }
 
 /**
  * MTP drafting as transformers' Gemma4AssistantForCausalLM does it, one step per token:
  *   x = pre_projection([E_target[tok] * s_target, h_prev]); 4 layers whose attention is query-only over the
  *   target's K/V (sliding layers: the last W cached entries; full layers: all), RoPE on q at positionId;
- *   y = norm(x); logits = E_assistant y (no softcap); h_prev = post_projection(y); tok = argmax.
+ *   y = norm(x); logits = E_assistant y (no softcap; E-series assistants: the centroid head, family/centroid-head.ts);
+ *   h_prev = post_projection(y); tok = argmax.
  */
 export function referenceDraft(target: TargetWeights, assistant: AssistantWeights, input: DraftInput): DraftResult {
   const BB = assistant.backboneHidden;
@@ -51,6 +62,12 @@ export function referenceDraft(target: TargetWeights, assistant: AssistantWeight
   const tokens: number[] = [];
   const logits = new Float64Array(input.steps * V);
   const hidden = new Float64Array(input.steps * BB);
+  const normed = new Float64Array(input.steps * H);
+  const ch = assistant.centroidHead;
+  const centroid = ch && {
+    logits: new Float64Array(input.steps * ch.centroids.out),
+    selected: new Int32Array((input.steps * ch.topK * V) / ch.centroids.out),
+  };
   let tok = input.bonusToken;
   let hPrev = input.seedHidden;
   for (let step = 0; step < input.steps; step++) {
@@ -90,12 +107,22 @@ export function referenceDraft(target: TargetWeights, assistant: AssistantWeight
       }).h;
     }
     const y = norm(h, 0, H, assistant.finalNorm);
-    const lg = linear(assistant.embed, y);
-    logits.set(lg, step * V);
+    normed.set(y, step * H);
+    if (ch && centroid) {
+      // Only the tokens of the top clusters are scored; the draft is the best of them (mlx-vlm, vLLM).
+      const r = centroidHead(ch, y, input.centroidFill);
+      logits.set(r.logits, step * V);
+      centroid.logits.set(r.centroidLogits, step * r.centroidLogits.length);
+      centroid.selected.set(r.selected, step * r.selected.length);
+      tok = r.token;
+    } else {
+      const lg = linear(assistant.embed, y);
+      logits.set(lg, step * V);
+      tok = argmax(lg);
+    }
     hPrev = linear(assistant.postProjection, y);
     hidden.set(hPrev, step * BB);
-    tok = argmax(lg);
     tokens.push(tok);
   }
-  return { tokens, logits, hidden };
+  return { tokens, logits, hidden, normed, ...(centroid ? { centroid } : {}) };
 }

@@ -1,12 +1,16 @@
 import type { LayerType } from '../format/config.ts';
-import { headNorm, layerRow, linear, attendRow } from './layer.ts';
+import { familyConstants } from './family/constants.ts';
+import { familyLayerRow } from './family/layer.ts';
+import { perLayerInputs } from './family/ple.ts';
+import { headNorm, linear, attendRow } from './layer.ts';
 import { argmax, makeNorm, softcap, type NormFn, type Numerics } from './ops.ts';
 import { Rope } from './rope.ts';
 import type { RefLayer, TargetWeights } from './weights.ts';
 
 /**
  * A plain contiguous KV cache: per layer, one entry per position in chronological order (the reference does
- * not model ring slot order; the sliding window is applied by position when reading).
+ * not model ring slot order; the sliding window is applied by position when reading). KV-shared layers
+ * (RefLayer.kvDonor) keep no entries: they read their donor's.
  */
 export interface ReferenceKvCache {
   /** Positions held, in order (0..n-1 for a normal sequence). */
@@ -19,7 +23,10 @@ export interface ReferenceKvCache {
 }
 
 export interface ReferenceOptions {
-  /** Keep per-layer activations ('act.attn.i', 'act.mlp.i', 'act.layer.i', 'act.final_norm'). */
+  /**
+   * Keep per-layer activations ('act.attn.i', 'act.mlp.i', 'act.layer.i', 'act.final_norm'; E-series also
+   * 'act.ple_inputs' [n, L*P] and 'act.ple.i'), named as the fixtures' goldens.
+   */
   captures?: boolean;
   /** Rounding model; default 'transformers' (f32 RMSNorm and RoPE tables, as the goldens), see ops.ts. */
   numerics?: Numerics;
@@ -76,6 +83,9 @@ export function targetStep(
     for (let i = 0; i < H; i++) h[i] = w.embed.w[t * H + i] * w.embedScale;
     return h;
   });
+  const pleRows = perLayerRows(w, tokens, rows, norm);
+  const pleWidth = w.ple?.ple ?? 0;
+  if (acts && pleRows) acts.set('act.ple_inputs', concat(pleRows, pleRows[0].length));
 
   w.layers.forEach((l, li) => {
     const rope = ropeFor(cache, l);
@@ -83,16 +93,21 @@ export function targetStep(
     const newRows: Float64Array[] = [];
     const attnCap = acts ? new Float64Array(n * H) : undefined;
     const mlpCap = acts ? new Float64Array(n * H) : undefined;
-    // K/V of every new row go into the cache before any query reads (causality is by position below).
-    const xs = rows.map((h) => norm(h, 0, H, l.inputNorm));
-    xs.forEach((x, r) => {
-      const { k, v } = keyValue(l, x, positions[r], rope, norm);
-      cache.keys[li].push(k);
-      cache.values[li].push(v);
-    });
+    const pleCap = acts && l.ple ? new Float64Array(n * H) : undefined;
+    // A KV-shared layer reads the cache of its donor, an earlier layer, which already holds this step's rows.
+    const kvLayer = l.kvDonor ?? li;
+    if (l.kvDonor === undefined) {
+      // K/V of every new row go into the cache before any query reads (causality is by position below).
+      const xs = rows.map((h) => norm(h, 0, H, l.inputNorm));
+      xs.forEach((x, r) => {
+        const { k, v } = keyValue(l, x, positions[r], rope, norm);
+        cache.keys[li].push(k);
+        cache.values[li].push(v);
+      });
+    }
     rows.forEach((h, r) => {
       const p = positions[r];
-      const res = layerRow(l, norm, h, (x) => {
+      const attention = (x: Float64Array) => {
         const q = linear(l.q, x);
         headNorm(q, l.numHeads, d, l.qNorm, norm);
         for (let hh = 0; hh < l.numHeads; hh++) rope.apply(q, hh * d, p);
@@ -102,20 +117,24 @@ export function targetStep(
         for (let s = 0; s < cache.positions.length; s++) {
           const ps = cache.positions[s];
           if (ps >= lo && ps <= p) {
-            ks.push(cache.keys[li][s]);
-            vs.push(cache.values[li][s]);
+            ks.push(cache.keys[kvLayer][s]);
+            vs.push(cache.values[kvLayer][s]);
           }
         }
         return attendRow(q, ks, vs, l.numHeads, l.numKvHeads, d);
-      });
+      };
+      const pleInputs = pleRows && { inputs: pleRows[r], off: li * pleWidth };
+      const res = familyLayerRow(l, norm, h, attention, pleInputs ? { pleInputs } : {});
       newRows.push(res.h);
       attnCap?.set(res.attn, r * H);
       mlpCap?.set(res.mlp, r * H);
+      if (res.ple) pleCap?.set(res.ple, r * H);
     });
     rows = newRows;
     if (acts) {
       acts.set(`act.attn.${li}`, attnCap!);
       acts.set(`act.mlp.${li}`, mlpCap!);
+      if (pleCap) acts.set(`act.ple.${li}`, pleCap);
       acts.set(`act.layer.${li}`, concat(rows, H));
     }
   });
@@ -130,6 +149,23 @@ export function targetStep(
       logits[r * w.vocab + v] = w.finalSoftcap === null ? y[v] : softcap(y[v], w.finalSoftcap);
   }
   return { logits, finalHidden, acts };
+}
+
+/**
+ * E-series: the combined per-layer inputs [L*P] of each row (null without per-layer embeddings), from the token
+ * and its scaled embedding, with the constants as MLX multiplies them (familyConstants, 'mlx' mode; the fixtures
+ * set the same bf16 values in transformers).
+ */
+function perLayerRows(
+  w: TargetWeights,
+  tokens: readonly number[],
+  scaled: readonly Float64Array[],
+  norm: NormFn,
+): Float64Array[] | null {
+  const ple = w.ple;
+  if (!ple) return null;
+  const c = familyConstants(w.hidden, ple.ple);
+  return tokens.map((t, r) => perLayerInputs(ple, t, scaled[r], norm, c));
 }
 
 /** K after k_norm + RoPE, V after v_norm (V = raw K projection on k_eq_v full layers). */
@@ -168,12 +204,15 @@ export interface SharedKv {
 
 export type SharedKvByType = Record<LayerType, SharedKv>;
 
-/** Extracts the last sliding and last full layer's cache as [kvHeads, T, headDim] (the assistant's input). */
+/**
+ * Extracts the cache of the last sliding and last full layer that own one (on E-series targets, the donors of the
+ * KV-shared layers, which transformers exports as shared_kv_states) as [kvHeads, T, headDim]: the assistant's input.
+ */
 export function sharedKvFromCache(w: TargetWeights, cache: ReferenceKvCache): SharedKvByType {
   const pick = (type: LayerType): SharedKv => {
     let li = -1;
     for (let i = w.layers.length - 1; i >= 0; i--)
-      if (w.layers[i].type === type) {
+      if (w.layers[i].type === type && w.layers[i].kvDonor === undefined) {
         li = i;
         break;
       }

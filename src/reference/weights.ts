@@ -8,6 +8,8 @@ import type {
 } from '../format/model-description.ts';
 import { readTensorBytes, toFloat64, type TensorRef } from '../format/safetensors.ts';
 import type { LayerGeometry } from '../format/config.ts';
+import type { CentroidHeadWeights } from './family/centroid-head.ts';
+import type { PleLayerWeights, PleModelWeights } from './family/ple.ts';
 
 /** A linear map with its weight dequantized to float64, row-major [out, in]. */
 export interface RefLinear {
@@ -33,6 +35,8 @@ export interface RefLayer extends LayerGeometry {
   down: RefLinear;
   postFfNorm: Float64Array;
   layerScalar: number;
+  /** E-series targets: the layer's per-layer input gate, projection and norm. */
+  ple?: PleLayerWeights;
 }
 
 interface RefModelBase {
@@ -51,6 +55,8 @@ export interface TargetWeights extends RefModelBase {
   role: 'target';
   desc: TargetDescription;
   embedScale: number;
+  /** E-series: per-layer embedding table, model projection and its norm. */
+  ple?: PleModelWeights;
 }
 
 export interface AssistantWeights extends RefModelBase {
@@ -59,6 +65,8 @@ export interface AssistantWeights extends RefModelBase {
   backboneHidden: number;
   preProjection: RefLinear;
   postProjection: RefLinear;
+  /** E-series assistants: the centroid LM head (its `embed` is the assistant's tied embedding). */
+  centroidHead?: CentroidHeadWeights;
 }
 
 export type ReferenceWeights = TargetWeights | AssistantWeights;
@@ -72,6 +80,7 @@ async function lin(l: Linear): Promise<RefLinear> {
 }
 
 async function layer(l: DecoderLayer): Promise<RefLayer> {
+  const p = l.perLayerInput;
   return {
     index: l.index,
     type: l.type,
@@ -80,6 +89,10 @@ async function layer(l: DecoderLayer): Promise<RefLayer> {
     numKvHeads: l.numKvHeads,
     kEqV: l.kEqV,
     rope: l.rope,
+    ...(l.kvDonor !== undefined ? { kvDonor: l.kvDonor } : {}),
+    ...(p
+      ? { ple: { gate: await lin(p.gate), projection: await lin(p.projection), postNorm: await vec(p.postNorm) } }
+      : {}),
     inputNorm: await vec(l.inputNorm),
     q: await lin(l.qProj),
     k: l.kProj ? await lin(l.kProj) : null,
@@ -118,7 +131,25 @@ export async function loadReferenceWeights(desc: ModelDescription): Promise<Refe
     layers,
     finalNorm: await vec(desc.finalNorm),
   };
-  if (desc.role === 'target') return { ...base, role: 'target', desc, embedScale: desc.embedScale };
+  if (desc.role === 'target') {
+    const p = desc.perLayer;
+    const ple: PleModelWeights | undefined = p && {
+      numLayers: desc.layers.length,
+      ple: p.width,
+      hidden: desc.hidden,
+      table: await lin(p.table),
+      modelProjection: await lin(p.modelProjection),
+      projectionNorm: await vec(p.projectionNorm),
+    };
+    return { ...base, role: 'target', desc, embedScale: desc.embedScale, ...(ple ? { ple } : {}) };
+  }
+  const ch = desc.centroidHead;
+  const centroidHead: CentroidHeadWeights | undefined = ch && {
+    centroids: await lin(ch.centroids),
+    tokenOrdering: Int32Array.from(await vec(ch.tokenOrdering)),
+    embed: base.embed,
+    topK: ch.topK,
+  };
   return {
     ...base,
     role: 'assistant',
@@ -126,5 +157,6 @@ export async function loadReferenceWeights(desc: ModelDescription): Promise<Refe
     backboneHidden: desc.backboneHidden,
     preProjection: await lin(desc.preProjection),
     postProjection: await lin(desc.postProjection),
+    ...(centroidHead ? { centroidHead } : {}),
   };
 }

@@ -13,11 +13,11 @@ import { layerRow, linear, type LayerRowCapture } from '../layer.ts';
 import { geluTanh, type NormFn } from '../ops.ts';
 import type { RefLayer } from '../weights.ts';
 import { moeBlockRow, type MoeWeights, type RouterOptions, type RouterResult } from './moe.ts';
-import { pleContribution, type PleLayerWeights } from './ple.ts';
+import { pleContribution } from './ple.ts';
 
+/** A reference layer (whose optional `ple` holds its per-layer input weights) with, on MoE models, its experts. */
 export interface FamilyLayer extends RefLayer {
   moe?: MoeWeights;
-  ple?: PleLayerWeights;
 }
 
 export interface FamilyLayerOptions {
