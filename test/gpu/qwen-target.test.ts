@@ -7,6 +7,7 @@ import { nodeFolderSources } from '../../src/node/file-source.ts';
 import { uploadQwenWeights, type QwenGpuWeights } from '../../src/model/qwen/weights.ts';
 import { QwenTargetModel } from '../../src/model/qwen/target.ts';
 import type { Precision } from '../../src/model/target.ts';
+import { policyByName } from '../../src/model/policy.ts';
 import type { GpuContext } from '../../src/gpu/device.ts';
 
 /**
@@ -176,6 +177,26 @@ describe('Qwen3.5 GPU target (qwen-tiny)', () => {
       }
     }
   }
+
+  it('the byte comparison has teeth: matmul-m-split (split-K chosen by M) makes block rows differ from the chain', async () => {
+    const m = model();
+    m.reset();
+    await m.prefill(TOKENS.slice(0, 5), { logits: 'none' });
+    const base = m.snapshot();
+    try {
+      const policy = policyByName('matmul-m-split');
+      const draft = TOKENS.slice(5, 9);
+      const chain: Float32Array[] = [];
+      for (const t of draft) chain.push((await m.decode(t, { policy })).logits!);
+      m.restore(base);
+      const block = await m.step(draft, { policy });
+      const V = m.desc.vocab;
+      const differ = chain.filter((row, j) => firstDiff(block.logits!.subarray(j * V, (j + 1) * V), row) !== null);
+      expect(differ.length).toBeGreaterThan(0);
+    } finally {
+      base.destroy();
+    }
+  });
 
   /** Every state buffer (conv windows, recurrent states, and the KV rows up to nextPos). */
   async function stateBytes(m: QwenTargetModel): Promise<Float32Array[]> {
