@@ -27,8 +27,10 @@ Weights are quantized (or rounded to bf16) first and the transformers models the
 values (dequantized in float64), as ../shared/tools/make_fixtures.py does; its helpers are copied here.
 
 Goldens (golden.safetensors, F64; the computation is float64 throughout: transformers' Gemma4RMSNorm, rotary tables
-and eager-attention softmax patched to float64 as tools/make_f64_goldens.py does, experts run with the "eager"
-experts implementation since grouped_mm has no float64; a TorchDispatchMode checks the direct forwards):
+and eager-attention softmax patched to float64 as tools/make_f64_goldens.py does, Gemma4TextRouter.forward recompiled
+from its own source with its float32 casts rewritten to float64 (f64_source), experts run with the "eager" experts
+implementation since grouped_mm has no float64; a TorchDispatchMode checks the direct forwards; every failed check is
+logged as "CHECK FAILED: ..." and listed in golden.json `failed_checks`):
   prompt, logits [T, V], logits_full [T+N, V] (teacher-forced over prompt + greedy), greedy (cached generate),
   greedy_logits [N, V] (generate's scores), act.attn.i, act.mlp.i (dense MLP output before its post norm),
   act.layer.i, act.final_norm; E: act.ple_inputs [T, L, P] (combined per-layer inputs), act.ple.i (the gated
@@ -256,6 +258,14 @@ def selftest():
     top = np.argsort(-c)[:2]
     assert set(sel.tolist()) == set(order.reshape(C, V // C)[top].reshape(-1).tolist())
     assert (np.delete(full, sel) == lg.min() - 1).all() and full.argmax() in sel
+    # the float32 -> float64 source rewrite of the router (the spellings transformers uses for its casts)
+    src = ("def forward(self, x):\n    s = self.proj(x).float()\n    p = softmax(s, dim=-1, dtype=torch.float32)\n"
+           "    w = p.to(torch.float)\n    keep = x.to(torch.float64), torch.float16, torch.float_power\n    return w\n")
+    new, n = f64_source(src)
+    assert n == 3, (n, new)
+    assert "float32" not in new and ".float()" not in new and "torch.float)" not in new, new
+    assert "torch.float16" in new and "torch.float_power" in new and new.count("torch.float64") == 4, new
+    assert f64_source(new) == (new, 0)
     # expert split (MLX sanitize: gate = rows 0..I-1 of gate_up_proj, up = rows I..2I-1)
     gu = rng.standard_normal((3, 2 * 4, 64))
     g, u = split_gate_up(gu)
@@ -465,9 +475,42 @@ def export(model, prefix, s, quant, path, cfg_top, torch):
 
 
 # -------------------------------------------------------------------------------- float64 patches (copied)
+# transformers' float32 casts as they may be written in a forward's source, and their float64 spelling. Order
+# matters: `torch.float32` before the bare `torch.float` (which the lookahead keeps off `torch.float64` / `float16`).
+F32_CASTS = (
+    (r"\.float\(\)", ".to(torch.float64)"),
+    (r"\btorch\.float32\b", "torch.float64"),
+    (r"\btorch\.float(?![0-9_a-zA-Z])", "torch.float64"),
+)
+
+
+def f64_source(src):
+    """A function's source with every float32 cast rewritten to float64: (new source, number of casts rewritten).
+    Used on transformers' own Gemma4TextRouter.forward, so the golden router is the library's code, only in float64."""
+    import re
+    n = 0
+    for pat, rep in F32_CASTS:
+        src, k = re.subn(pat, rep, src)
+        n += k
+    return src, n
+
+
+def f64_method(cls, name, namespace):
+    """cls.name recompiled from its own source with f64_source, in `namespace` (the defining module's globals).
+    Returns (function, casts rewritten, rewritten source)."""
+    import inspect, textwrap
+    src = textwrap.dedent(inspect.getsource(getattr(cls, name)))
+    new, n = f64_source(src)
+    scope = {}
+    exec(compile(new, f"<{cls.__name__}.{name} float64>", "exec"), namespace, scope)
+    return scope[name], n, new
+
+
 def install_f64_patches(mg, torch, F64):
-    """tools/make_f64_goldens.py's patches: Gemma4RMSNorm, the rotary forward and eager attention in float64."""
-    calls = {"attn": 0}
+    """tools/make_f64_goldens.py's patches: Gemma4RMSNorm, the rotary forward and eager attention in float64; and
+    Gemma4TextRouter.forward recompiled from its own source with its float32 casts made float64 (transformers 5.17
+    computes softmax / top-k / renormalisation in float32 even in a float64 model)."""
+    calls = {"attn": 0, "router": 0, "router_casts": 0}
 
     def rms_norm_f64(self, hidden_states):
         ms = hidden_states.pow(2).mean(-1, keepdim=True) + self.eps
@@ -505,13 +548,29 @@ def install_f64_patches(mg, torch, F64):
         w = torch.softmax(w, dim=-1)
         return torch.matmul(w, vs).transpose(1, 2).contiguous(), w
 
-    saved = (mg.Gemma4RMSNorm.forward, mg.Gemma4TextRotaryEmbedding.forward, mg.eager_attention_forward)
+    router_f64, n, src = f64_method(mg.Gemma4TextRouter, "forward", vars(mg))
+    calls["router_casts"] = n
+    log(f"Gemma4TextRouter.forward: {n} float32 cast(s) rewritten to float64" + (
+        "" if n else " (none found: the non-float64 op check decides whether the router is float64)"))
+    if n:
+        for line in src.splitlines():
+            if "float64" in line:
+                log(f"    {line.strip()}")
+
+    def router_forward(self, *a, **k):
+        calls["router"] += 1
+        return router_f64(self, *a, **k)
+
+    saved = (mg.Gemma4RMSNorm.forward, mg.Gemma4TextRotaryEmbedding.forward, mg.eager_attention_forward,
+             mg.Gemma4TextRouter.forward)
     mg.Gemma4RMSNorm.forward = rms_norm_f64
     mg.Gemma4TextRotaryEmbedding.forward = rotary_forward_f64
     mg.eager_attention_forward = eager_attention_f64
+    mg.Gemma4TextRouter.forward = router_forward
 
     def undo():  # the next fixture's f32 yardstick must run the stock code again
-        mg.Gemma4RMSNorm.forward, mg.Gemma4TextRotaryEmbedding.forward, mg.eager_attention_forward = saved
+        (mg.Gemma4RMSNorm.forward, mg.Gemma4TextRotaryEmbedding.forward, mg.eager_attention_forward,
+         mg.Gemma4TextRouter.forward) = saved
     return calls, undo
 
 
@@ -896,7 +955,7 @@ def finish_fixture(name, s, d, target, asst, tc, consts, tlist, alist, y32, m32,
     gold, meta = compute(target, asst, s, torch, NotF64, F64)
     log(f"{name}: f64 greedy {meta['greedy']} bonus {meta['bonus_token']} drafts {meta['draft_tokens']} "
         f"mtp==greedy {meta['mtp_equals_greedy']} ({meta['mtp_error']}); ops {NotF64.ops[0]}, non-f64 {NotF64.bad or 'none'}, "
-        f"patched attention calls {calls['attn']}")
+        f"patched attention calls {calls['attn']}, patched router calls {calls['router']}")
     if "moe_checks" in meta:
         for i, l in enumerate(meta["moe_checks"]["layers"]):
             log(f"  router/experts layer {i}: {l}")
@@ -904,6 +963,7 @@ def finish_fixture(name, s, d, target, asst, tc, consts, tlist, alist, y32, m32,
         for c in meta["centroid_checks"]:
             log(f"  centroid head: {c}")
 
+    failed = failed_checks(NotF64.bad, meta, s, calls)
     f32_err = float(np.abs(y32["logits"].astype(np.float64) - gold["logits"]).max())
     write_safetensors(d + "/golden.safetensors", {k: ("I32" if v.dtype == np.int32 else "F64", v) for k, v in gold.items()},
                       {"source": f"transformers {tf.__version__} Gemma 4, float64 throughout"})
@@ -926,7 +986,7 @@ def finish_fixture(name, s, d, target, asst, tc, consts, tlist, alist, y32, m32,
         "name": name, "variant": s["variant"], "spec": s, "transformers": tf.__version__, "torch": torch.__version__,
         "compute_dtype": "float64 throughout (Gemma4RMSNorm, rotary tables, eager-attention softmax patched; eager experts)",
         "storage_dtype": "F64 (I32 for token ids, expert ids, selected tokens)",
-        "non_float64_ops": NotF64.bad, "constants": consts,
+        "non_float64_ops": NotF64.bad, "failed_checks": failed, "constants": consts,
         "prompt": meta["prompt"], "bonus_token": meta["bonus_token"], "greedy": meta["greedy"],
         "mtp_tokens": meta["mtp_tokens"], "mtp_error": meta["mtp_error"], "mtp_equals_greedy": meta["mtp_equals_greedy"],
         "mtp_rounds": meta["mtp_rounds"],
@@ -943,7 +1003,8 @@ def finish_fixture(name, s, d, target, asst, tc, consts, tlist, alist, y32, m32,
         "moe_checks": meta.get("moe_checks"), "centroid_checks": meta.get("centroid_checks"),
         "activations": acts,
         "logits": "logits[t] for prompt position t (after softcap); logits_full over prompt+greedy; greedy_logits = "
-                  "generate's per-step scores (cached decode)",
+                  "generate's per-step logits (cached decode), float32 values stored as F64: transformers' decoding "
+                  "loop copies each step's logits to float32 even in a float64 model",
         "tensors": {"target": tlist, "assistant": alist},
         "sha256": {p: sha(os.path.join(d, p)) for p in ["target/model.safetensors", "assistant/model.safetensors",
                                                         "golden.safetensors", "transformers-f32.safetensors"]},
@@ -956,13 +1017,38 @@ def finish_fixture(name, s, d, target, asst, tc, consts, tlist, alist, y32, m32,
               open(d + "/transformers-f32.json", "w"), indent=1)
     size = sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(d) for f in fs)
     log(f"{name}: done, {size} bytes, f32 vs f64 max |logit| err {f32_err:.3e}, min top-1 gap {meta['greedy_min_top1_gap']:.3f}")
-    ok = not NotF64.bad and meta["teacher_forced_argmax_equals_greedy"]
-    if "moe_checks" in meta:
-        ok = ok and meta["moe_checks"]["all_same_sets"] and all(
-            l["experts_numpy_max_abs"] < 1e-9 and l["weights_hf_order_max_abs"] < 1e-12 for l in meta["moe_checks"]["layers"])
-    if "centroid_checks" in meta:
-        ok = ok and all(c["selected_equal"] and c["logits_max_abs"] < 1e-9 for c in meta["centroid_checks"])
-    return ok
+    for f in failed:
+        log(f"{name}: CHECK FAILED: {f}")
+    if not failed:
+        log(f"{name}: all checks passed")
+    return not failed
+
+
+def failed_checks(non_f64, meta, s, calls):
+    """Each check a fixture must pass, as a sentence saying what was found when it fails (empty: all passed)."""
+    out = []
+    if non_f64:
+        out.append(f"ops that were not float64 in the golden forwards: {non_f64}")
+    if not meta["teacher_forced_argmax_equals_greedy"]:
+        out.append("the teacher-forced argmax over prompt + greedy differs from the cached greedy tokens")
+    mc = meta.get("moe_checks")
+    if mc is not None:
+        if calls["router"] == 0:
+            out.append("the patched Gemma4TextRouter.forward was never called (transformers routed elsewhere)")
+        for i, l in enumerate(mc["layers"]):
+            if not l["same_expert_sets"]:
+                out.append(f"layer {i}: transformers' experts differ from the numpy top-{s['top_k']} of the router scores")
+            if not l["weights_hf_order_max_abs"] < 1e-12:
+                out.append(f"layer {i}: router weights vs numpy (softmax over E, top-k, renormalise) max abs "
+                           f"{l['weights_hf_order_max_abs']:.3e}, expected < 1e-12")
+            if not l["experts_numpy_max_abs"] < 1e-9:
+                out.append(f"layer {i}: experts output vs numpy max abs {l['experts_numpy_max_abs']:.3e}, expected < 1e-9")
+    for j, c in enumerate(meta.get("centroid_checks") or []):
+        if not c["selected_equal"]:
+            out.append(f"draft step {j}: centroid-head selected tokens differ from numpy")
+        if not c["logits_max_abs"] < 1e-9:
+            out.append(f"draft step {j}: centroid-head logits vs numpy max abs {c['logits_max_abs']:.3e}, expected < 1e-9")
+    return out
 
 
 def main():
