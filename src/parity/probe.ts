@@ -17,6 +17,8 @@ import {
 } from './report.ts';
 import { provenance } from './provenance.ts';
 import { explainMlx } from './mlx-blame.ts';
+import { QwenTargetModel } from '../model/qwen/target.ts';
+import type { QwenGpuWeights } from '../model/qwen/weights.ts';
 
 /**
  * The block-versus-chain probe (GEMMA4.md section 6, mlxcel's startup guard). Per draw: prefill the
@@ -37,7 +39,8 @@ export interface ProbeOptions {
 
 export interface ProbeEnv {
   ctx: GpuContext;
-  weights: GpuWeights<TargetDescription>;
+  /** A Gemma 4 target's weights, or a Qwen3.5 target's (arms only: no ring view, localization or lens yet). */
+  weights: GpuWeights<TargetDescription> | QwenGpuWeights;
   target: CheckpointInfo;
   assistant?: CheckpointInfo;
   platform: string;
@@ -45,12 +48,34 @@ export interface ProbeEnv {
   cancel?: CancelToken;
 }
 
+/**
+ * What the arms need from a target model: TargetModel's contract (prefill, snapshot / restore, decode = step +
+ * commit(1), a verify step), which every family's GPU target implements.
+ */
+interface ProbeTarget<S extends { destroy(): void } = { destroy(): void }> {
+  readonly desc: { vocab: number };
+  reset(): void;
+  prefill(tokens: number[], o: { chunk?: number; policy?: Policy; logits: 'none' }): Promise<unknown>;
+  idle(): Promise<void>;
+  snapshot(): S;
+  restore(s: S): void;
+  decode(token: number, o: { policy?: Policy; captures?: 'all' }): Promise<ForwardResult>;
+  step(tokens: number[], o: { policy?: Policy; captures?: 'all' }): Promise<ForwardResult>;
+  destroy(): void;
+}
+
+/**
+ * Draw lengths of a Qwen3.5 target (no sliding window): three short prompts and one past 64 keys, where the
+ * full-attention layers' exact plan reads a step's keys in two segments (attention.wgsl SEG_KEYS).
+ */
+const QWEN_DRAW_LENGTHS = [8, 8, 8, 96];
+
 interface ArmRows {
   logits: Float32Array[];
   captures?: StageCaptures;
 }
 
-async function chainArm(model: TargetModel, block: number[], policy: Policy, capture: boolean): Promise<ArmRows> {
+async function chainArm(model: ProbeTarget, block: number[], policy: Policy, capture: boolean): Promise<ArmRows> {
   const logits: Float32Array[] = [];
   const parts: ForwardResult[] = [];
   for (const t of block) {
@@ -69,7 +94,7 @@ async function chainArm(model: TargetModel, block: number[], policy: Policy, cap
   return { logits, captures };
 }
 
-async function blockArm(model: TargetModel, block: number[], policy: Policy, capture: boolean): Promise<ArmRows> {
+async function blockArm(model: ProbeTarget, block: number[], policy: Policy, capture: boolean): Promise<ArmRows> {
   const r = await model.step(block, { policy, captures: capture ? 'all' : undefined });
   const V = model.desc.vocab;
   const logits = block.map((_, j) => r.logits!.slice(j * V, (j + 1) * V));
@@ -94,19 +119,24 @@ function ringView(model: TargetModel, K: number, policy: Policy): RingView {
 
 export async function runProbe(env: ProbeEnv, opts: ProbeOptions): Promise<ProbeReport> {
   const t0 = performance.now();
-  const desc = env.weights.desc;
+  const w = env.weights;
+  const desc = w.desc;
   const policy = policyByName(opts.policy);
   const K = opts.block;
   if (!(K >= 1 && K <= 16)) throw new Error(`block width must be between 1 and 16 (got ${K})`);
-  const lengths = opts.lengths ?? defaultDrawLengths(desc.window);
+  const lengths = opts.lengths ?? ('window' in desc ? defaultDrawLengths(desc.window) : QWEN_DRAW_LENGTHS);
   const maxLen = Math.max(...lengths);
   const prefillChunk = opts.prefillChunk ?? Math.min(maxLen, 512);
-  const model = new TargetModel(env.ctx, env.weights, {
+  const modelOpts = {
     maxContext: maxLen + K,
     maxBlock: Math.max(K, 1),
     prefillChunk: Math.max(prefillChunk, policy.prefillChunks?.block ?? 0, 1),
     precision: opts.precision,
-  });
+  };
+  const model: ProbeTarget =
+    'family' in w.desc && w.desc.family === 'qwen3_5'
+      ? new QwenTargetModel(env.ctx, w as QwenGpuWeights, modelOpts)
+      : new TargetModel(env.ctx, w as GpuWeights<TargetDescription>, modelOpts);
   const storage = opts.precision;
   const draws: DrawResult[] = [];
   try {
@@ -154,7 +184,7 @@ export async function runProbe(env: ProbeEnv, opts: ProbeOptions): Promise<Probe
 }
 
 async function probeOneDraw(
-  model: TargetModel,
+  model: ProbeTarget,
   draw: Draw,
   policy: Policy,
   opts: ProbeOptions,
@@ -178,7 +208,9 @@ async function probeOneDraw(
   };
   progress('prefill', 0);
   cancel?.throwIfCancelled();
-  let snapshot = undefined as ReturnType<TargetModel['snapshot']> | undefined;
+  let snapshot = undefined as { destroy(): void } | undefined;
+  // Ring view, localization and the logit lens read Gemma's cache and stage list; other families get the arms.
+  const gemma = model instanceof TargetModel ? model : undefined;
   if (!separate) {
     await prefill(prefillChunk);
     snapshot = model.snapshot();
@@ -195,7 +227,7 @@ async function probeOneDraw(
       if (!capture) timings.chainMs = performance.now() - t;
       cancel?.throwIfCancelled();
       await startArm('block');
-      const view = P > model.cache.window ? ringView(model, K, policy) : undefined;
+      const view = gemma && P > gemma.cache.window ? ringView(gemma, K, policy) : undefined;
       t = performance.now();
       const block = await blockArm(model, draw.block, policy, capture);
       if (!capture) timings.blockMs = performance.now() - t;
@@ -221,23 +253,23 @@ async function probeOneDraw(
       ring: view,
       timings,
     };
-    if (bad && opts.localize) {
+    if (bad && opts.localize && gemma) {
       progress('localize', 2);
       cancel?.throwIfCancelled();
       const t = performance.now();
       const cap = await runArms(true);
-      const loc = localize(model.desc, cap.chain.captures!, cap.block.captures!, K, storage);
+      const loc = localize(gemma.desc, cap.chain.captures!, cap.block.captures!, K, storage);
       result.firstDivergence = loc.first;
-      const cause = loc.first && policy.mlx && explainMlx(policy.mlx, model.desc, loc.first.layer, loc.first.stage, K);
+      const cause = loc.first && policy.mlx && explainMlx(policy.mlx, gemma.desc, loc.first.layer, loc.first.stage, K);
       if (cause) result.firstDivergence!.cause = cause;
       result.stages = loc.stages;
       progress('logit lens', 3);
       const chainLens: Float32Array[] = [];
       const blockLens: Float32Array[] = [];
-      for (let i = 0; i < model.desc.layers.length; i++) {
+      for (let i = 0; i < gemma.desc.layers.length; i++) {
         cancel?.throwIfCancelled();
-        chainLens.push(await model.lens(cap.chain.captures!.get(`layer.${i}`)!, K));
-        blockLens.push(await model.lens(cap.block.captures!.get(`layer.${i}`)!, K));
+        chainLens.push(await gemma.lens(cap.chain.captures!.get(`layer.${i}`)!, K));
+        blockLens.push(await gemma.lens(cap.block.captures!.get(`layer.${i}`)!, K));
       }
       result.lens = lensLayers(chainLens, blockLens, K);
       result.timings.localizeMs = performance.now() - t;

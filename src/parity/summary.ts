@@ -1,4 +1,5 @@
 import type { Checkpoint } from '../format/checkpoint.ts';
+import type { Qwen35Checkpoint } from '../format/qwen3_5/checkpoint.ts';
 import type { Linear } from '../format/model-description.ts';
 import type { CheckpointInfo } from './report.ts';
 
@@ -29,4 +30,24 @@ function describeQuantization(linears: Linear[]): string {
     .sort((a, b) => b[1] - a[1])
     .map(([k, n]) => `${k} (${n})`)
     .join(', ');
+}
+
+/** The same summary for a Qwen3.5 target (no sliding window: `window` 0; heads of its full-attention layers). */
+export function qwenCheckpointInfo(ck: Qwen35Checkpoint): CheckpointInfo {
+  const d = ck.description;
+  const linears = d.layers.flatMap((l) =>
+    l.type === 'full' ? [l.qProj, l.oProj, l.gate, l.up, l.down] : [l.inProjQkv, l.outProj, l.gate, l.up, l.down],
+  );
+  return {
+    label: ck.label,
+    modelType: d.modelType,
+    digest: ck.digest,
+    layers: d.layers.length,
+    hidden: d.hidden,
+    heads: d.config.attention.numHeads,
+    window: 0,
+    vocab: d.vocab,
+    quantization: describeQuantization([d.embed, ...linears]),
+    bytes: ck.totalBytes,
+  };
 }

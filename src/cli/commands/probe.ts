@@ -5,7 +5,10 @@ import { uploadWeights } from '../../model/gpu-weights.ts';
 import { checkCompatibility } from '../../format/compat.ts';
 import type { AssistantDescription, TargetDescription } from '../../format/model-description.ts';
 import { runProbe } from '../../parity/probe.ts';
-import { checkpointInfo } from '../../parity/summary.ts';
+import { checkpointInfo, qwenCheckpointInfo } from '../../parity/summary.ts';
+import { uploadQwenWeights } from '../../model/qwen/weights.ts';
+import { isQwenDir, openQwenTargetDir } from '../qwen-target.ts';
+import type { ProbeEnv } from '../../parity/probe.ts';
 import { choice, intList, intOption, requireString } from '../args.ts';
 import type { Command } from '../command.ts';
 
@@ -29,19 +32,27 @@ export const probe: Command = {
     const reportPath = requireString(values, 'report');
     const block = intOption(values, 'block', 1, 16)!;
     const precision = choice(values, 'precision', ['f32', 'bf16'] as const)!;
-    const target = await openCheckpointDir(requireString(values, 'target'));
-    if (target.description.role !== 'target')
+    const targetDir = requireString(values, 'target');
+    // A Qwen3.5 target opens with its family's opener; the probe's draws are pseudo-random tokens, so it
+    // needs no drafter (the Qwen MTP head is not wired into the probe yet).
+    const qwen = (await isQwenDir(targetDir)) ? await openQwenTargetDir(targetDir) : undefined;
+    if (qwen && values.draft)
+      throw new Error('--draft is not supported for Qwen3.5 targets yet (the probe needs no drafter)');
+    const target = qwen ? undefined : await openCheckpointDir(targetDir);
+    if (target && target.description.role !== 'target')
       throw new Error(`${target.label}: not a target model (model_type "${target.modelType}")`);
     const assistant = values.draft ? await openCheckpointDir(String(values.draft)) : undefined;
-    if (assistant)
+    if (target && assistant)
       checkCompatibility(target.description as TargetDescription, assistant.description as AssistantDescription);
     const ctx = await nodeGpuContext();
-    const weights = await uploadWeights(ctx.device, target.description as TargetDescription);
+    const weights: ProbeEnv['weights'] = qwen
+      ? await uploadQwenWeights(ctx.device, qwen.description)
+      : await uploadWeights(ctx.device, target!.description as TargetDescription);
     const report = await runProbe(
       {
         ctx,
         weights,
-        target: checkpointInfo(target),
+        target: qwen ? qwenCheckpointInfo(qwen) : checkpointInfo(target!),
         assistant: assistant ? checkpointInfo(assistant) : undefined,
         platform: ctx.report.platform,
         onProgress: (p) => io.err(`[probe] ${p.detail ?? p.phase}`),

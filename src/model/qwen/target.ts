@@ -37,6 +37,18 @@ export interface QwenStepOptions {
   finalHidden?: boolean;
 }
 
+/**
+ * Policies whose mechanism this family has and the engine re-creates: split-K by M in the matmuls, a key split
+ * by M in full attention, and prefill chunk mismatch. The sliding-ring policies touch a cache Qwen3.5 does not
+ * have, and MLX's kernel choice is modelled for Gemma's linears only (not MLX's gated delta kernel): refused.
+ */
+export const QWEN_POLICIES: ReadonlySet<string> = new Set([
+  'exact',
+  'matmul-m-split',
+  'attention-m-split',
+  'prefill-chunk-mismatch',
+]);
+
 export class QwenTargetModel {
   readonly desc: Qwen35Description;
   readonly state: QwenState;
@@ -125,10 +137,11 @@ export class QwenTargetModel {
     };
   }
 
-  async prefill(tokens: number[], o: QwenStepOptions = {}): Promise<ForwardResult> {
+  /** Prefill `tokens` from position 0 in chunks of opts.prefillChunk (or `chunk`). */
+  async prefill(tokens: number[], o: QwenStepOptions & { chunk?: number } = {}): Promise<ForwardResult> {
     if (this.state.nextPos !== 0) throw new Error('prefill needs an empty state (call reset())');
     this.checkContext(tokens.length);
-    const chunk = Math.min(this.opts.prefillChunk, this.R);
+    const chunk = Math.min(o.chunk ?? this.opts.prefillChunk, this.R);
     const out: ForwardResult = { captures: new Map() };
     const logits: Float32Array[] = [];
     const argmax: number[] = [];
@@ -186,6 +199,11 @@ export class QwenTargetModel {
 
   reset(): void {
     this.state.reset();
+  }
+
+  /** Resolves when the GPU has finished all work submitted so far (phase timings must not leak). */
+  async idle(): Promise<void> {
+    await this.device.queue.onSubmittedWorkDone();
   }
 
   destroy(): void {
@@ -337,6 +355,10 @@ export class QwenTargetModel {
     const H = d.hidden;
     const ws = this.ws;
     const policy = o.policy ?? EXACT;
+    if (!QWEN_POLICIES.has(policy.name))
+      throw new Error(
+        `policy ${policy.name} does not apply to Qwen3.5 targets (they take ${[...QWEN_POLICIES].join(', ')})`,
+      );
     const split = policy.matmulSplit(M, kind);
     const rows: op.Rows = { M, round: this.round, prefill: kind === 'prefill', split };
     const rec = this.recorder(kind);
