@@ -170,7 +170,7 @@ describe(`GPU kernels: Qwen3.5 Gated DeltaNet and attention ops vs float64 twins
       };
       const block = await runBlock();
       expectSameBytes('S untouched by a staged block', bytesOf(block.S), bytesOf(Float32Array.from(S0)));
-      const ref = twin.recurrence(S0.slice(), qk, c, gb, M, g);
+      const ref = twin.recurrence(S0.slice(), qk, c, gb, M, g, true);
       // Magnitude envelope: the same recurrence on absolute values with v - S k replaced by |v| + |S||k|.
       const env = envelope(S0, qk, c, gb, M, g);
       const bound = ref.o.map((_, i) => (Math.floor(i / oFloats) + 1) * (2 * g.Dk + 8) * U * env[i]);

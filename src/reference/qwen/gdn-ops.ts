@@ -4,7 +4,7 @@
  * gatedAttention (the oracle), split so that each kernel can be tested alone (test/gpu/qwen-kernels.test.ts).
  * Layouts are the kernels': rows are tokens, channels as in_proj_qkv lays them out (q, k, v).
  */
-import { sigmoid, silu, softplus } from './model.ts';
+import { sigmoid, silu, softplus } from './scalar.ts';
 
 export interface GdnShape {
   C: number;
@@ -76,7 +76,7 @@ export function gates(
 
 /**
  * The gated delta rule over M tokens in order from state S [Hv, Dk, Dv] (updated in place): returns o
- * [M, Hv, Dv] and the state after every token [M, Hv, Dk, Dv].
+ * [M, Hv, Dv] and, with `keepStates`, the state after every token [M, Hv, Dk, Dv] (what a GPU block stages).
  */
 export function recurrence(
   S: Float64Array,
@@ -85,11 +85,12 @@ export function recurrence(
   gb: Float64Array,
   M: number,
   s: GdnShape,
+  keepStates = false,
 ) {
   const { Hk, Hv, Dk, Dv, C } = s;
   const kd = Hk * Dk;
   const o = new Float64Array(M * Hv * Dv);
-  const states = new Float64Array(M * Hv * Dk * Dv);
+  const states = keepStates ? new Float64Array(M * Hv * Dk * Dv) : undefined;
   const delta = new Float64Array(Dv);
   for (let t = 0; t < M; t++) {
     for (let h = 0; h < Hv; h++) {
@@ -111,7 +112,7 @@ export function recurrence(
         o[(t * Hv + h) * Dv + j] = acc;
       }
     }
-    states.set(S, t * Hv * Dk * Dv);
+    states?.set(S, t * Hv * Dk * Dv);
   }
   return { o, states };
 }
@@ -121,7 +122,7 @@ export function gatedNorm(o: Float64Array, z: Float64Array, w: Float64Array, row
   const y = new Float64Array(rows * Dv);
   for (let r = 0; r < rows; r++) {
     let ss = 0;
-    for (let j = 0; j < Dv; j++) ss += o[r * Dv + j] ** 2;
+    for (let j = 0; j < Dv; j++) ss += o[r * Dv + j] * o[r * Dv + j];
     const inv = (ss / Dv + eps) ** -0.5;
     for (let j = 0; j < Dv; j++) y[r * Dv + j] = w[j] * (o[r * Dv + j] * inv) * silu(z[r * Dv + j]);
   }

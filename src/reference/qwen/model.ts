@@ -12,6 +12,8 @@ import { matvec, rmsNorm } from '../ops.ts';
 import type { RefLinear } from '../weights.ts';
 import type { Qwen35Config } from '../../format/qwen3_5/config.ts';
 import type { QwenRefAttentionLayer, QwenRefLinearLayer, QwenRefWeights } from './weights.ts';
+import { sigmoid, silu, softplus } from './scalar.ts';
+import { convCommit, convSilu, gates, gatedNorm, qkNorm, recurrence, type GdnShape } from './gdn-ops.ts';
 
 /** Gated DeltaNet state of one layer. */
 export interface GdnState {
@@ -68,10 +70,7 @@ export function cloneQwenState(s: QwenState): QwenState {
 }
 
 // ------------------------------------------------------------------------------------------------ scalar ops
-export const silu = (x: number): number => x / (1 + Math.exp(-x));
-export const sigmoid = (x: number): number => 1 / (1 + Math.exp(-x));
-/** torch.nn.functional.softplus (beta 1, threshold 20). */
-export const softplus = (x: number): number => (x > 20 ? x : Math.log1p(Math.exp(x)));
+export { silu, sigmoid, softplus };
 
 /** rows x out = rows x in times W^T, row by row. */
 export function linearRows(l: RefLinear, x: Float64Array, rows: number): Float64Array {
@@ -192,79 +191,29 @@ export function gatedDeltaNet(
   cap?: { conv?: Float64Array; recurrence?: Float64Array; gatedNorm?: Float64Array },
 ): Float64Array {
   const g = c.linear!;
-  const { convDim: C, convKernel: K, keyDim: kd, numKeyHeads: Hk, numValueHeads: Hv } = g;
-  const Dk = g.keyHeadDim;
-  const Dv = g.valueHeadDim;
+  const shape: GdnShape = {
+    C: g.convDim,
+    K: g.convKernel,
+    Hk: g.numKeyHeads,
+    Hv: g.numValueHeads,
+    Dk: g.keyHeadDim,
+    Dv: g.valueHeadDim,
+  };
   const qkv = linearRows(L.inProjQkv, x, rows);
   const z = linearRows(L.inProjZ, x, rows);
   const b = linearRows(L.inProjB, x, rows);
   const a = linearRows(L.inProjA, x, rows);
-  const y = new Float64Array(rows * Hv * Dv);
-  const conv = new Float64Array(C);
-  const q = new Float64Array(kd);
-  const k = new Float64Array(kd);
-  const o = new Float64Array(Dv);
-  const delta = new Float64Array(Dv);
-  const qScale = Dk ** -0.5;
-  const ratio = Hv / Hk;
-  for (let t = 0; t < rows; t++) {
-    // conv: taps 0..K-2 read the window (oldest first), tap K-1 the current row; then the window shifts
-    for (let ch = 0; ch < C; ch++) {
-      let s = 0;
-      for (let j = 0; j < K - 1; j++) s += L.conv[ch * K + j] * st.conv[j * C + ch];
-      s += L.conv[ch * K + K - 1] * qkv[t * C + ch];
-      conv[ch] = silu(s);
-    }
-    if (K > 1) {
-      st.conv.copyWithin(0, C);
-      st.conv.set(qkv.subarray(t * C, (t + 1) * C), (K - 2) * C);
-    }
-    if (cap?.conv) cap.conv.set(conv, t * C);
-    for (let h = 0; h < Hk; h++) {
-      let sq = 0;
-      let sk = 0;
-      for (let i = 0; i < Dk; i++) {
-        sq += conv[h * Dk + i] * conv[h * Dk + i];
-        sk += conv[kd + h * Dk + i] * conv[kd + h * Dk + i];
-      }
-      const rq = (sq + 1e-6) ** -0.5;
-      const rk = (sk + 1e-6) ** -0.5;
-      for (let i = 0; i < Dk; i++) {
-        q[h * Dk + i] = conv[h * Dk + i] * rq * qScale;
-        k[h * Dk + i] = conv[kd + h * Dk + i] * rk;
-      }
-    }
-    for (let h = 0; h < Hv; h++) {
-      const hk = Math.floor(h / ratio);
-      const beta = sigmoid(b[t * Hv + h]);
-      const decay = Math.exp(-Math.exp(L.aLog[h]) * softplus(a[t * Hv + h] + L.dtBias[h]));
-      const S = st.S.subarray(h * Dk * Dv, (h + 1) * Dk * Dv);
-      for (let i = 0; i < Dk * Dv; i++) S[i] *= decay;
-      const v0 = 2 * kd + h * Dv;
-      for (let j = 0; j < Dv; j++) {
-        let m = 0;
-        for (let i = 0; i < Dk; i++) m += S[i * Dv + j] * k[hk * Dk + i];
-        delta[j] = (conv[v0 + j] - m) * beta;
-      }
-      for (let i = 0; i < Dk; i++) {
-        const ki = k[hk * Dk + i];
-        for (let j = 0; j < Dv; j++) S[i * Dv + j] += ki * delta[j];
-      }
-      for (let j = 0; j < Dv; j++) {
-        let s = 0;
-        for (let i = 0; i < Dk; i++) s += S[i * Dv + j] * q[hk * Dk + i];
-        o[j] = s;
-      }
-      const off = (t * Hv + h) * Dv;
-      if (cap?.recurrence) cap.recurrence.set(o, off);
-      // RMSNormGated: w * (o * rsqrt(mean(o^2) + eps)) * silu(z)
-      let ss = 0;
-      for (let j = 0; j < Dv; j++) ss += o[j] * o[j];
-      const r = (ss / Dv + c.eps) ** -0.5;
-      for (let j = 0; j < Dv; j++) y[off + j] = L.gatedNorm[j] * (o[j] * r) * silu(z[off + j]);
-    }
-  }
-  if (cap?.gatedNorm) cap.gatedNorm.set(y);
+  // One op after the other over the rows, each row's arithmetic that of a single step (gdn-ops.ts, which the
+  // GPU kernels mirror): the conv reads the window the row sees, the recurrence runs token after token.
+  const conv = convSilu(st.conv, qkv, L.conv, rows, shape);
+  if (shape.K > 1) st.conv.set(convCommit(st.conv, qkv, rows, shape));
+  const qk = qkNorm(conv, rows, shape);
+  const gb = gates(a, b, L.aLog, L.dtBias, rows, shape.Hv);
+  const { o } = recurrence(st.S, qk, conv, gb, rows, shape);
+  const y = gatedNorm(o, z, L.gatedNorm, rows * shape.Hv, shape.Dv, c.eps);
+  cap?.conv?.set(conv);
+  cap?.recurrence?.set(o);
+  cap?.gatedNorm?.set(y);
   return linearRows(L.outProj, y, rows);
 }
 
