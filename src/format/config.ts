@@ -43,6 +43,16 @@ export interface PerLayerInputConfig {
   vocab: number;
 }
 
+/** The mixture-of-experts block of Gemma 4 26B-A4B (enable_moe_block; GEMMA4-FAMILY.md section 6). */
+export interface MoeConfig {
+  /** num_experts E. */
+  numExperts: number;
+  /** top_k_experts: experts per token. */
+  topK: number;
+  /** moe_intermediate_size: each expert's MLP width. */
+  intermediate: number;
+}
+
 /** The centroid-masked LM head of the E-series assistants (use_ordered_embeddings; GEMMA4-FAMILY.md section 7). */
 export interface CentroidHeadConfig {
   /** num_centroids C (2048 in the real assistants); vocab / C tokens per centroid. */
@@ -82,6 +92,8 @@ export interface ModelConfig {
   doubleWideMlp: boolean;
   /** Assistants with use_ordered_embeddings; null otherwise. */
   centroidHead: CentroidHeadConfig | null;
+  /** Targets with enable_moe_block (every layer has the block); null otherwise. */
+  moe: MoeConfig | null;
 }
 
 /** GEMMA4.md section 9: <eos> and <turn|>. */
@@ -202,6 +214,7 @@ export function parseConfig(json: unknown, file = 'config.json', generationConfi
     kvSharedLayers: family.kvSharedLayers,
     doubleWideMlp: family.doubleWideMlp,
     centroidHead: family.centroidHead,
+    moe: role === 'target' ? moeConfig(ctx, tc) : null,
   };
 }
 
@@ -223,15 +236,11 @@ function refuseUnsupported(ctx: Ctx, tc: Obj, role: 'target' | 'assistant'): voi
   // transformers' Gemma4AssistantConfig.validate_architecture: an assistant has no per-layer inputs.
   if (role === 'assistant' && positive('hidden_size_per_layer_input'))
     refuse('hidden_size_per_layer_input', 'an assistant with per-layer embeddings');
-  if (tc.enable_moe_block === true) refuse('enable_moe_block', 'mixture-of-experts blocks');
-  for (const k of [
-    'num_experts',
-    'num_local_experts',
-    'top_k_experts',
-    'moe_intermediate_size',
-    'num_experts_per_tok',
-  ]) {
-    if (positive(k)) refuse(k, 'mixture-of-experts blocks');
+  if (role === 'assistant' && tc.enable_moe_block === true)
+    refuse('enable_moe_block', 'an assistant with mixture-of-experts blocks');
+  // Gemma 4's MoE is enable_moe_block with num_experts / top_k_experts (moeConfig); these keys belong to other schemes.
+  for (const k of ['num_local_experts', 'num_experts_per_tok']) {
+    if (positive(k)) refuse(k, "mixture-of-experts blocks of another scheme than Gemma 4's enable_moe_block");
   }
   if (tc.attention_bias === true) refuse('attention_bias', 'attention projections with bias');
   if (tc.use_bidirectional_attention === 'all') refuse('use_bidirectional_attention', 'bidirectional attention');
@@ -378,6 +387,50 @@ function assistantFamilyFields(ctx: Ctx, tc: Obj, json: Obj, vocab: number): Fam
       'centroid_intermediate_top_k',
     );
   return { ...base, centroidHead: { numCentroids, topK } };
+}
+
+/**
+ * The MoE block of a target: with enable_moe_block, num_experts, top_k_experts and moe_intermediate_size are required
+ * (transformers and mlx-lm both default them to None). Without it, they must not describe experts.
+ */
+function moeConfig(ctx: Ctx, tc: Obj): MoeConfig | null {
+  const keys = ['num_experts', 'top_k_experts', 'moe_intermediate_size'] as const;
+  const flag = tc.enable_moe_block;
+  if (flag !== undefined && flag !== null && typeof flag !== 'boolean')
+    throw new FormatError(
+      `${ctx.file}: ${ctx.where}enable_moe_block must be true or false, found ${JSON.stringify(flag)}`,
+      ctx.file,
+      `${ctx.where}enable_moe_block`,
+    );
+  if (flag !== true) {
+    for (const k of keys)
+      if (typeof tc[k] === 'number' && (tc[k] as number) > 0)
+        throw new FormatError(
+          `${ctx.file}: ${ctx.where}${k} = ${tc[k]} but enable_moe_block is not true: the experts would be ignored; set enable_moe_block or remove ${k}`,
+          ctx.file,
+          `${ctx.where}${k}`,
+        );
+    return null;
+  }
+  for (const k of keys)
+    if (tc[k] === undefined || tc[k] === null)
+      throw new FormatError(
+        `${ctx.file}: ${ctx.where}${k} is required with enable_moe_block and is missing`,
+        ctx.file,
+        `${ctx.where}${k}`,
+      );
+  const moe = {
+    numExperts: posInt(ctx, tc, 'num_experts'),
+    topK: posInt(ctx, tc, 'top_k_experts'),
+    intermediate: posInt(ctx, tc, 'moe_intermediate_size'),
+  };
+  if (moe.topK > moe.numExperts)
+    throw new FormatError(
+      `${ctx.file}: ${ctx.where}top_k_experts ${moe.topK} is more than num_experts ${moe.numExperts}`,
+      ctx.file,
+      `${ctx.where}top_k_experts`,
+    );
+  return moe;
 }
 
 function optNonNegInt(ctx: Ctx, o: Obj, key: string): number | undefined {

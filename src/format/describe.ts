@@ -6,6 +6,8 @@ import type {
   AssistantDescription,
   CentroidHead,
   DecoderLayer,
+  ExpertsLinear,
+  MoeBlock,
   PerLayerEmbedding,
   Linear,
   ModelDescription,
@@ -108,17 +110,21 @@ function checkShape(t: TensorRef, shape: readonly number[], what: string): void 
   }
 }
 
-/** A linear [out, in]: affine-quantized iff `${path}.scales` exists, else dense. */
+/**
+ * A linear [out, in]: affine-quantized iff `${path}.scales` exists, else dense. `lead`: leading dimensions of a
+ * stack of linears in one tensor (MLX SwitchLinear experts: [E]); the Linear then describes one of them.
+ */
 export function takeLinear(
   table: TensorTable,
   config: Pick<ModelConfig, 'quantization'>,
   path: string,
   out: number,
   inF: number,
+  lead: readonly number[] = [],
 ): Linear {
   const wName = `${path}.weight`;
   if (!table.has(`${path}.scales`)) {
-    const weight = table.take(wName, [out, inF], `dense weight of ${path}`);
+    const weight = table.take(wName, [...lead, out, inF], `dense weight of ${path}`);
     return { kind: 'dense', name: path, outFeatures: out, inFeatures: inF, weight };
   }
   const w = table.takeRaw(wName);
@@ -159,17 +165,26 @@ export function takeLinear(
       w.name,
     );
   const packedCols = (inF * bits) / 32;
-  if (w.shape.length !== 2 || w.shape[0] !== out || w.shape[1] !== packedCols) {
+  const expected = [...lead, out, packedCols];
+  if (w.shape.length !== expected.length || w.shape.some((d, i) => d !== expected[i])) {
     throw new FormatError(
-      `${file}: tensor "${w.name}" has shape ${fmtShape(w.shape)}, expected ${fmtShape([out, packedCols])} (${out} x ${inF} at ${bits} bits${bitsHint(w.shape, out, inF)})`,
+      `${file}: tensor "${w.name}" has shape ${fmtShape(w.shape)}, expected ${fmtShape(expected)} (${lead.length ? `${lead.join(' x ')} x ` : ''}${out} x ${inF} at ${bits} bits${bitsHint(w.shape.slice(lead.length), out, inF)})`,
       file,
       w.name,
     );
   }
   const groups = inF / groupSize;
-  const hint = groupHint(table.byName.get(`${path}.scales`)?.shape, out, inF, groups);
-  const scales = table.take(`${path}.scales`, [out, groups], `scales of ${path}, group size ${groupSize}${hint}`);
-  const biases = table.take(`${path}.biases`, [out, groups], `biases of ${path}, group size ${groupSize}${hint}`);
+  const hint = groupHint(table.byName.get(`${path}.scales`)?.shape.slice(lead.length), out, inF, groups);
+  const scales = table.take(
+    `${path}.scales`,
+    [...lead, out, groups],
+    `scales of ${path}, group size ${groupSize}${hint}`,
+  );
+  const biases = table.take(
+    `${path}.biases`,
+    [...lead, out, groups],
+    `biases of ${path}, group size ${groupSize}${hint}`,
+  );
   return { kind: 'affine', name: path, outFeatures: out, inFeatures: inF, bits, groupSize, weight: w, scales, biases };
 }
 
@@ -239,6 +254,7 @@ function takeLayer(table: TensorTable, c: ModelConfig, i: number, assistant: boo
     rope: g.rope,
     ...(g.kvDonor !== undefined ? { kvDonor: g.kvDonor } : {}),
     ...(perLayerInput ? { perLayerInput } : {}),
+    ...(c.moe ? { moe: takeMoeBlock(table, c, i) } : {}),
     inputNorm,
     qProj,
     kProj,
@@ -253,6 +269,39 @@ function takeLayer(table: TensorTable, c: ModelConfig, i: number, assistant: boo
     down: takeLinear(table, c, `${p}.mlp.down_proj`, H, I),
     postFfNorm: norm(`${p}.post_feedforward_layernorm.weight`, H),
     layerScalar: table.take(`${p}.layer_scalar`, [1], 'layer scalar'),
+  };
+}
+
+/** Layer i's router and experts (MLX layout: mlx-lm's sanitize splits transformers' gate_up_proj). */
+function takeMoeBlock(table: TensorTable, c: ModelConfig, i: number): MoeBlock {
+  const moe = c.moe!;
+  const H = c.hidden;
+  const E = moe.numExperts;
+  const I = moe.intermediate;
+  const p = `layers.${i}`;
+  if (table.has(`${p}.experts.gate_up_proj`) || table.has(`${p}.experts.gate_up_proj.weight`))
+    throw new FormatError(
+      `${table.fileSet}: layer ${i} stores its experts in transformers' layout ("${p}.experts.gate_up_proj" [E, 2 x I, hidden]); this engine reads MLX's split layout ("${p}.experts.switch_glu.gate_proj" / "up_proj" / "down_proj"): convert the checkpoint with mlx-lm`,
+      undefined,
+      `${p}.experts.gate_up_proj`,
+    );
+  const experts = (name: string, out: number, inF: number): ExpertsLinear => ({
+    numExperts: E,
+    stacked: takeLinear(table, c, `${p}.experts.switch_glu.${name}`, out, inF, [E]),
+  });
+  const norm = (n: string) => table.take(`${p}.${n}.weight`, [H], 'norm weight');
+  return {
+    numExperts: E,
+    topK: moe.topK,
+    routerProj: takeLinear(table, c, `${p}.router.proj`, E, H),
+    routerScale: table.take(`${p}.router.scale`, [H], 'router scale'),
+    perExpertScale: table.take(`${p}.router.per_expert_scale`, [E], 'router per-expert scale'),
+    gate: experts('gate_proj', I, H),
+    up: experts('up_proj', I, H),
+    down: experts('down_proj', H, I),
+    preFfNorm2: norm('pre_feedforward_layernorm_2'),
+    postFfNorm1: norm('post_feedforward_layernorm_1'),
+    postFfNorm2: norm('post_feedforward_layernorm_2'),
   };
 }
 

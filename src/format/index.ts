@@ -34,6 +34,7 @@ export {
   type ModelType,
   type PerLayerInputConfig,
   type CentroidHeadConfig,
+  type MoeConfig,
 } from './config.ts';
 export {
   firstKvSharedLayer,
@@ -56,6 +57,7 @@ export { checkCompatibility } from './compat.ts';
 export { dequantizeLinear, dequantAffine, unpackRow, readRows } from './dequant.ts';
 export type * from './model-description.ts';
 export { familyFeatures } from './model-description.ts';
+export { expertLinear, expertSlice } from './experts.ts';
 export {
   synthGeometry,
   syntheticCheckpoint,

@@ -68,6 +68,37 @@ export interface DecoderLayer extends LayerGeometry {
   layerScalar: TensorRef;
   /** E-series targets: this layer's gate into the residual of its per-layer input. */
   perLayerInput?: LayerPerLayerInput;
+  /** 26B-A4B: the router and experts that run beside the dense MLP (gate/up/down above). */
+  moe?: MoeBlock;
+}
+
+/**
+ * E linears of one shape stored as one tensor each with a leading [E] (MLX SwitchLinear): `stacked` describes one
+ * expert's shape and holds the whole 3-D tensors; src/format/experts.ts expertLinear(x, e) is expert e's Linear.
+ */
+export interface ExpertsLinear {
+  numExperts: number;
+  stacked: Linear;
+}
+
+/** One layer's MoE block (docs/GEMMA4-FAMILY.md section 6), MLX names under `layers.N.`. */
+export interface MoeBlock {
+  numExperts: number;
+  topK: number;
+  /** router.proj [E, hidden] (8-bit in MLX conversions: a quantization override). */
+  routerProj: Linear;
+  /** router.scale [hidden]. */
+  routerScale: TensorRef;
+  /** router.per_expert_scale [E]. */
+  perExpertScale: TensorRef;
+  /** experts.switch_glu.{gate,up}_proj [E, I_moe, hidden], down_proj [E, hidden, I_moe]. */
+  gate: ExpertsLinear;
+  up: ExpertsLinear;
+  down: ExpertsLinear;
+  /** pre_feedforward_layernorm_2 (experts input), post_feedforward_layernorm_1 (dense) / _2 (experts), [hidden]. */
+  preFfNorm2: TensorRef;
+  postFfNorm1: TensorRef;
+  postFfNorm2: TensorRef;
 }
 
 /**
@@ -155,6 +186,8 @@ export function familyFeatures(desc: ModelDescription): string[] {
   if (desc.role === 'target' && desc.perLayer) out.push(`per-layer embeddings (P = ${desc.perLayer.width})`);
   if (desc.config.kvSharedLayers > 0) out.push(`${desc.config.kvSharedLayers} KV-shared layers`);
   if (desc.config.doubleWideMlp) out.push('double-wide MLP');
+  if (desc.config.moe)
+    out.push(`mixture-of-experts blocks (${desc.config.moe.numExperts} experts, top ${desc.config.moe.topK})`);
   if (desc.role === 'assistant' && desc.centroidHead)
     out.push(`a centroid LM head (${desc.centroidHead.numCentroids} centroids, top ${desc.centroidHead.topK})`);
   return out;

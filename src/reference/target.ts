@@ -1,6 +1,7 @@
 import type { LayerType } from '../format/config.ts';
 import { familyConstants } from './family/constants.ts';
 import { familyLayerRow } from './family/layer.ts';
+import type { RouterOptions } from './family/moe.ts';
 import { perLayerInputs } from './family/ple.ts';
 import { headNorm, linear, attendRow } from './layer.ts';
 import { argmax, makeNorm, softcap, type NormFn, type Numerics } from './ops.ts';
@@ -30,6 +31,11 @@ export interface ReferenceOptions {
   captures?: boolean;
   /** Rounding model; default 'transformers' (f32 RMSNorm and RoPE tables, as the goldens), see ops.ts. */
   numerics?: Numerics;
+  /**
+   * MoE targets: the router convention and the experts' summation order (moe.ts; defaults there: MLX's router,
+   * transformers' expert-ascending sum). The root size H^-0.5 is familyConstants' (bf16 as MLX uses it).
+   */
+  router?: Omit<RouterOptions, 'rootSize'> & { sumOrder?: 'expert-ascending' | 'selection' };
 }
 
 export function newKvCache(w: TargetWeights, numerics: Numerics = 'transformers'): ReferenceKvCache {
@@ -85,6 +91,7 @@ export function targetStep(
   });
   const pleRows = perLayerRows(w, tokens, rows, norm);
   const pleWidth = w.ple?.ple ?? 0;
+  const router = { ...opts.router, rootSize: familyConstants(H, pleWidth).routerRootSize };
   if (acts && pleRows) acts.set('act.ple_inputs', concat(pleRows, pleRows[0].length));
 
   w.layers.forEach((l, li) => {
@@ -94,6 +101,7 @@ export function targetStep(
     const attnCap = acts ? new Float64Array(n * H) : undefined;
     const mlpCap = acts ? new Float64Array(n * H) : undefined;
     const pleCap = acts && l.ple ? new Float64Array(n * H) : undefined;
+    const moeCap = acts && l.moe ? moeCapture(n, H, l.moe.numExperts, l.moe.topK) : undefined;
     // A KV-shared layer reads the cache of its donor, an earlier layer, which already holds this step's rows.
     const kvLayer = l.kvDonor ?? li;
     if (l.kvDonor === undefined) {
@@ -124,17 +132,30 @@ export function targetStep(
         return attendRow(q, ks, vs, l.numHeads, l.numKvHeads, d);
       };
       const pleInputs = pleRows && { inputs: pleRows[r], off: li * pleWidth };
-      const res = familyLayerRow(l, norm, h, attention, pleInputs ? { pleInputs } : {});
+      const res = familyLayerRow(l, norm, h, attention, { router, ...(pleInputs ? { pleInputs } : {}) });
       newRows.push(res.h);
       attnCap?.set(res.attn, r * H);
       mlpCap?.set(res.mlp, r * H);
       if (res.ple) pleCap?.set(res.ple, r * H);
+      if (moeCap && res.route && res.experts) {
+        const { experts, weights, scores } = res.route;
+        moeCap.scores.set(scores, r * scores.length);
+        moeCap.weights.set(weights, r * weights.length);
+        moeCap.ids.set(experts, r * experts.length);
+        moeCap.experts.set(res.experts, r * H);
+      }
     });
     rows = newRows;
     if (acts) {
       acts.set(`act.attn.${li}`, attnCap!);
       acts.set(`act.mlp.${li}`, mlpCap!);
       if (pleCap) acts.set(`act.ple.${li}`, pleCap);
+      if (moeCap) {
+        acts.set(`act.router_scores.${li}`, moeCap.scores);
+        acts.set(`act.router_weights.${li}`, moeCap.weights);
+        acts.set(`act.router_experts.${li}`, moeCap.ids);
+        acts.set(`act.experts.${li}`, moeCap.experts);
+      }
       acts.set(`act.layer.${li}`, concat(rows, H));
     }
   });
@@ -149,6 +170,20 @@ export function targetStep(
       logits[r * w.vocab + v] = w.finalSoftcap === null ? y[v] : softcap(y[v], w.finalSoftcap);
   }
   return { logits, finalHidden, acts };
+}
+
+/**
+ * MoE captures as the fixture script names them: router.proj output [n, E], the chosen experts' weights and ids
+ * [n, k] by descending score (transformers' torch.topk order), and the experts' output before
+ * post_feedforward_layernorm_2 [n, H].
+ */
+function moeCapture(n: number, H: number, E: number, k: number) {
+  return {
+    scores: new Float64Array(n * E),
+    weights: new Float64Array(n * k),
+    ids: new Float64Array(n * k),
+    experts: new Float64Array(n * H),
+  };
 }
 
 /**
@@ -266,12 +301,13 @@ export function referenceGreedy(
   const V = w.vocab;
   const out: number[] = [];
   const logits = new Float64Array(n * V);
-  let last = targetStep(w, prompt, cache).logits.subarray((prompt.length - 1) * V);
+  const step = { router: opts.router };
+  let last = targetStep(w, prompt, cache, step).logits.subarray((prompt.length - 1) * V);
   for (let i = 0; i < n; i++) {
     const tok = argmax(last, 0, V);
     out.push(tok);
     logits.set(last.subarray(0, V), i * V);
-    if (i + 1 < n) last = targetStep(w, [tok], cache).logits;
+    if (i + 1 < n) last = targetStep(w, [tok], cache, step).logits;
   }
   return { tokens: out, logits };
 }

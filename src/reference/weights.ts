@@ -2,14 +2,18 @@ import { dequantizeLinear } from '../format/dequant.ts';
 import type {
   AssistantDescription,
   DecoderLayer,
+  ExpertsLinear,
   Linear,
+  MoeBlock,
   ModelDescription,
   TargetDescription,
 } from '../format/model-description.ts';
 import { readTensorBytes, toFloat64, type TensorRef } from '../format/safetensors.ts';
 import type { LayerGeometry } from '../format/config.ts';
 import type { CentroidHeadWeights } from './family/centroid-head.ts';
+import type { MoeWeights } from './family/moe.ts';
 import type { PleLayerWeights, PleModelWeights } from './family/ple.ts';
+import { expertLinear } from '../format/experts.ts';
 
 /** A linear map with its weight dequantized to float64, row-major [out, in]. */
 export interface RefLinear {
@@ -37,6 +41,8 @@ export interface RefLayer extends LayerGeometry {
   layerScalar: number;
   /** E-series targets: the layer's per-layer input gate, projection and norm. */
   ple?: PleLayerWeights;
+  /** 26B-A4B: the router and experts beside the dense MLP. */
+  moe?: MoeWeights;
 }
 
 interface RefModelBase {
@@ -79,6 +85,27 @@ async function lin(l: Linear): Promise<RefLinear> {
   return { out: l.outFeatures, in: l.inFeatures, w: await dequantizeLinear(l) };
 }
 
+async function moe(m: MoeBlock): Promise<MoeWeights> {
+  const each = async (x: ExpertsLinear) => {
+    const out: RefLinear[] = [];
+    for (let e = 0; e < x.numExperts; e++) out.push(await lin(expertLinear(x, e)));
+    return out;
+  };
+  return {
+    numExperts: m.numExperts,
+    topK: m.topK,
+    routerProj: await lin(m.routerProj),
+    routerScale: await vec(m.routerScale),
+    perExpertScale: await vec(m.perExpertScale),
+    gate: await each(m.gate),
+    up: await each(m.up),
+    down: await each(m.down),
+    preFfNorm2: await vec(m.preFfNorm2),
+    postFfNorm1: await vec(m.postFfNorm1),
+    postFfNorm2: await vec(m.postFfNorm2),
+  };
+}
+
 async function layer(l: DecoderLayer): Promise<RefLayer> {
   const p = l.perLayerInput;
   return {
@@ -93,6 +120,7 @@ async function layer(l: DecoderLayer): Promise<RefLayer> {
     ...(p
       ? { ple: { gate: await lin(p.gate), projection: await lin(p.projection), postNorm: await vec(p.postNorm) } }
       : {}),
+    ...(l.moe ? { moe: await moe(l.moe) } : {}),
     inputNorm: await vec(l.inputNorm),
     q: await lin(l.qProj),
     k: l.kProj ? await lin(l.kProj) : null,

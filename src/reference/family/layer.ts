@@ -12,13 +12,11 @@
 import { layerRow, linear, type LayerRowCapture } from '../layer.ts';
 import { geluTanh, type NormFn } from '../ops.ts';
 import type { RefLayer } from '../weights.ts';
-import { moeBlockRow, type MoeWeights, type RouterOptions, type RouterResult } from './moe.ts';
+import { moeBlockRow, type RouterOptions, type RouterResult } from './moe.ts';
 import { pleContribution } from './ple.ts';
 
-/** A reference layer (whose optional `ple` holds its per-layer input weights) with, on MoE models, its experts. */
-export interface FamilyLayer extends RefLayer {
-  moe?: MoeWeights;
-}
+/** A reference layer: its optional `ple` and `moe` hold the per-layer input and MoE weights. */
+export type FamilyLayer = RefLayer;
 
 export interface FamilyLayerOptions {
   /** The layer's combined per-layer inputs (perLayerInputs) and the offset of its slice (l * P). */
