@@ -51,8 +51,20 @@ export interface QwenGpuAttentionLayer extends QwenGpuLayerBase {
 
 export type QwenGpuLayer = QwenGpuLinearLayer | QwenGpuAttentionLayer;
 
+/** The MTP head (docs/QWEN35.md section 4); embedding and LM head are the target's. */
+export interface QwenGpuMtpHead {
+  preFcNormEmbedding: GPUBuffer;
+  preFcNormHidden: GPUBuffer;
+  /** [hidden, 2 hidden]: input [normed embedding, normed hidden]. */
+  fc: GpuLinear;
+  layer: QwenGpuAttentionLayer;
+  norm: GPUBuffer;
+}
+
 export interface QwenGpuWeights {
   desc: Qwen35Description;
+  /** Present when the description has an MTP head (else desc.mtpUnavailable says why). */
+  mtp: QwenGpuMtpHead | null;
   embed: GpuLinear;
   lmHead: GpuLinear;
   layers: QwenGpuLayer[];
@@ -76,14 +88,21 @@ function layerVectors(l: Qwen35Layer): TensorRef[] {
   return [l.inputNorm, l.postAttnNorm, ...mixer];
 }
 
-/** Every tensor the Qwen GPU target reads (the MTP head's are not uploaded yet). */
+const layerTensors = (l: Qwen35Layer) => [...layerLinears(l).flatMap(linearTensors), ...layerVectors(l)];
+
+/** Every tensor the Qwen GPU target and its MTP head read. */
 export function qwenGpuTensors(d: Qwen35Description): TensorRef[] {
   const heads = d.tieWordEmbeddings ? [d.embed] : [d.embed, d.lmHead];
-  return [
-    ...heads.flatMap(linearTensors),
-    d.finalNorm,
-    ...d.layers.flatMap((l) => [...layerLinears(l).flatMap(linearTensors), ...layerVectors(l)]),
-  ];
+  const mtp = d.mtp
+    ? [
+        d.mtp.preFcNormEmbedding,
+        d.mtp.preFcNormHidden,
+        d.mtp.norm,
+        ...linearTensors(d.mtp.fc),
+        ...layerTensors(d.mtp.layer),
+      ]
+    : [];
+  return [...heads.flatMap(linearTensors), d.finalNorm, ...d.layers.flatMap(layerTensors), ...mtp];
 }
 
 export async function uploadQwenWeights(device: GPUDevice, desc: Qwen35Description): Promise<QwenGpuWeights> {
@@ -133,8 +152,7 @@ async function uploadAll(
     own.push(b);
     return b;
   };
-  const layers: QwenGpuLayer[] = [];
-  for (const l of desc.layers) {
+  const layer = async (l: Qwen35Layer): Promise<QwenGpuLayer> => {
     const base = {
       inputNorm: await norm(l.inputNorm),
       postAttnNorm: await norm(l.postAttnNorm),
@@ -142,8 +160,8 @@ async function uploadAll(
       up: await linear(l.up),
       down: await linear(l.down),
     };
-    if (l.type === 'linear') {
-      layers.push({
+    if (l.type === 'linear')
+      return {
         ...base,
         type: 'linear',
         inProjQkv: await linear(l.inProjQkv),
@@ -155,26 +173,37 @@ async function uploadAll(
         aLog: await f32(l.aLog),
         gatedNorm: await f32(l.gatedNorm),
         outProj: await linear(l.outProj),
-      });
-    } else {
-      layers.push({
-        ...base,
-        type: 'full',
-        qProj: await linear(l.qProj),
-        kProj: await linear(l.kProj),
-        vProj: await linear(l.vProj),
-        oProj: await linear(l.oProj),
-        qNorm: await norm(l.qNorm),
-        kNorm: await norm(l.kNorm),
-      });
-    }
-  }
+      };
+    return {
+      ...base,
+      type: 'full',
+      qProj: await linear(l.qProj),
+      kProj: await linear(l.kProj),
+      vProj: await linear(l.vProj),
+      oProj: await linear(l.oProj),
+      qNorm: await norm(l.qNorm),
+      kNorm: await norm(l.kNorm),
+    };
+  };
+  const layers: QwenGpuLayer[] = [];
+  for (const l of desc.layers) layers.push(await layer(l));
+  const m = desc.mtp;
+  const mtp: QwenGpuMtpHead | null = m
+    ? {
+        preFcNormEmbedding: await norm(m.preFcNormEmbedding),
+        preFcNormHidden: await norm(m.preFcNormHidden),
+        fc: await linear(m.fc),
+        layer: (await layer(m.layer)) as QwenGpuAttentionLayer,
+        norm: await norm(m.norm),
+      }
+    : null;
   const embed = await linear(desc.embed);
   return {
     desc,
     embed,
     lmHead: desc.tieWordEmbeddings ? embed : await linear(desc.lmHead),
     layers,
+    mtp,
     finalNorm: await norm(desc.finalNorm),
     bytes: total,
     destroy: () => [...up.buffers, ...own].forEach((b) => b.destroy()),

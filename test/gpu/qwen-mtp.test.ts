@@ -1,0 +1,95 @@
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { testGpu } from './gpu-context.ts';
+import { loadGolden, maxAbsDiff, nmse, type Golden } from '../support/fixtures.ts';
+import { openQwen35Checkpoint } from '../../src/format/qwen3_5/index.ts';
+import { nodeFolderSources } from '../../src/node/file-source.ts';
+import { uploadQwenWeights, type QwenGpuWeights } from '../../src/model/qwen/weights.ts';
+import { QwenTargetModel } from '../../src/model/qwen/target.ts';
+import { QwenMtpHead } from '../../src/model/qwen/mtp.ts';
+import type { GpuContext } from '../../src/gpu/device.ts';
+
+/**
+ * The Qwen3.5 MTP head on the GPU, on qwen-tiny: vLLM's proposer after the prompt (the head over the T prompt
+ * rows, then drafts from its own hidden) against the fixture's float64 goldens (the script's numpy model:
+ * transformers drops mtp.*, so there is no transformers f32 yardstick; the issue's level for logits, 0.05,
+ * applies), and a block of head rows == the same rows one at a time, byte for byte.
+ */
+const FIXTURE = path.resolve(process.cwd(), 'test/fixtures/qwen-tiny');
+
+describe('Qwen3.5 MTP head on the GPU (qwen-tiny)', () => {
+  let ctx: GpuContext;
+  let golden: Golden;
+  let weights: QwenGpuWeights;
+  let target: QwenTargetModel;
+  let head: QwenMtpHead;
+  beforeAll(async () => {
+    ctx = await testGpu();
+    golden = await loadGolden(FIXTURE);
+    const ck = await openQwen35Checkpoint(await nodeFolderSources(path.join(FIXTURE, 'target')), 'qwen-tiny');
+    weights = await uploadQwenWeights(ctx.device, ck.description);
+    target = new QwenTargetModel(ctx, weights, { maxContext: 96, maxBlock: 8, prefillChunk: 32, precision: 'f32' });
+    head = new QwenMtpHead(target);
+  });
+  afterAll(() => {
+    head?.destroy();
+    target?.destroy();
+    weights?.destroy();
+    ctx?.destroy();
+  });
+
+  it("drafts the golden tokens from the target's post-norm hidden, logits within 0.05 of float64", async () => {
+    const prompt = golden.json.prompt;
+    const T = prompt.length;
+    const H = target.desc.hidden;
+    const V = target.desc.vocab;
+    target.reset();
+    const pre = await target.prefill(prompt, { logits: 'last', finalHidden: true });
+    const bonus = pre.argmax![0];
+    expect(bonus).toBe(golden.json.bonus_token);
+    const first = await head.forward([...prompt.slice(1), bonus], pre.finalHidden!, 0, 'prefill');
+    const promptErr = nmse(first.hidden, (await golden.tensor('mtp.prompt_hidden')).data);
+    const steps = (await golden.tensor('mtp.draft.tokens')).data.length;
+    const tokens: number[] = [];
+    const logits: number[] = [];
+    let l: Float32Array = first.logits.subarray((T - 1) * V);
+    let h: Float32Array = first.hidden.slice((T - 1) * H);
+    let tok = first.argmax[T - 1];
+    for (let j = 0; j < steps; j++) {
+      tokens.push(tok);
+      logits.push(...l);
+      if (j + 1 < steps) {
+        const r = await head.forward([tok], h, T + j);
+        [l, h, tok] = [r.logits, r.hidden, r.argmax[0]];
+      }
+    }
+    const err = maxAbsDiff(logits, (await golden.tensor('mtp.draft.logits')).data);
+    console.log(
+      `qwen-tiny MTP: drafts ${tokens.join(', ')}; draft logits max abs vs float64 ${err.toExponential(3)}; prompt hidden NMSE ${promptErr.toExponential(2)}`,
+    );
+    expect(tokens).toEqual([...(await golden.tensor('mtp.draft.tokens')).data]);
+    expect(err).toBeLessThan(0.05);
+    expect(promptErr).toBeLessThan(1e-8);
+  });
+
+  for (const K of [2, 3, 4, 8]) {
+    it(`K = ${K}: head rows as one block == the same rows one at a time, byte for byte`, async () => {
+      const prompt = golden.json.prompt.slice(0, 12);
+      const H = target.desc.hidden;
+      const V = target.desc.vocab;
+      target.reset();
+      const pre = await target.prefill(prompt, { logits: 'none', finalHidden: true });
+      const toks = [...prompt.slice(1), 7];
+      // rows 0..K-1 one at a time, then the same rows as one block (the KV rows are rewritten in place)
+      const single: Float32Array[] = [];
+      for (let j = 0; j < K; j++)
+        single.push((await head.forward([toks[j]], pre.finalHidden!.slice(j * H, (j + 1) * H), j)).logits);
+      const block = await head.forward(toks.slice(0, K), pre.finalHidden!.slice(0, K * H), 0);
+      for (let j = 0; j < K; j++) {
+        const a = Buffer.from(block.logits.buffer, block.logits.byteOffset + j * V * 4, V * 4);
+        const b = Buffer.from(single[j].buffer, single[j].byteOffset, V * 4);
+        expect(Buffer.compare(a, b), `row ${j}`).toBe(0);
+      }
+    });
+  }
+});
