@@ -1,6 +1,6 @@
 import { sha256Hex } from '../util/sha256.ts';
 import type { AssistantModel } from './assistant.ts';
-import type { TargetModel } from './target.ts';
+import type { ForwardResult } from './target.ts';
 import type { Policy } from './policy.ts';
 import type { CancelToken, ProgressFn } from '../util/cancel.ts';
 
@@ -67,11 +67,31 @@ export interface GenerateResult {
   timings: { prefillMs: number; decodeMs: number; tokensPerSecond: number };
 }
 
+/**
+ * What generation needs from a target model (TargetModel, QwenTargetModel): prefill, a verify step with the
+ * rows' argmax and post-final-norm hidden, commit of the accepted rows, and classic greedy steps.
+ */
+export interface GenerateTarget {
+  readonly desc: { hidden: number };
+  reset(): void;
+  prefill(tokens: number[], o: { logits: 'last'; finalHidden?: boolean; policy?: Policy }): Promise<ForwardResult>;
+  step(tokens: number[], o: { logits: 'argmax'; finalHidden: true; policy?: Policy }): Promise<ForwardResult>;
+  commit(accepted: number): void;
+  decodeGreedy(first: number, count: number, o: { policy?: Policy }): Promise<number[]>;
+}
+
 /** Where drafts come from. */
 export interface DraftSource {
   name: string;
   /** K-1 drafts for a round whose bonus token is `bonus` and whose emitted tokens so far are `emitted`. */
   draft(bonus: number, seedHidden: Float32Array, emitted: readonly number[], count: number): Promise<number[]>;
+  /**
+   * Drafters that keep state over every accepted position (the Qwen MTP head's KV cache) learn them here:
+   * the target consumed rows at positions pos0 .. pos0 + n - 1 and produced the post-norm `hidden` rows
+   * [n, H], whose next tokens are `next` (after the prefill: the prompt's tokens 1.. and the first bonus;
+   * after a verify: the accepted drafts and the new bonus).
+   */
+  accept?(next: readonly number[], hidden: Float32Array, pos0: number): Promise<void>;
 }
 
 export function assistantSource(asst: AssistantModel): DraftSource {
@@ -120,7 +140,7 @@ function finish(tokens: number[], maxNew: number, eos: readonly number[]): { tok
 const GREEDY_WINDOW = 16;
 
 export async function generateClassic(
-  target: TargetModel,
+  target: GenerateTarget,
   prompt: number[],
   o: GenerateOptions,
 ): Promise<GenerateResult> {
@@ -153,7 +173,7 @@ export async function generateClassic(
 }
 
 export async function generateMtp(
-  target: TargetModel,
+  target: GenerateTarget,
   source: DraftSource,
   prompt: number[],
   K: number,
@@ -169,6 +189,7 @@ export async function generateMtp(
   t = performance.now();
   const tokens = [pre.argmax![0]];
   let seed = pre.finalHidden!.slice((prompt.length - 1) * H, prompt.length * H);
+  await source.accept?.([...prompt.slice(1), tokens[0]], pre.finalHidden!, 0);
   const c: GenerateCounters = {
     rounds: 0,
     drafted: 0,
@@ -188,6 +209,11 @@ export async function generateMtp(
     let n = 0;
     while (n < K - 1 && drafts[n] === am[n]) n++;
     target.commit(n + 1);
+    await source.accept?.(
+      [...drafts.slice(0, n), am[n]],
+      verify.finalHidden!.slice(0, (n + 1) * H),
+      prompt.length + tokens.length - 1,
+    );
     rounds.push({
       at: tokens.length,
       pos: prompt.length + tokens.length,

@@ -6,7 +6,8 @@ import { openQwen35Checkpoint } from '../../src/format/qwen3_5/index.ts';
 import { nodeFolderSources } from '../../src/node/file-source.ts';
 import { uploadQwenWeights, type QwenGpuWeights } from '../../src/model/qwen/weights.ts';
 import { QwenTargetModel } from '../../src/model/qwen/target.ts';
-import { QwenMtpHead } from '../../src/model/qwen/mtp.ts';
+import { QwenMtpHead, qwenHeadSource } from '../../src/model/qwen/mtp.ts';
+import { generateClassic, generateMtp, oracleSource } from '../../src/model/generate.ts';
 import type { GpuContext } from '../../src/gpu/device.ts';
 
 /**
@@ -28,7 +29,7 @@ describe('Qwen3.5 MTP head on the GPU (qwen-tiny)', () => {
     golden = await loadGolden(FIXTURE);
     const ck = await openQwen35Checkpoint(await nodeFolderSources(path.join(FIXTURE, 'target')), 'qwen-tiny');
     weights = await uploadQwenWeights(ctx.device, ck.description);
-    target = new QwenTargetModel(ctx, weights, { maxContext: 96, maxBlock: 8, prefillChunk: 32, precision: 'f32' });
+    target = new QwenTargetModel(ctx, weights, { maxContext: 352, maxBlock: 8, prefillChunk: 32, precision: 'f32' });
     head = new QwenMtpHead(target);
   });
   afterAll(() => {
@@ -70,6 +71,43 @@ describe('Qwen3.5 MTP head on the GPU (qwen-tiny)', () => {
     expect(tokens).toEqual([...(await golden.tensor('mtp.draft.tokens')).data]);
     expect(err).toBeLessThan(0.05);
     expect(promptErr).toBeLessThan(1e-8);
+  });
+
+  it('classic greedy == MTP with the head (K = 4) and with oracle drafts (K = 3, 8, rejections on a schedule) over 300 tokens, same SHA-256', async () => {
+    const prompt = golden.json.prompt;
+    const maxNew = 300;
+    const classic = await generateClassic(target, prompt, { maxNew });
+    expect(classic.tokens.slice(0, golden.json.greedy.length)).toEqual(golden.json.greedy);
+    const head4 = await generateMtp(target, qwenHeadSource(head, 8), prompt, 4, { maxNew });
+    // Oracle drafts replay the classic stream with a wrong token every 7th / 5th index: every acceptance
+    // length and rollback depth occurs.
+    const V = target.desc.vocab;
+    const oracle3 = await generateMtp(
+      target,
+      oracleSource(classic.tokens, V, (i) => i % 7 === 3),
+      prompt,
+      3,
+      { maxNew },
+    );
+    const oracle8 = await generateMtp(
+      target,
+      oracleSource(classic.tokens, V, (i) => i % 5 === 2),
+      prompt,
+      8,
+      { maxNew },
+    );
+    for (const [name, r] of [
+      ['head K=4', head4],
+      ['oracle K=3', oracle3],
+      ['oracle K=8', oracle8],
+    ] as const) {
+      console.log(
+        `qwen-tiny generate ${name}: ${r.tokens.length} tokens, sha256 ${r.sha256.slice(0, 16)}, accepted ${r.counters!.accepted} of ${r.counters!.drafted} drafts, histogram ${r.counters!.acceptedHistogram.join('/')}`,
+      );
+      expect(r.tokens, name).toEqual(classic.tokens);
+      expect(r.sha256, name).toBe(classic.sha256);
+    }
+    console.log(`qwen-tiny classic: ${classic.tokens.length} tokens, sha256 ${classic.sha256}`);
   });
 
   for (const K of [2, 3, 4, 8]) {

@@ -1,4 +1,5 @@
 import { readMany, storageBuffer, uploadBuffer } from '../../gpu/buffers.ts';
+import type { DraftSource } from '../generate.ts';
 import * as op from '../ops.ts';
 import { EXACT } from '../policy.ts';
 import { CaptureSet, type Phase } from './engine.ts';
@@ -85,4 +86,41 @@ export class QwenMtpHead {
   destroy(): void {
     [this.kv.k, this.kv.v, this.cat].forEach((b) => b.destroy());
   }
+}
+
+/**
+ * The head as generation's draft source (vLLM's proposer): accept() runs the head over the positions the
+ * target just consumed, pairing each with its next token and the target's hidden (after the prefill: every
+ * prompt row; after a verify: the accepted rows, overwriting the KV rows the drafts
+ * wrote there); draft() takes the first draft from the last of those rows and each further one from the
+ * head's own hidden, one position on.
+ */
+export function qwenHeadSource(head: QwenMtpHead, maxBlock: number): DraftSource {
+  let last: { argmax: number; hidden: Float32Array; pos: number } | undefined;
+  return {
+    name: 'qwen-mtp-head',
+    async accept(next, hidden, pos0) {
+      const H = hidden.length / next.length;
+      // in verify-sized pieces (the prompt pass may be longer): rows are row-invariant, so the split is free
+      let r: MtpResult | undefined;
+      let n = 0;
+      for (let j = 0; j < next.length; j += maxBlock) {
+        n = Math.min(maxBlock, next.length - j);
+        r = await head.forward(next.slice(j, j + n), hidden.slice(j * H, (j + n) * H), pos0 + j);
+      }
+      last = { argmax: r!.argmax[n - 1], hidden: r!.hidden.slice((n - 1) * H), pos: pos0 + next.length - 1 };
+    },
+    async draft(_bonus, _seed, _emitted, count) {
+      if (!last) throw new Error('the MTP head drafts only after accept() has seen the prompt');
+      const drafts = [last.argmax];
+      let { hidden, pos } = last;
+      while (drafts.length < count) {
+        pos++;
+        const r = await head.forward([drafts[drafts.length - 1]], hidden, pos);
+        drafts.push(r.argmax[0]);
+        hidden = r.hidden;
+      }
+      return drafts;
+    },
+  };
 }

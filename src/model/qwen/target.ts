@@ -25,7 +25,8 @@ export interface QwenTargetOptions {
 }
 
 export interface QwenStepOptions {
-  logits?: 'all' | 'last' | 'none';
+  /** 'argmax': the LM head runs for every row (logits come back too; the Gemma engine's chained mode is not mirrored). */
+  logits?: 'all' | 'last' | 'none' | 'argmax';
   captures?: Captures;
   /** Matmul split and full-attention plan (the family has no sliding ring); default exact. */
   policy?: Policy;
@@ -112,6 +113,20 @@ export class QwenTargetModel {
     return r;
   }
 
+  /**
+   * Classic greedy decode of `count` tokens after `first` (generation's classic arm): decode() per token,
+   * reading each argmax back (TargetModel chains them on the GPU; the arithmetic of a step is the same).
+   */
+  async decodeGreedy(first: number, count: number, o: QwenStepOptions = {}): Promise<number[]> {
+    const out: number[] = [];
+    let t = first;
+    for (let i = 0; i < count; i++) {
+      t = (await this.decode(t, { ...o, logits: 'argmax' })).argmax![0];
+      out.push(t);
+    }
+    return out;
+  }
+
   snapshot(): QwenStateSnapshot {
     const rec = this.engine.recorder('snapshot');
     const s = this.state.snapshot(rec);
@@ -160,7 +175,7 @@ export class QwenTargetModel {
     this.weights.layers.forEach((L, i) =>
       e.layer(rec, i, L, this.state.layers[i], { M, p, phase, rows, policy, caps, state: this.state }),
     );
-    const needHead = o.logits === 'all' || o.logits === 'last' || caps.want('logits');
+    const needHead = o.logits === 'all' || o.logits === 'argmax' || o.logits === 'last' || caps.want('logits');
     if (needHead || o.finalHidden || caps.want('final_norm')) {
       e.norm(rec, e.ws.h, this.weights.finalNorm, e.ws.y, M, H);
       caps.capture('final_norm', e.ws.y, M * H);
