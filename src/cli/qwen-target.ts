@@ -1,7 +1,11 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { isQwen35Config, openQwen35Checkpoint, type Qwen35Checkpoint } from '../format/qwen3_5/index.ts';
+import { loadTokenizer, type TextCodec } from '../format/tokenizer.ts';
+import type { GpuContext } from '../gpu/device.ts';
+import { type QwenGpuWeights, uploadQwenWeights } from '../model/qwen/weights.ts';
 import { nodeFolderSources } from '../node/file-source.ts';
+import { nodeGpuContext } from './node-gpu.ts';
 
 /**
  * The Qwen3.5 branch of the commands that open a target folder: whether its config.json declares a Qwen3.5
@@ -17,4 +21,30 @@ export async function isQwenDir(dir: string): Promise<boolean> {
 
 export async function openQwenTargetDir(dir: string): Promise<Qwen35Checkpoint> {
   return openQwen35Checkpoint(await nodeFolderSources(dir), path.basename(dir));
+}
+
+export interface LoadedQwenTarget {
+  ctx: GpuContext;
+  checkpoint: Qwen35Checkpoint;
+  weights: QwenGpuWeights;
+  tokenizer?: TextCodec;
+  close(): void;
+}
+
+/** Opens a Qwen3.5 target folder and uploads it (with its MTP head when it has one), as loadModels does for Gemma. */
+export async function loadQwenTarget(dir: string): Promise<LoadedQwenTarget> {
+  const checkpoint = await openQwenTargetDir(dir);
+  const ctx = await nodeGpuContext();
+  const weights = await uploadQwenWeights(ctx.device, checkpoint.description);
+  const tokenizer = checkpoint.tokenizer ? await loadTokenizer(checkpoint.tokenizer) : undefined;
+  return {
+    ctx,
+    checkpoint,
+    weights,
+    tokenizer,
+    close() {
+      weights.destroy();
+      ctx.destroy();
+    },
+  };
 }

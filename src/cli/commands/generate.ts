@@ -8,8 +8,14 @@ import {
   generateMtp,
   oracleSource,
   roundEmitted,
+  type DraftSource,
   type GenerateResult,
+  type GenerateTarget,
 } from '../../model/generate.ts';
+import { QwenMtpHead, qwenHeadSource } from '../../model/qwen/mtp.ts';
+import { QwenTargetModel } from '../../model/qwen/target.ts';
+import type { TextCodec } from '../../format/tokenizer.ts';
+import { isQwenDir, loadQwenTarget } from '../qwen-target.ts';
 import { policyByName } from '../../model/policy.ts';
 import { choice, intList, intOption, requireString } from '../args.ts';
 import type { Command } from '../command.ts';
@@ -34,7 +40,10 @@ export const generate: Command = {
     'generate --target DIR [--draft DIR] (--tokens CSV | --prompt TEXT [--chat]) --max-new N --mode classic|mtp [--block K] [--policy NAME] [--draft-source assistant|oracle] [--draft-position hf|mlxcel] [--oracle-mismatch CSV] [--precision f32|bf16] --json FILE',
   options: {
     target: { type: 'string', help: 'target checkpoint folder' },
-    draft: { type: 'string', help: 'assistant checkpoint folder (mode mtp with --draft-source assistant)' },
+    draft: {
+      type: 'string',
+      help: 'assistant checkpoint folder (mode mtp with --draft-source assistant; a Qwen3.5 target drafts with its own MTP head)',
+    },
     tokens: { type: 'string', help: 'prompt token ids, comma-separated' },
     prompt: { type: 'string', help: 'prompt text (needs tokenizer.json in the target folder)' },
     chat: { type: 'boolean', help: 'wrap --prompt in the Gemma chat template' },
@@ -61,49 +70,47 @@ export const generate: Command = {
     const source = choice(values, 'draft-source', ['assistant', 'oracle'] as const)!;
     const position = choice(values, 'draft-position', ['hf', 'mlxcel'] as const)! as DraftConvention;
     const policy = policyByName(String(values.policy));
-    if (mode === 'mtp' && source === 'assistant' && !values.draft)
-      throw new Error('--mode mtp with --draft-source assistant needs --draft DIR');
-    const m = await loadModels(requireString(values, 'target'), values.draft ? String(values.draft) : undefined);
-    try {
-      let prompt = intList(values, 'tokens');
-      if (!prompt) {
-        if (typeof values.prompt !== 'string') throw new Error('give --tokens CSV or --prompt TEXT');
-        if (!m.tokenizer) throw new Error(`${m.target.label}: no tokenizer.json in the target folder; use --tokens`);
-        prompt = m.tokenizer.encode(values.prompt, values.chat === true);
-      }
-      const desc = m.targetWeights.desc;
-      for (const t of prompt)
-        if (t >= desc.vocab) throw new Error(`token ${t} is outside the vocabulary (${desc.vocab})`);
-      const target = new TargetModel(m.ctx, m.targetWeights, {
-        maxContext: prompt.length + maxNew + K,
-        maxBlock: K,
-        prefillChunk: Math.min(prompt.length, 512),
-        precision,
-      });
+    const targetDir = requireString(values, 'target');
+    const promptOf = (tok?: TextCodec, label = targetDir) => {
+      const ids = intList(values, 'tokens');
+      if (ids) return ids;
+      if (typeof values.prompt !== 'string') throw new Error('give --tokens CSV or --prompt TEXT');
+      if (!tok) throw new Error(`${label}: no tokenizer.json in the target folder; use --tokens`);
+      return tok.encode(values.prompt, values.chat === true);
+    };
+    const run = async (g: {
+      target: GenerateTarget;
+      vocab: number;
+      eosIds: number[];
+      prompt: number[];
+      mtpSource: () => { source: DraftSource; position?: string; done(): void };
+      tokenizer?: TextCodec;
+    }) => {
+      for (const t of g.prompt) if (t >= g.vocab) throw new Error(`token ${t} is outside the vocabulary (${g.vocab})`);
       const opts = {
         maxNew,
-        eosIds: desc.eosIds,
+        eosIds: g.eosIds,
         policy,
         onProgress: (p: { done: number; total: number }) => io.err(`[${mode}] ${p.done}/${p.total}`),
       };
       let result: GenerateResult;
-      if (mode === 'classic') result = await generateClassic(target, prompt, opts);
+      if (mode === 'classic') result = await generateClassic(g.target, g.prompt, opts);
       else if (source === 'assistant') {
-        const asst = new AssistantModel(m.ctx, m.assistantWeights!, target, position, precision);
-        result = await generateMtp(target, assistantSource(asst), prompt, K, { ...opts, draftPosition: position });
-        asst.destroy();
+        const m = g.mtpSource();
+        result = await generateMtp(g.target, m.source, g.prompt, K, { ...opts, draftPosition: m.position });
+        m.done();
       } else {
-        const stream = (await generateClassic(target, prompt, { ...opts, onProgress: undefined })).tokens;
+        const stream = (await generateClassic(g.target, g.prompt, { ...opts, onProgress: undefined })).tokens;
         const wrong = new Set(intList(values, 'oracle-mismatch') ?? []);
         result = await generateMtp(
-          target,
-          oracleSource(stream, desc.vocab, (i) => wrong.has(i)),
-          prompt,
+          g.target,
+          oracleSource(stream, g.vocab, (i) => wrong.has(i)),
+          g.prompt,
           K,
           opts,
         );
       }
-      const json = { ...result, policy: policy.name, precision, text: m.tokenizer?.decode(result.tokens) };
+      const json = { ...result, policy: policy.name, precision, text: g.tokenizer?.decode(result.tokens) };
       await writeFile(out, generateJsonText(json));
       io.out(
         `${mode}: ${result.tokens.length} tokens, sha256 ${result.sha256.slice(0, 16)}…, ${result.timings.tokensPerSecond.toFixed(1)} tok/s`,
@@ -120,6 +127,59 @@ export const generate: Command = {
         );
       }
       if (json.text !== undefined) io.out(`text: ${json.text}`);
+    };
+    const modelOpts = (prompt: number[]) => ({
+      maxContext: prompt.length + maxNew + K,
+      maxBlock: K,
+      prefillChunk: Math.min(prompt.length, 512),
+      precision,
+    });
+
+    if (await isQwenDir(targetDir)) {
+      // Qwen3.5: MTP drafts with the target's own head (no --draft); split drafter folders are not wired yet.
+      if (values.draft) throw new Error('--draft (a split Qwen MTP drafter folder) is not supported yet');
+      const q = await loadQwenTarget(targetDir);
+      try {
+        const prompt = promptOf(q.tokenizer, q.checkpoint.label);
+        const target = new QwenTargetModel(q.ctx, q.weights, modelOpts(prompt));
+        try {
+          await run({
+            target,
+            vocab: q.weights.desc.vocab,
+            eosIds: q.weights.desc.eosIds,
+            prompt,
+            tokenizer: q.tokenizer,
+            mtpSource: () => {
+              const head = new QwenMtpHead(target);
+              return { source: qwenHeadSource(head, K), done: () => head.destroy() };
+            },
+          });
+        } finally {
+          target.destroy();
+        }
+        return 0;
+      } finally {
+        q.close();
+      }
+    }
+    if (mode === 'mtp' && source === 'assistant' && !values.draft)
+      throw new Error('--mode mtp with --draft-source assistant needs --draft DIR');
+    const m = await loadModels(targetDir, values.draft ? String(values.draft) : undefined);
+    try {
+      const prompt = promptOf(m.tokenizer, m.target.label);
+      const desc = m.targetWeights.desc;
+      const target = new TargetModel(m.ctx, m.targetWeights, modelOpts(prompt));
+      await run({
+        target,
+        vocab: desc.vocab,
+        eosIds: desc.eosIds,
+        prompt,
+        tokenizer: m.tokenizer,
+        mtpSource: () => {
+          const asst = new AssistantModel(m.ctx, m.assistantWeights!, target, position, precision);
+          return { source: assistantSource(asst), position, done: () => asst.destroy() };
+        },
+      });
       target.destroy();
       return 0;
     } finally {
