@@ -20,6 +20,9 @@ struct Params {
   M: u32, C: u32, K: u32, n: u32,
   Hk: u32, Hv: u32, Dk: u32, Dv: u32,
   stage: u32, round: u32, eps: f32, q_scale: f32,
+  // 1: the state is stored in bf16 (policy gdn-state-bf16): a chain step's state is rounded before the next
+  // token reads it, a block's stays f32 in registers between its tokens (the inexact mechanism)
+  state_bf16: u32, _p0: u32, _p1: u32, _p2: u32,
 }
 
 @group(0) @binding(0) var<uniform> P: Params;
@@ -42,6 +45,7 @@ struct Params {
 @group(0) @binding(17) var<storage, read_write> y: array<f32>;        // [M, Hv, Dv]
 
 fn r(v: f32) -> f32 { return select(v, round_bf16(v), P.round == 1u); }
+fn stored(v: f32) -> f32 { return select(v, round_bf16(v), P.state_bf16 == 1u); }
 
 fn gid(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 { return linear_workgroup(wid, nwg) * WG + lid; }
 
@@ -127,11 +131,11 @@ fn recurrence(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
     o[(t * P.Hv + h) * P.Dv + j] = r(ksum_value(acc));
     if (P.stage == 1u) {
       let st = t * P.Hv * P.Dk * P.Dv + sb;
-      for (var e = 0u; e < P.Dk; e++) { S_stage[st + e * P.Dv] = col[e]; }
+      for (var e = 0u; e < P.Dk; e++) { S_stage[st + e * P.Dv] = stored(col[e]); }
     }
   }
   if (P.stage == 0u) {
-    for (var e = 0u; e < P.Dk; e++) { S[sb + e * P.Dv] = col[e]; }
+    for (var e = 0u; e < P.Dk; e++) { S[sb + e * P.Dv] = stored(col[e]); }
   }
 }
 

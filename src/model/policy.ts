@@ -34,6 +34,11 @@ export interface Policy {
   prefillChunks?: { chain: number; block: number };
   /** When set, quantized matmuls of steps and verify blocks run MLX's kernel for their M on this Apple GPU. */
   mlx?: MlxMachine;
+  /**
+   * Gated DeltaNet (Qwen3.5, src/model/qwen/policies.ts): the recurrent state is stored in bf16 after every
+   * forward, while a verify block keeps it in f32 between its own tokens.
+   */
+  gdnStateBf16?: boolean;
 }
 
 const exactSliding = (): AttentionPlan => ({ mode: 'physical', split: 0 });

@@ -19,6 +19,7 @@ import { provenance } from './provenance.ts';
 import { explainMlx } from './mlx-blame.ts';
 import { QwenTargetModel } from '../model/qwen/target.ts';
 import type { QwenGpuWeights } from '../model/qwen/weights.ts';
+import { qwenPolicyByName } from '../model/qwen/policies.ts';
 
 /**
  * The block-versus-chain probe (GEMMA4.md section 6, mlxcel's startup guard). Per draw: prefill the
@@ -121,7 +122,8 @@ export async function runProbe(env: ProbeEnv, opts: ProbeOptions): Promise<Probe
   const t0 = performance.now();
   const w = env.weights;
   const desc = w.desc;
-  const policy = policyByName(opts.policy);
+  const qwen = 'family' in w.desc && w.desc.family === 'qwen3_5';
+  const policy = qwen ? qwenPolicyByName(opts.policy) : policyByName(opts.policy);
   const K = opts.block;
   if (!(K >= 1 && K <= 16)) throw new Error(`block width must be between 1 and 16 (got ${K})`);
   const lengths = opts.lengths ?? ('window' in desc ? defaultDrawLengths(desc.window) : QWEN_DRAW_LENGTHS);
@@ -133,10 +135,9 @@ export async function runProbe(env: ProbeEnv, opts: ProbeOptions): Promise<Probe
     prefillChunk: Math.max(prefillChunk, policy.prefillChunks?.block ?? 0, 1),
     precision: opts.precision,
   };
-  const model: ProbeTarget =
-    'family' in w.desc && w.desc.family === 'qwen3_5'
-      ? new QwenTargetModel(env.ctx, w as QwenGpuWeights, modelOpts)
-      : new TargetModel(env.ctx, w as GpuWeights<TargetDescription>, modelOpts);
+  const model: ProbeTarget = qwen
+    ? new QwenTargetModel(env.ctx, w as QwenGpuWeights, modelOpts)
+    : new TargetModel(env.ctx, w as GpuWeights<TargetDescription>, modelOpts);
   const storage = opts.precision;
   const draws: DrawResult[] = [];
   try {

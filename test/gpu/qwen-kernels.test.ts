@@ -6,7 +6,7 @@
  * Error bounds follow helpers/kernel-lab.ts: roundings on the longest chain, each U relative to the magnitude
  * it acts on; exp_ref / rsqrt_ref at their asserted ULPs (1 ULP <= 2U relative). Each test states its count.
  */
-import { describe, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { storageBuffer } from '../../src/gpu/buffers.ts';
 import type { Recorder } from '../../src/gpu/recorder.ts';
 import * as qop from '../../src/model/qwen/ops.ts';
@@ -19,6 +19,7 @@ import {
   RSQRT_REF_ULP,
   ROW_COUNTS,
   U,
+  bf16Rne,
   bytesOf,
   expectClose,
   expectSameBytes,
@@ -198,6 +199,77 @@ describe(`GPU kernels: Qwen3.5 Gated DeltaNet and attention ops vs float64 twins
           bytesOf(block.states.subarray(t * sFloats, (t + 1) * sFloats)),
         );
       }
+    });
+
+    it(`recurrence with the state stored in bf16 (${tag}): staged and in-place states are the f32 states rounded; a block's later rows differ from bf16-stored steps`, async () => {
+      const r = new Rand(g.C + 7);
+      const M = 4;
+      const S0 = Float64Array.from(r.f32s(g.Hv * g.Dk * g.Dv, 0.3), (v) => bf16Rne(v));
+      const c = r.f32s(M * g.C);
+      const qk = Float64Array.from(twin.qkNorm(c, M, g), Math.fround);
+      const gb = f32(Array.from({ length: M * g.Hv * 2 }, (_, i) => (i & 1 ? r.uniform(0.05, 1) : r.uniform(0.3, 1))));
+      const sFloats = g.Hv * g.Dk * g.Dv;
+      const oFloats = g.Hv * g.Dv;
+      const run = async (stateBf16: boolean) => {
+        const [bS, bqk, bc, bgb] = [lab.f32(S0), lab.f32(qk), lab.f32(c), lab.f32(gb)];
+        const stage = out(M * sFloats);
+        const o = out(M * oFloats);
+        await lab.run((rec) =>
+          qop.gdnRecurrence(rec, g, {
+            S: bS,
+            stage,
+            unused: lab.dummy,
+            qk: bqk,
+            c: bc,
+            gb: bgb,
+            o,
+            M,
+            round: false,
+            stateBf16,
+          }),
+        );
+        return { o: await lab.read(o, M * oFloats), states: await lab.read(stage, M * sFloats) };
+      };
+      const [f32run, bf16run] = [await run(false), await run(true)];
+      // the block's own arithmetic is unchanged: same outputs, states rounded only where stored
+      expectSameBytes('o', bytesOf(bf16run.o), bytesOf(f32run.o));
+      expectSameBytes('states', bytesOf(bf16run.states), bytesOf(Float32Array.from(f32run.states, bf16Rne)));
+      // the chain stores and re-reads a rounded state: token 1 on, its outputs differ from the block's
+      const bS = lab.f32(S0);
+      const outs: Float32Array[] = [];
+      for (let t = 0; t < M; t++) {
+        const [bqk, bc, bgb] = [
+          lab.f32(qk.slice(t * 2 * g.Hk * g.Dk, (t + 1) * 2 * g.Hk * g.Dk)),
+          lab.f32(c.slice(t * g.C, (t + 1) * g.C)),
+          lab.f32(gb.slice(t * g.Hv * 2, (t + 1) * g.Hv * 2)),
+        ];
+        const o = out(oFloats);
+        await lab.run((rec) =>
+          qop.gdnRecurrence(rec, g, {
+            S: bS,
+            unused: lab.dummy,
+            qk: bqk,
+            c: bc,
+            gb: bgb,
+            o,
+            M: 1,
+            round: false,
+            stateBf16: true,
+          }),
+        );
+        outs.push(await lab.read(o, oFloats));
+      }
+      expectSameBytes('token 0', bytesOf(outs[0]), bytesOf(bf16run.o.subarray(0, oFloats)));
+      const later = outs
+        .slice(1)
+        .some(
+          (o, j) =>
+            Buffer.compare(
+              Buffer.from(bytesOf(o)),
+              Buffer.from(bytesOf(bf16run.o.subarray((j + 1) * oFloats, (j + 2) * oFloats))),
+            ) !== 0,
+        );
+      expect(later).toBe(true);
     });
 
     it(`gated RMSNorm (${tag}): 14U of |ref| (sum of squares, mean, eps, rsqrt_ref, three products, silu_ref); rows invariant`, async () => {

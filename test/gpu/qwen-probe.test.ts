@@ -46,7 +46,7 @@ describe('block-versus-chain probe on a Qwen3.5 target (qwen-tiny)', () => {
     });
   }
 
-  for (const policy of ['matmul-m-split', 'attention-m-split', 'prefill-chunk-mismatch']) {
+  for (const policy of ['matmul-m-split', 'attention-m-split', 'prefill-chunk-mismatch', 'gdn-state-bf16']) {
     it(`${policy} diverges on every draw`, async () => {
       const r = await runProbe(env, { block: 4, policy, precision: 'f32', localize: true });
       expect(validateReport(r)).toEqual([]);

@@ -6,8 +6,9 @@ import { openQwen35Checkpoint } from '../../src/format/qwen3_5/index.ts';
 import { nodeFolderSources } from '../../src/node/file-source.ts';
 import { uploadQwenWeights, type QwenGpuWeights } from '../../src/model/qwen/weights.ts';
 import { QwenTargetModel } from '../../src/model/qwen/target.ts';
-import type { Precision } from '../../src/model/target.ts';
+import type { ForwardResult, Precision } from '../../src/model/target.ts';
 import { policyByName } from '../../src/model/policy.ts';
+import { qwenPolicyByName } from '../../src/model/qwen/policies.ts';
 import type { GpuContext } from '../../src/gpu/device.ts';
 
 /**
@@ -197,6 +198,45 @@ describe('Qwen3.5 GPU target (qwen-tiny)', () => {
       base.destroy();
     }
   });
+
+  // Stage order of a forward (the layer program's capture points), for finding where two arms first differ.
+  const stageOrder = (m: QwenTargetModel) => [
+    ...m.desc.layers.flatMap((l, i) => [
+      ...(l.type === 'linear' ? [`gdn.conv.${i}`, `gdn.recurrence.${i}`, `gdn.gated_norm.${i}`] : []),
+      `attn.${i}`,
+      `mlp.${i}`,
+      `layer.${i}`,
+    ]),
+    'final_norm',
+  ];
+
+  for (const [policyName, stage] of [
+    ['gdn-state-bf16', 'gdn.recurrence.0'],
+    ['matmul-m-split', 'gdn.conv.0'],
+  ] as const) {
+    it(`${policyName}: block rows differ from the chain, first at ${stage} (row 1 on)`, async () => {
+      const m = model();
+      m.reset();
+      await m.prefill(TOKENS.slice(0, 5), { logits: 'none' });
+      const base = m.snapshot();
+      try {
+        const policy = qwenPolicyByName(policyName);
+        const draft = TOKENS.slice(5, 9);
+        const chain: ForwardResult[] = [];
+        for (const t of draft) chain.push(await m.decode(t, { policy, captures: 'all' }));
+        m.restore(base);
+        const block = await m.step(draft, { policy, captures: 'all' });
+        const first = stageOrder(m).find((name) => {
+          const b = block.captures.get(name)!;
+          const w = b.length / draft.length;
+          return chain.some((c, j) => firstDiff(b.subarray(j * w, (j + 1) * w), c.captures.get(name)!) !== null);
+        });
+        expect(first).toBe(stage);
+      } finally {
+        base.destroy();
+      }
+    });
+  }
 
   /** Every state buffer (conv windows, recurrent states, and the KV rows up to nextPos). */
   async function stateBytes(m: QwenTargetModel): Promise<Float32Array[]> {

@@ -16,7 +16,8 @@ import { QwenMtpHead, qwenHeadSource } from '../../model/qwen/mtp.ts';
 import { QwenTargetModel } from '../../model/qwen/target.ts';
 import type { TextCodec } from '../../format/tokenizer.ts';
 import { isQwenDir, loadQwenTarget } from '../qwen-target.ts';
-import { policyByName } from '../../model/policy.ts';
+import { type Policy, policyByName } from '../../model/policy.ts';
+import { qwenPolicyByName } from '../../model/qwen/policies.ts';
 import { choice, intList, intOption, requireString } from '../args.ts';
 import type { Command } from '../command.ts';
 
@@ -69,7 +70,6 @@ export const generate: Command = {
     const precision = choice(values, 'precision', ['f32', 'bf16'] as const)!;
     const source = choice(values, 'draft-source', ['assistant', 'oracle'] as const)!;
     const position = choice(values, 'draft-position', ['hf', 'mlxcel'] as const)! as DraftConvention;
-    const policy = policyByName(String(values.policy));
     const targetDir = requireString(values, 'target');
     const promptOf = (tok?: TextCodec, label = targetDir) => {
       const ids = intList(values, 'tokens');
@@ -80,6 +80,7 @@ export const generate: Command = {
     };
     const run = async (g: {
       target: GenerateTarget;
+      policy: Policy;
       vocab: number;
       eosIds: number[];
       prompt: number[];
@@ -87,6 +88,7 @@ export const generate: Command = {
       tokenizer?: TextCodec;
     }) => {
       for (const t of g.prompt) if (t >= g.vocab) throw new Error(`token ${t} is outside the vocabulary (${g.vocab})`);
+      const policy = g.policy;
       const opts = {
         maxNew,
         eosIds: g.eosIds,
@@ -138,6 +140,7 @@ export const generate: Command = {
     if (await isQwenDir(targetDir)) {
       // Qwen3.5: MTP drafts with the target's own head (no --draft); split drafter folders are not wired yet.
       if (values.draft) throw new Error('--draft (a split Qwen MTP drafter folder) is not supported yet');
+      const policy = qwenPolicyByName(String(values.policy));
       const q = await loadQwenTarget(targetDir);
       try {
         const prompt = promptOf(q.tokenizer, q.checkpoint.label);
@@ -145,6 +148,7 @@ export const generate: Command = {
         try {
           await run({
             target,
+            policy,
             vocab: q.weights.desc.vocab,
             eosIds: q.weights.desc.eosIds,
             prompt,
@@ -164,6 +168,7 @@ export const generate: Command = {
     }
     if (mode === 'mtp' && source === 'assistant' && !values.draft)
       throw new Error('--mode mtp with --draft-source assistant needs --draft DIR');
+    const policy = policyByName(String(values.policy));
     const m = await loadModels(targetDir, values.draft ? String(values.draft) : undefined);
     try {
       const prompt = promptOf(m.tokenizer, m.target.label);
@@ -171,6 +176,7 @@ export const generate: Command = {
       const target = new TargetModel(m.ctx, m.targetWeights, modelOpts(prompt));
       await run({
         target,
+        policy,
         vocab: desc.vocab,
         eosIds: desc.eosIds,
         prompt,

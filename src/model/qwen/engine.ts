@@ -277,7 +277,7 @@ export class QwenEngine {
     i: number,
     L: QwenGpuLinearLayer,
     st: GdnLayerState,
-    a: { M: number; phase: Phase; rows: op.Rows; caps: CaptureSet; state?: QwenState },
+    a: { M: number; phase: Phase; rows: op.Rows; policy: Policy; caps: CaptureSet; state?: QwenState },
   ): void {
     const { ws } = this;
     const { M, rows, caps } = a;
@@ -304,6 +304,7 @@ export class QwenEngine {
       o: ws.o,
       M,
       round,
+      stateBf16: a.policy.gdnStateBf16,
     });
     caps.capture(`gdn.recurrence.${i}`, ws.o, M * g.Hv * g.Dv);
     qop.gdnGatedNorm(rec, g, { o: ws.o, z: ws.z, weight: L.gatedNorm, y: ws.gn, M, eps: this.desc.eps, round });

@@ -27,7 +27,7 @@ export const GDN_DK_MAX = 256;
 function gdnParams(
   rec: Recorder,
   g: GdnGeometry,
-  o: { M: number; n?: number; stage?: boolean; round: boolean; eps?: number },
+  o: { M: number; n?: number; stage?: boolean; round: boolean; eps?: number; stateBf16?: boolean },
 ) {
   return rec.params('gated_delta.wgsl', {
     M: o.M,
@@ -42,6 +42,7 @@ function gdnParams(
     round: o.round,
     eps: o.eps ?? 0,
     q_scale: g.Dk ** -0.5,
+    state_bf16: o.stateBf16 ?? false,
   });
 }
 
@@ -107,10 +108,12 @@ export function gdnRecurrence(
     o: GPUBuffer;
     M: number;
     round: boolean;
+    /** The inexact policy gdn-state-bf16: states are stored rounded to bf16. */
+    stateBf16?: boolean;
   },
 ): void {
   if (g.Dk > GDN_DK_MAX) throw new Error(`Gated DeltaNet key head dim ${g.Dk} exceeds ${GDN_DK_MAX}`);
-  const p = gdnParams(rec, g, { M: a.M, stage: a.stage !== undefined, round: a.round });
+  const p = gdnParams(rec, g, { M: a.M, stage: a.stage !== undefined, round: a.round, stateBf16: a.stateBf16 });
   const u = undefined;
   const b = [p, u, u, a.c, u, u, a.qk, u, u, u, u, a.gb, a.S, a.stage ?? a.unused, a.o];
   rec.run('gated_delta.wgsl', 'recurrence', {}, b, groups(g.Hv * g.Dv));

@@ -5,6 +5,7 @@ import type * as op from '../ops.ts';
 import { EXACT, type Policy } from '../policy.ts';
 import type { Captures, ForwardResult, Precision } from '../target.ts';
 import { CaptureSet, concat, type Phase, QwenEngine } from './engine.ts';
+import { qwenPolicyByName } from './policies.ts';
 import { QwenState, type QwenStateSnapshot } from './state.ts';
 import type { QwenGpuWeights } from './weights.ts';
 
@@ -32,18 +33,6 @@ export interface QwenStepOptions {
   policy?: Policy;
   finalHidden?: boolean;
 }
-
-/**
- * Policies whose mechanism this family has and the engine re-creates: split-K by M in the matmuls, a key split
- * by M in full attention, and prefill chunk mismatch. The sliding-ring policies touch a cache Qwen3.5 does not
- * have, and MLX's kernel choice is modelled for Gemma's linears only (not MLX's gated delta kernel): refused.
- */
-export const QWEN_POLICIES: ReadonlySet<string> = new Set([
-  'exact',
-  'matmul-m-split',
-  'attention-m-split',
-  'prefill-chunk-mismatch',
-]);
 
 export class QwenTargetModel {
   readonly desc: Qwen35Description;
@@ -163,10 +152,7 @@ export class QwenTargetModel {
     const H = this.desc.hidden;
     const e = this.engine;
     const policy = o.policy ?? EXACT;
-    if (!QWEN_POLICIES.has(policy.name))
-      throw new Error(
-        `policy ${policy.name} does not apply to Qwen3.5 targets (they take ${[...QWEN_POLICIES].join(', ')})`,
-      );
+    qwenPolicyByName(policy.name); // throws for a policy this family does not take
     const split = policy.matmulSplit(M, phase);
     const rows: op.Rows = { M, round: e.opts.round, prefill: phase === 'prefill', split };
     const rec = e.recorder(phase);
