@@ -9,6 +9,7 @@ import type { Recorder } from '../gpu/recorder.ts';
 import type { AffineLinear } from '../format/model-description.ts';
 import type { GpuLinear } from './gpu-weights.ts';
 import { mlxKernel, type MlxKernelChoice, type MlxMachine } from './mlx-dispatch.ts';
+import { affineParams } from './affine-params.ts';
 
 const WG = 64;
 const SHADER = 'matmul_mlx.wgsl';
@@ -51,16 +52,7 @@ export function mlxMatmul(
     ? { BITS: d.bits }
     : { BITS: d.bits, LANES: choice.lanes, VPT: choice.valuesPerThread };
   lin.weight.parts.forEach((part, i) => {
-    const params = rec.params(SHADER, {
-      M: r.M,
-      N: part.rows,
-      K: d.inFeatures,
-      group_size: d.groupSize,
-      n_offset: part.rowStart,
-      x_stride: xStride,
-      y_stride: yStride,
-      round: r.round,
-    });
+    const params = affineParams(rec, SHADER, d, part, r, xStride, yStride);
     const bindings = [params, x, part.buffer, y, lin.scales!.parts[i].buffer, lin.biases!.parts[i].buffer];
     rec.run(SHADER, wide ? 'qmv_wide' : 'qmv', constants, bindings, Math.ceil((r.M * part.rows) / WG));
   });

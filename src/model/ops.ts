@@ -1,10 +1,9 @@
 import type { Recorder } from '../gpu/recorder.ts';
-import type { Binding } from '../gpu/kernels.ts';
-import type { RowPart } from '../gpu/upload.ts';
 import type { GpuLinear } from './gpu-weights.ts';
 import type { KernelClass } from '../gpu/kernel-class.ts';
 import type { MlxMachine } from './mlx-dispatch.ts';
 import { mlxMatmul } from './mlx-matmul.ts';
+import { affineParams } from './affine-params.ts';
 
 /**
  * Typed wrappers around the WGSL kernels: one function per op, taking buffers and sizes. The same
@@ -301,28 +300,6 @@ function matmulSplitK(
       flags,
     });
     rec.run('matmul_split.wgsl', 'add_part', {}, [addParams, undefined, undefined, part, y], groups(r.M * N));
-  });
-}
-
-/** The parameter block every affine matmul kernel shares (matmul_affine_io.wgsl Params) for one row part. */
-function affineParams(
-  rec: Recorder,
-  shader: string,
-  d: AffineLinearDesc,
-  part: RowPart,
-  r: Rows,
-  xStride: number,
-  yStride: number,
-): Binding {
-  return rec.params(shader, {
-    M: r.M,
-    N: part.rows,
-    K: d.inFeatures,
-    group_size: d.groupSize,
-    n_offset: part.rowStart,
-    x_stride: xStride,
-    y_stride: yStride,
-    round: r.round,
   });
 }
 
