@@ -5,6 +5,7 @@ import {
   LAYER_STAGES,
   STAGE_LABELS,
   type FirstDivergence,
+  type LayerKind,
   type LensLayer,
   type StageDiff,
   type Stage,
@@ -12,30 +13,51 @@ import {
 
 /**
  * Failure localization: given every captured stage of both arms (rows = block positions), find the
- * first stage and position that differ in execution order (layer by layer, q k v attn mlp layer,
- * then final norm and logits; within a stage, position 0 first) and collect per-stage stats.
+ * first stage and position that differ in execution order (layer by layer in the model's own stage
+ * order, then final norm and logits; within a stage, position 0 first) and collect per-stage stats.
+ * The stage order comes from the model: Gemma's layers are q k v attn mlp layer (stageOrder); a Qwen3.5
+ * target's (src/model/qwen/stages.ts) adds the Gated DeltaNet stages of its linear layers.
  */
 export type StageCaptures = Map<string, Float32Array>;
+
+/** One localization stage: where it sits (layer, kind, stage) and the capture that holds its rows. */
+export interface StageStep {
+  layer: number | null;
+  layerKind: LayerKind | null;
+  stage: Stage;
+  capture: string;
+}
 
 export function captureName(layer: number | null, stage: Stage): string {
   return layer === null ? stage : `${stage}.${layer}`;
 }
 
-export function stageOrder(desc: TargetDescription): { layer: number | null; stage: Stage }[] {
-  const out: { layer: number | null; stage: Stage }[] = [];
-  desc.layers.forEach((_, i) => LAYER_STAGES.forEach((stage) => out.push({ layer: i, stage })));
-  FINAL_STAGES.forEach((stage) => out.push({ layer: null, stage }));
-  return out;
+/** Gemma 4's stage order: every layer's LAYER_STAGES, then the final stages; capture `${stage}.${layer}`. */
+export function stageOrder(desc: TargetDescription): StageStep[] {
+  const out: StageStep[] = [];
+  desc.layers.forEach((l, i) =>
+    LAYER_STAGES.forEach((stage) => out.push({ layer: i, layerKind: l.type, stage, capture: captureName(i, stage) })),
+  );
+  return [...out, ...finalStages()];
 }
 
-export function divergenceText(desc: TargetDescription, layer: number | null, stage: Stage, position: number): string {
-  const where =
-    layer === null ? STAGE_LABELS[stage] : `layer ${layer} (${desc.layers[layer].type}) ${STAGE_LABELS[stage]}`;
+/** The two final stages (final norm, LM head logits), shared by every family. */
+export function finalStages(): StageStep[] {
+  return FINAL_STAGES.map((stage) => ({ layer: null, layerKind: null, stage, capture: stage }));
+}
+
+export function divergenceText(
+  layer: number | null,
+  layerKind: LayerKind | null,
+  stage: Stage,
+  position: number,
+): string {
+  const where = layer === null ? STAGE_LABELS[stage] : `layer ${layer} (${layerKind}) ${STAGE_LABELS[stage]}`;
   return `first divergence: ${where} at position ${position}`;
 }
 
 export function localize(
-  desc: TargetDescription,
+  order: StageStep[],
   chain: StageCaptures,
   block: StageCaptures,
   rows: number,
@@ -43,16 +65,14 @@ export function localize(
 ): { stages: StageDiff[]; first: FirstDivergence | null } {
   const stages: StageDiff[] = [];
   let first: FirstDivergence | null = null;
-  for (const { layer, stage } of stageOrder(desc)) {
-    const name = captureName(layer, stage);
-    const a = chain.get(name);
-    const b = block.get(name);
-    if (!a || !b) throw new Error(`capture ${name} missing from ${a ? 'block' : 'chain'} arm`);
+  for (const { layer, layerKind, stage, capture } of order) {
+    const a = chain.get(capture);
+    const b = block.get(capture);
+    if (!a || !b) throw new Error(`capture ${capture} missing from ${a ? 'block' : 'chain'} arm`);
     const width = a.length / rows;
     const diffs = Array.from({ length: rows }, (_, r) =>
       compareRows(a.subarray(r * width, (r + 1) * width), b.subarray(r * width, (r + 1) * width), storage, r),
     );
-    const layerKind = layer === null ? null : desc.layers[layer].type;
     stages.push({ layer, layerKind, stage, rows: diffs });
     if (!first) {
       const bad = diffs.find((d) => d.bytesDiffering > 0);
@@ -62,7 +82,7 @@ export function localize(
           layerKind,
           stage,
           position: bad.position,
-          text: divergenceText(desc, layer, stage, bad.position),
+          text: divergenceText(layer, layerKind, stage, bad.position),
         };
     }
   }

@@ -6,7 +6,7 @@ import { policyByName, type Policy } from '../model/policy.ts';
 import type { CancelToken, ProgressFn } from '../util/cancel.ts';
 import { compareRows } from './compare.ts';
 import { defaultDrawLengths, probeDraw, type Draw } from './draws.ts';
-import { lensLayers, localize, type StageCaptures } from './localize.ts';
+import { lensLayers, localize, stageOrder, type StageCaptures, type StageStep } from './localize.ts';
 import {
   REPORT_SCHEMA,
   type CheckpointInfo,
@@ -40,7 +40,7 @@ export interface ProbeOptions {
 
 export interface ProbeEnv {
   ctx: GpuContext;
-  /** A Gemma 4 target's weights, or a Qwen3.5 target's (arms only: no ring view, localization or lens yet). */
+  /** A Gemma 4 target's weights, or a Qwen3.5 target's (no ring view: the family has no sliding ring). */
   weights: GpuWeights<TargetDescription> | QwenGpuWeights;
   target: CheckpointInfo;
   assistant?: CheckpointInfo;
@@ -63,6 +63,24 @@ interface ProbeTarget<S extends { destroy(): void } = { destroy(): void }> {
   decode(token: number, o: { policy?: Policy; captures?: 'all' }): Promise<ForwardResult>;
   step(tokens: number[], o: { policy?: Policy; captures?: 'all' }): Promise<ForwardResult>;
   destroy(): void;
+}
+
+/**
+ * What localization needs from a target: its stages in execution order (each with the capture holding its rows)
+ * and the logit lens over a layer's output. Gemma: LAYER_STAGES per layer; Qwen3.5: src/model/qwen/stages.ts.
+ */
+interface Localizer {
+  stages: StageStep[];
+  layers: number;
+  lens(hidden: Float32Array, rows: number): Promise<Float32Array>;
+}
+
+function localizerOf(model: ProbeTarget): Localizer | undefined {
+  if (model instanceof TargetModel)
+    return { stages: stageOrder(model.desc), layers: model.desc.layers.length, lens: (h, M) => model.lens(h, M) };
+  if (model instanceof QwenTargetModel)
+    return { stages: model.stageOrder(), layers: model.desc.layers.length, lens: (h, M) => model.lens(h, M) };
+  return undefined;
 }
 
 /**
@@ -210,8 +228,9 @@ async function probeOneDraw(
   progress('prefill', 0);
   cancel?.throwIfCancelled();
   let snapshot = undefined as { destroy(): void } | undefined;
-  // Ring view, localization and the logit lens read Gemma's cache and stage list; other families get the arms.
+  // The ring view reads Gemma's sliding cache; localization and the lens take the model's own stage list.
   const gemma = model instanceof TargetModel ? model : undefined;
+  const localizer = localizerOf(model);
   if (!separate) {
     await prefill(prefillChunk);
     snapshot = model.snapshot();
@@ -254,23 +273,24 @@ async function probeOneDraw(
       ring: view,
       timings,
     };
-    if (bad && opts.localize && gemma) {
+    if (bad && opts.localize && localizer) {
       progress('localize', 2);
       cancel?.throwIfCancelled();
       const t = performance.now();
       const cap = await runArms(true);
-      const loc = localize(gemma.desc, cap.chain.captures!, cap.block.captures!, K, storage);
+      const loc = localize(localizer.stages, cap.chain.captures!, cap.block.captures!, K, storage);
       result.firstDivergence = loc.first;
-      const cause = loc.first && policy.mlx && explainMlx(policy.mlx, gemma.desc, loc.first.layer, loc.first.stage, K);
+      const cause =
+        loc.first && gemma && policy.mlx && explainMlx(policy.mlx, gemma.desc, loc.first.layer, loc.first.stage, K);
       if (cause) result.firstDivergence!.cause = cause;
       result.stages = loc.stages;
       progress('logit lens', 3);
       const chainLens: Float32Array[] = [];
       const blockLens: Float32Array[] = [];
-      for (let i = 0; i < gemma.desc.layers.length; i++) {
+      for (let i = 0; i < localizer.layers; i++) {
         cancel?.throwIfCancelled();
-        chainLens.push(await gemma.lens(cap.chain.captures!.get(`layer.${i}`)!, K));
-        blockLens.push(await gemma.lens(cap.block.captures!.get(`layer.${i}`)!, K));
+        chainLens.push(await localizer.lens(cap.chain.captures!.get(`layer.${i}`)!, K));
+        blockLens.push(await localizer.lens(cap.block.captures!.get(`layer.${i}`)!, K));
       }
       result.lens = lensLayers(chainLens, blockLens, K);
       result.timings.localizeMs = performance.now() - t;

@@ -8,12 +8,20 @@ import type { AdapterReport } from '../gpu/device.ts';
 export const REPORT_SCHEMA = 'ringside-report/1';
 
 export type Verdict = 'equal' | 'diverges';
-/** Stages in execution order within a layer, then the two final stages. */
+/**
+ * Stages in execution order within a layer, then the two final stages. LAYER_STAGES are an attention layer's
+ * (Gemma 4's sliding and full layers, Qwen3.5's gated full attention); LINEAR_STAGES a Qwen3.5 Gated DeltaNet
+ * layer's (projections, conv, recurrence, gated norm, out_proj output, then the MLP and the layer output).
+ */
 export const LAYER_STAGES = ['q', 'k', 'v', 'attn', 'mlp', 'layer'] as const;
+export const LINEAR_STAGES = ['proj', 'conv', 'recurrence', 'gated_norm', 'out', 'mlp', 'layer'] as const;
 export const FINAL_STAGES = ['final_norm', 'logits'] as const;
 export type LayerStage = (typeof LAYER_STAGES)[number];
+export type LinearStage = (typeof LINEAR_STAGES)[number];
 export type FinalStage = (typeof FINAL_STAGES)[number];
-export type Stage = LayerStage | FinalStage;
+export type Stage = LayerStage | LinearStage | FinalStage;
+/** A layer's kind in a report: Gemma's sliding / full, Qwen3.5's full and linear (Gated DeltaNet). */
+export type LayerKind = 'sliding' | 'full' | 'linear';
 
 export const STAGE_LABELS: Record<Stage, string> = {
   q: 'q (after q_norm + RoPE)',
@@ -22,6 +30,11 @@ export const STAGE_LABELS: Record<Stage, string> = {
   attn: 'attention output',
   mlp: 'MLP output',
   layer: 'layer output',
+  proj: 'projections (in_proj qkv, z, b, a)',
+  conv: 'conv (causal conv1d + SiLU)',
+  recurrence: 'recurrence (o = S q)',
+  gated_norm: 'gated norm',
+  out: 'Gated DeltaNet output (out_proj)',
   final_norm: 'final norm',
   logits: 'LM head logits',
 };
@@ -70,11 +83,11 @@ export interface RowDiff {
 export interface FirstDivergence {
   /** Layer index, or null for final_norm / logits. */
   layer: number | null;
-  layerKind: 'sliding' | 'full' | null;
+  layerKind: LayerKind | null;
   stage: Stage;
   /** Position within the block (0-based row of the verify block). */
   position: number;
-  /** "first divergence: layer 0 (sliding) attention output at position 0" */
+  /** "first divergence: layer 0 (sliding) attention output at position 0", "... layer 0 (linear) recurrence ..." */
   text: string;
   /**
    * Why, where the policy can say: under the MLX policies, the MLX kernel pair of the stage's linears
@@ -86,7 +99,7 @@ export interface FirstDivergence {
 
 export interface StageDiff {
   layer: number | null;
-  layerKind: 'sliding' | 'full' | null;
+  layerKind: LayerKind | null;
   stage: Stage;
   rows: RowDiff[];
 }

@@ -142,6 +142,70 @@ describe('heatmap grid', () => {
     expect(Math.max(...g.cells.map((c) => c.level))).toBe(1);
     expect(g.cells.every((c) => c.level >= 0 && c.level <= 1)).toBe(true);
   });
+
+  it('a Qwen3.5 hybrid report keeps its linear layers and Gated DeltaNet stages (rows of their own)', () => {
+    // qwen-tiny's shape: layers 0, 1 linear, 2 full; the first divergence in layer 0's recurrence at row 1
+    const row = (position: number, bad: boolean) => ({
+      position,
+      bytesDiffering: bad ? 7 : 0,
+      bytesTotal: 64,
+      maxAbs: bad ? 1e-6 : 0,
+      maxUlp: bad ? 3 : 0,
+      nmse: 0,
+    });
+    const linear = ['proj', 'conv', 'recurrence', 'gated_norm', 'out', 'mlp', 'layer'];
+    const stages = [0, 1, 2].flatMap((layer) =>
+      (layer === 2 ? ['q', 'k', 'v', 'attn', 'mlp', 'layer'] : linear).map((stage) => ({
+        layer,
+        layerKind: layer === 2 ? 'full' : 'linear',
+        stage,
+        rows: [row(0, false), row(1, layer > 0 || !['proj', 'conv'].includes(stage))],
+      })),
+    );
+    stages.push(
+      ...(['final_norm', 'logits'].map((stage) => ({
+        layer: null,
+        layerKind: null,
+        stage,
+        rows: [row(0, false), row(1, true)],
+      })) as never[]),
+    );
+    const rep = structuredClone(divergingReport(1, 3, 1024)) as unknown as Record<string, unknown> & {
+      draws: Record<string, unknown>[];
+    };
+    const first = {
+      layer: 0,
+      layerKind: 'linear',
+      stage: 'recurrence',
+      position: 1,
+      text: 'first divergence: layer 0 (linear) recurrence (o = S q) at position 1',
+    };
+    Object.assign(rep.draws[0], { stages, firstDivergence: first });
+    const read = readReport(rep);
+    if (!read.ok) throw new Error(read.problems.join('; '));
+    const d = read.report.draws[0];
+    expect(d.stages!.length).toBe(stages.length);
+    expect(d.firstDivergence).toEqual(first);
+    const g = buildHeatmap(d.stages!, 'all', 'bytes', d.firstDivergence);
+    expect(g.columns.map((c) => c.kind)).toEqual(['linear', 'linear', 'full', null]);
+    expect(g.stages).toEqual([
+      'q',
+      'k',
+      'v',
+      'attn',
+      'proj',
+      'conv',
+      'recurrence',
+      'gated_norm',
+      'out',
+      'mlp',
+      'layer',
+      'final_norm',
+      'logits',
+    ]);
+    expect(g.cells.length).toBe(stages.length);
+    expect(g.cells.filter((c) => c.first).map((c) => [c.layer, c.stage])).toEqual([[0, 'recurrence']]);
+  });
 });
 
 describe('lens points and ring facts', () => {

@@ -46,6 +46,23 @@ export class CaptureSet {
     this.rec.copy(src, 0, buf, 0, floats * 4);
     this.bufs.set(name, { buf, floats });
   }
+  /**
+   * One capture of M rows made of several buffers' rows side by side (row r = parts' row r in order), so a
+   * stage's row split stays per position (the Gated DeltaNet's projections: qkv, z, b, a).
+   */
+  captureRows(name: string, parts: { src: GPUBuffer; width: number }[], M: number): void {
+    if (!this.want(name)) return;
+    const W = parts.reduce((a, p) => a + p.width, 0);
+    const buf = storageBuffer(this.device, M * W * 4, `cap.${name}`); // destroyed after readback
+    for (let r = 0; r < M; r++) {
+      let at = r * W;
+      for (const { src, width } of parts) {
+        this.rec.copy(src, r * width * 4, buf, at * 4, width * 4);
+        at += width;
+      }
+    }
+    this.bufs.set(name, { buf, floats: M * W });
+  }
   /** Reads every capture back (after the recording was submitted) and frees its buffer. */
   async read(): Promise<Map<string, Float32Array>> {
     const entries = [...this.bufs];
@@ -191,7 +208,8 @@ export class QwenEngine {
   /**
    * A decoder layer on ws.h (M rows at p): h += mixer(norm(h)); h += mlp(norm(h)). Full-attention layers use
    * `kv`; Gated DeltaNet layers `gdn` (with `state` for the prefill's window update). Captures attn.i, mlp.i,
-   * layer.i and the Gated DeltaNet stages.
+   * layer.i, q.i, k.i, v.i (full attention) and the Gated DeltaNet stages gdn.{proj,conv,recurrence,gated_norm}.i
+   * (the localization stages of src/model/qwen/stages.ts).
    */
   layer(
     rec: Recorder,
@@ -206,7 +224,7 @@ export class QwenEngine {
     this.norm(rec, ws.h, L.inputNorm, ws.xn, M, H);
     if (L.type === 'full') {
       if (st.kind !== 'full') throw new Error(`layer ${i}: state is not a KV cache`);
-      this.attention(rec, L, st, a);
+      this.attention(rec, i, L, st, a);
     } else {
       if (st.kind !== 'linear') throw new Error(`layer ${i}: state is not a Gated DeltaNet state`);
       this.deltaNet(rec, i, L, st, a);
@@ -226,12 +244,13 @@ export class QwenEngine {
   /** Gated full attention of M rows at p (docs/QWEN35.md 3.1) from ws.xn: the o_proj output in ws.a. */
   private attention(
     rec: Recorder,
+    i: number,
     L: QwenGpuAttentionLayer,
     kv: KvLayerState,
-    a: { M: number; p: number; phase: Phase; rows: op.Rows; policy: Policy },
+    a: { M: number; p: number; phase: Phase; rows: op.Rows; policy: Policy; caps: CaptureSet },
   ): void {
     const { ws } = this;
-    const { M, p, rows } = a;
+    const { M, p, rows, caps } = a;
     const { numHeads: nh, numKvHeads: nkv, headDim: hd, rope } = this.desc.config.attention;
     const round = this.opts.round;
     op.matmul(rec, L.qProj, ws.xn, ws.qg, rows);
@@ -243,6 +262,9 @@ export class QwenEngine {
     this.norm(rec, ws.attn, L.kNorm, ws.k, M * nkv, hd);
     qop.partialRope(rec, ws.k, this.rope, { ...rot, heads: nkv, scale: 1 });
     op.matmul(rec, L.vProj, ws.xn, ws.v, rows);
+    caps.capture(`q.${i}`, ws.q, M * nh * hd);
+    caps.capture(`k.${i}`, ws.k, M * nkv * hd);
+    caps.capture(`v.${i}`, ws.v, M * nkv * hd);
     // Block rows go to their positions before attention; rollback only moves nextPos back.
     const rowBytes = nkv * hd * 4;
     rec.copy(ws.k, 0, kv.k, p * rowBytes, M * rowBytes);
@@ -289,6 +311,13 @@ export class QwenEngine {
     op.matmul(rec, L.inProjZ, ws.xn, ws.z, rows);
     op.matmul(rec, L.inProjB, ws.xn, ws.gb_in, rows);
     op.matmul(rec, L.inProjA, ws.xn, ws.ga, rows);
+    const proj = [
+      { src: qkv, width: g.C },
+      { src: ws.z, width: g.Hv * g.Dv },
+      { src: ws.gb_in, width: g.Hv },
+      { src: ws.ga, width: g.Hv },
+    ];
+    caps.captureRows(`gdn.proj.${i}`, proj, M);
     qop.gdnConv(rec, g, { window: st.window, qkv, weight: L.conv, out: ws.c, M, round });
     if (a.phase === 'prefill') a.state!.advanceWindow(rec, st, qkv, M);
     caps.capture(`gdn.conv.${i}`, ws.c, M * g.C);

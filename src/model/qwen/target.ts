@@ -6,6 +6,8 @@ import { EXACT, type Policy } from '../policy.ts';
 import type { Captures, ForwardResult, Precision } from '../target.ts';
 import { CaptureSet, concat, type Phase, QwenEngine } from './engine.ts';
 import { qwenPolicyByName } from './policies.ts';
+import type { StageStep } from '../../parity/localize.ts';
+import { qwenStageOrder } from './stages.ts';
 import { QwenState, type QwenStateSnapshot } from './state.ts';
 import type { QwenGpuWeights } from './weights.ts';
 
@@ -16,7 +18,8 @@ import type { QwenGpuWeights } from './weights.ts';
  * M, so a verify row equals the chain's bytes (tests: test/gpu/qwen-target.test.ts).
  *
  * Capture names (the goldens' act.* without the prefix): attn.i (token mixer output), mlp.i, layer.i,
- * gdn.conv.i, gdn.recurrence.i, gdn.gated_norm.i (Gated DeltaNet layers), final_norm, logits.
+ * q.i, k.i, v.i (full-attention layers), gdn.proj.i, gdn.conv.i, gdn.recurrence.i, gdn.gated_norm.i (Gated
+ * DeltaNet layers), final_norm, logits.
  */
 export interface QwenTargetOptions {
   maxContext: number;
@@ -114,6 +117,28 @@ export class QwenTargetModel {
       out.push(t);
     }
     return out;
+  }
+
+  /** Localization stages in execution order and their capture names (the probe's, src/model/qwen/stages.ts). */
+  stageOrder(): StageStep[] {
+    return qwenStageOrder(this.desc);
+  }
+
+  /**
+   * Logit lens: the final norm and the LM head over `M` rows of a hidden state (a layer.i capture), on the
+   * workspace only (the state is not touched). Exact matmul plan, as the probe's arms use for the head.
+   */
+  async lens(hidden: Float32Array, M: number): Promise<Float32Array> {
+    const e = this.engine;
+    const H = this.desc.hidden;
+    if (M > e.opts.rows) throw new Error(`lens of ${M} rows exceeds the workspace (${e.opts.rows})`);
+    e.device.queue.writeBuffer(e.ws.h, 0, hidden.buffer, hidden.byteOffset, M * H * 4);
+    const rec = e.recorder('lens');
+    e.norm(rec, e.ws.h, this.weights.finalNorm, e.ws.y, M, H);
+    e.submit(rec);
+    const { logits } = await e.head(this.weights.lmHead, 0, M, 0);
+    await e.checkErrors('running the logit lens');
+    return logits;
   }
 
   snapshot(): QwenStateSnapshot {

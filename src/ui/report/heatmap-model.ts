@@ -6,7 +6,9 @@
 import {
   FINAL_STAGES,
   LAYER_STAGES,
+  LINEAR_STAGES,
   type FirstDivergence,
+  type LayerKind,
   type RowDiff,
   type Stage,
   type StageDiff,
@@ -17,11 +19,22 @@ export type Metric = 'bytes' | 'ulp';
 export type PositionPick = number | 'all';
 
 export const HEAT_STAGES: readonly Stage[] = [...LAYER_STAGES, ...FINAL_STAGES];
+/**
+ * Rows of a report with Qwen3.5 Gated DeltaNet layers: the attention stages, then the linear layers' own
+ * (projections, conv, recurrence, gated norm, out_proj output; MLP and layer output are shared), then the final
+ * stages. A report without them keeps HEAT_STAGES.
+ */
+export const HYBRID_HEAT_STAGES: readonly Stage[] = [
+  ...LAYER_STAGES.slice(0, 4),
+  ...LINEAR_STAGES.filter((s) => !(LAYER_STAGES as readonly string[]).includes(s)),
+  ...LAYER_STAGES.slice(4),
+  ...FINAL_STAGES,
+];
 
 export interface HeatColumn {
   /** Layer index, or null for the head column (final_norm, logits). */
   layer: number | null;
-  kind: 'sliding' | 'full' | null;
+  kind: LayerKind | null;
   label: string;
 }
 
@@ -101,7 +114,8 @@ export function buildHeatmap(
   metric: Metric,
   first: FirstDivergence | null,
 ): HeatGrid {
-  const layerKinds = new Map<number, 'sliding' | 'full' | null>();
+  const layerKinds = new Map<number, LayerKind | null>();
+  const heatStages = stages.some((s) => s.layerKind === 'linear') ? HYBRID_HEAT_STAGES : HEAT_STAGES;
   let hasHead = false;
   const positions = new Set<number>();
   for (const s of stages) {
@@ -121,7 +135,7 @@ export function buildHeatmap(
   const values: number[] = [];
   for (const s of stages) {
     const col = colOf(s.layer);
-    const row = HEAT_STAGES.indexOf(s.stage);
+    const row = heatStages.indexOf(s.stage);
     // Layer stages belong to layer columns, final stages to the head column; anything else is dropped.
     if (col < 0 || row < 0 || (s.layer === null) !== (FINAL_STAGES as readonly string[]).includes(s.stage)) continue;
     const diff = pickRows(s.rows, pick);
@@ -140,12 +154,12 @@ export function buildHeatmap(
     level: values[i] > 0 ? Math.min(1, Math.max(0.04, values[i] / scaleMax)) : 0,
   }));
   const index = new Map<number, HeatCell>();
-  for (const c of cells) index.set(c.col * HEAT_STAGES.length + c.row, c);
+  for (const c of cells) index.set(c.col * heatStages.length + c.row, c);
   return {
     columns,
-    stages: HEAT_STAGES,
+    stages: heatStages,
     cells,
-    at: (col, row) => index.get(col * HEAT_STAGES.length + row),
+    at: (col, row) => index.get(col * heatStages.length + row),
     metric,
     scaleMax,
     positions: [...positions].sort((a, b) => a - b),

@@ -10,7 +10,8 @@ import { FONT, onWidthChange, sizeCanvas } from '../common/canvas.ts';
 import { fmtInt, fmtPercent, fmtSci } from '../common/format.ts';
 import { heatColor, legendStops, MISSING_COLOR, type HeatCell, type HeatGrid } from './heatmap-model.ts';
 
-export const KIND_COLOR = { sliding: '#9cc3ee', full: '#1f4e9a' } as const;
+/** Layer-kind strip: sliding (Gemma), full attention, linear (Qwen3.5 Gated DeltaNet). */
+export const KIND_COLOR = { sliding: '#9cc3ee', full: '#1f4e9a', linear: '#8fd0b8' } as const;
 
 export interface HeatLayout {
   left: number;

@@ -8,11 +8,13 @@
 import {
   FINAL_STAGES,
   LAYER_STAGES,
+  LINEAR_STAGES,
   REPORT_SCHEMA,
   validateReport,
   type CheckpointInfo,
   type DrawResult,
   type FirstDivergence,
+  type LayerKind,
   type LensLayer,
   type ProbeReport,
   type Provenance,
@@ -31,9 +33,9 @@ export const LIMITS = { draws: 64, rows: 512, layers: 1024, stages: 16_384, wind
 type Obj = Record<string, unknown>;
 const obj = (v: unknown): Obj => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Obj) : {});
 const arr = (v: unknown, max: number): unknown[] => (Array.isArray(v) ? v.slice(0, max) : []);
-const ALL_STAGES: readonly string[] = [...LAYER_STAGES, ...FINAL_STAGES];
+const ALL_STAGES: readonly string[] = [...LAYER_STAGES, ...LINEAR_STAGES, ...FINAL_STAGES];
 const isStage = (v: unknown): v is Stage => typeof v === 'string' && ALL_STAGES.includes(v);
-const kind = (v: unknown): 'sliding' | 'full' | null => (v === 'sliding' || v === 'full' ? v : null);
+const kind = (v: unknown): LayerKind | null => (v === 'sliding' || v === 'full' || v === 'linear' ? v : null);
 const layerIndex = (v: unknown): number | null => {
   const n = count(v);
   return Number.isNaN(n) || n >= LIMITS.layers ? null : n;
