@@ -13,6 +13,10 @@ import {
   type TraceReport,
 } from './report.ts';
 import { provenance } from './provenance.ts';
+import { QwenTargetModel } from '../model/qwen/target.ts';
+import type { QwenGpuWeights } from '../model/qwen/weights.ts';
+import { qwenPolicyByName } from '../model/qwen/policies.ts';
+import type { ForwardResult } from '../model/target.ts';
 // The trace's report types live with the report schema (report.ts); re-exported for the trace's users.
 export type { TraceMetrics, TracePosition, TraceReport };
 
@@ -117,14 +121,27 @@ export function traceVerdict(m: TraceMetrics): { verdict: 'equal' | 'diverges'; 
 
 export interface TraceEnv {
   ctx: GpuContext;
-  weights: GpuWeights<TargetDescription>;
+  /** A Gemma 4 target's weights or a Qwen3.5 target's (QwenTargetModel, the family's policy list). */
+  weights: GpuWeights<TargetDescription> | QwenGpuWeights;
   target: CheckpointInfo;
   platform: string;
   onProgress?: ProgressFn;
   cancel?: CancelToken;
 }
 
-async function prefillArm(model: TargetModel, prefix: number[], policy: Policy, chunk: number): Promise<number> {
+/** What the trace needs from a target model (TargetModel's contract, which QwenTargetModel implements). */
+interface TraceTarget<S extends { destroy(): void } = { destroy(): void }> {
+  reset(): void;
+  prefill(tokens: number[], o: { chunk?: number; policy?: Policy; logits: 'none' }): Promise<unknown>;
+  snapshot(): S;
+  restore(s: S): void;
+  decode(token: number, o: { policy?: Policy }): Promise<ForwardResult>;
+  step(tokens: number[], o: { policy?: Policy }): Promise<ForwardResult>;
+  commit(accepted: number): void;
+  destroy(): void;
+}
+
+async function prefillArm(model: TraceTarget, prefix: number[], policy: Policy, chunk: number): Promise<number> {
   const t = performance.now();
   model.reset();
   await model.prefill(prefix, { chunk: chunk || prefix.length, policy, logits: 'none' });
@@ -134,7 +151,8 @@ async function prefillArm(model: TargetModel, prefix: number[], policy: Policy, 
 export async function runTrace(env: TraceEnv, opts: TraceOptions): Promise<TraceReport> {
   const t0 = performance.now();
   const desc = env.weights.desc;
-  const policy = policyByName(opts.policy);
+  const qwen = 'family' in desc && desc.family === 'qwen3_5';
+  const policy = qwen ? qwenPolicyByName(opts.policy) : policyByName(opts.policy);
   const K = opts.block;
   const n = opts.prefix + opts.traced + 1;
   const stream = opts.stream ?? defaultStream(n, desc.vocab);
@@ -146,12 +164,15 @@ export async function runTrace(env: TraceEnv, opts: TraceOptions): Promise<Trace
   const prefix = stream.slice(0, opts.prefix);
   const traced = stream.slice(opts.prefix, opts.prefix + opts.traced);
   const chunk = Math.min(opts.prefix, 512);
-  const model = new TargetModel(env.ctx, env.weights, {
+  const modelOpts = {
     maxContext: n + K,
     maxBlock: K,
     prefillChunk: Math.max(chunk, policy.prefillChunks?.block ?? 0),
     precision: opts.precision,
-  });
+  };
+  const model: TraceTarget = qwen
+    ? new QwenTargetModel(env.ctx, env.weights as QwenGpuWeights, modelOpts)
+    : new TargetModel(env.ctx, env.weights as GpuWeights<TargetDescription>, modelOpts);
   const timings = { totalMs: 0, prefillMs: 0, chainMs: 0, blockMs: 0 };
   const V = desc.vocab;
   try {

@@ -1,7 +1,8 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { loadModels } from '../load-models.ts';
 import { runTrace } from '../../parity/trace.ts';
-import { checkpointInfo } from '../../parity/summary.ts';
+import { checkpointInfo, qwenCheckpointInfo } from '../../parity/summary.ts';
+import { isQwenDir, loadQwenTarget } from '../qwen-target.ts';
 import { choice, intOption, requireString } from '../args.ts';
 import type { Command } from '../command.ts';
 
@@ -22,7 +23,17 @@ export const trace: Command = {
   },
   async run({ values }, io) {
     const out = requireString(values, 'report');
-    const m = await loadModels(requireString(values, 'target'));
+    const dir = requireString(values, 'target');
+    // A Qwen3.5 folder opens with its family's loader (the trace needs the target only).
+    const q = (await isQwenDir(dir)) ? await loadQwenTarget(dir) : undefined;
+    const m = q
+      ? { ctx: q.ctx, targetWeights: q.weights, info: qwenCheckpointInfo(q.checkpoint), close: () => q.close() }
+      : await loadModels(dir).then((g) => ({
+          ctx: g.ctx,
+          targetWeights: g.targetWeights,
+          info: checkpointInfo(g.target),
+          close: () => g.close(),
+        }));
     try {
       const stream = values.stream
         ? (JSON.parse(await readFile(String(values.stream), 'utf8')) as number[])
@@ -39,7 +50,7 @@ export const trace: Command = {
         {
           ctx: m.ctx,
           weights: m.targetWeights,
-          target: checkpointInfo(m.target),
+          target: m.info,
           platform: m.ctx.report.platform,
           onProgress: (p) => io.err(`[trace] ${p.phase} ${p.done}/${p.total}`),
         },
