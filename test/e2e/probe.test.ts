@@ -179,24 +179,30 @@ describe('probe in the page on the fixture model', () => {
   it(
     "mlx-m3plus: the page offers MLX's policies with a description each; the probe names MLX's kernel pair",
     async () => {
-      const names = await page.getByTestId('policy').locator('option').allTextContents();
-      expect(names).toEqual(expect.arrayContaining(['mlx-m1', 'mlx-m3plus', 'mlx-m3plus-narrow']));
-      await page.getByTestId('policy').selectOption('mlx-m1');
-      expect(await page.getByTestId('policy-help').textContent()).toMatch(/^MLX on M1\/M2: /);
-      await page.getByTestId('policy').selectOption('mlx-m3plus-narrow');
-      expect(await page.getByTestId('policy-help').textContent()).toMatch(/MLXCEL_QMV_WIDE=0/);
-      expect(await runProbe(page, 'mlx-m3plus')).toBe('diverges');
-      expect(await page.getByTestId('policy-help').textContent()).toMatch(/qmv_wide for 2 <= M/);
+      // A page of its own: the test before reloads `page`, which drops the loaded checkpoints.
+      const mlx = await newPage(env.browser, env.url);
+      expect(await dropFolder(mlx, 'target', TARGET_DIR)).toBe('loaded');
+      const policy = mlx.getByTestId('policy');
+      await expect
+        .poll(() => policy.locator('option').allTextContents())
+        .toEqual(expect.arrayContaining(['mlx-m1', 'mlx-m3plus', 'mlx-m3plus-narrow']));
+      await policy.selectOption('mlx-m1');
+      expect(await mlx.getByTestId('policy-help').textContent()).toMatch(/^MLX on M1\/M2: /);
+      await policy.selectOption('mlx-m3plus-narrow');
+      expect(await mlx.getByTestId('policy-help').textContent()).toMatch(/MLXCEL_QMV_WIDE=0/);
+      expect(await runProbe(mlx, 'mlx-m3plus')).toBe('diverges');
+      expect(await mlx.getByTestId('policy-help').textContent()).toMatch(/qmv_wide for 2 <= M/);
       // MLX routes every quantized linear of 2 <= M < its batch limit to qmv_wide on M3 and newer
       // (mlx/backend/metal/quantized.cpp): q_proj, the forward's first, differs first.
-      expect(await page.getByTestId('first-divergence').textContent()).toMatch(
+      expect(await mlx.getByTestId('first-divergence').textContent()).toMatch(
         /^first divergence: layer 0 \(sliding\) q /,
       );
-      expect(await page.getByTestId('divergence-cause').textContent()).toMatch(
+      expect(await mlx.getByTestId('divergence-cause').textContent()).toMatch(
         /q_proj: qmv \(M = 1\) vs qmv_wide \(M = 4\)/,
       );
-      await screenshot(page, '28-probe-mlx-m3plus');
-      expect(pageErrors(page)).toEqual([]);
+      await screenshot(mlx, '28-probe-mlx-m3plus');
+      expect(pageErrors(mlx)).toEqual([]);
+      await mlx.close();
     },
     TEST_MS,
   );
