@@ -1,12 +1,8 @@
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testGpu } from './gpu-context.ts';
-import { openQwen35Checkpoint } from '../../src/format/qwen3_5/index.ts';
-import { nodeFolderSources } from '../../src/node/file-source.ts';
-import { uploadQwenWeights } from '../../src/model/qwen/weights.ts';
+import { qwenTinyEnv } from './helpers/qwen-tiny.ts';
 import { runTrace, type TraceEnv } from '../../src/parity/trace.ts';
 import { validateReport } from '../../src/parity/report.ts';
-import { qwenCheckpointInfo } from '../../src/parity/summary.ts';
 import type { GpuContext } from '../../src/gpu/device.ts';
 
 /** The teacher-forced trace on qwen-tiny through the trace's model contract (QwenTargetModel). */
@@ -15,16 +11,7 @@ describe('teacher-forced trace on a Qwen3.5 target (qwen-tiny)', () => {
   let env: TraceEnv;
   beforeAll(async () => {
     ctx = await testGpu();
-    const ck = await openQwen35Checkpoint(
-      await nodeFolderSources(path.resolve(process.cwd(), 'test/fixtures/qwen-tiny/target')),
-      'qwen-tiny',
-    );
-    env = {
-      ctx,
-      weights: await uploadQwenWeights(ctx.device, ck.description),
-      target: qwenCheckpointInfo(ck),
-      platform: 'test',
-    };
+    env = await qwenTinyEnv(ctx);
   });
   afterAll(() => {
     env?.weights.destroy();
