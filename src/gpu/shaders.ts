@@ -27,6 +27,7 @@ import attention from '../../shaders/attention.wgsl?raw';
 import qwenCommon from '../../shaders/qwen_common.wgsl?raw';
 import gatedDelta from '../../shaders/gated_delta.wgsl?raw';
 import qwenOps from '../../shaders/qwen_ops.wgsl?raw';
+import ple from '../../shaders/ple.wgsl?raw';
 
 const FILES: Record<string, string> = {
   'common.wgsl': common,
@@ -53,6 +54,7 @@ const FILES: Record<string, string> = {
   'qwen_common.wgsl': qwenCommon,
   'gated_delta.wgsl': gatedDelta,
   'qwen_ops.wgsl': qwenOps,
+  'ple.wgsl': ple,
 };
 
 /** The shader's text with includes expanded (each file at most once). */

@@ -44,6 +44,26 @@ export interface GpuLayer {
   postFfNorm: GPUBuffer;
   /** layer_scalar as a number (it is a uniform of the residual kernel). */
   layerScalar: number;
+  /** E-series targets: the layer's gate of its per-layer input into the residual (DecoderLayer.perLayerInput). */
+  perLayerInput?: GpuLayerPerLayerInput;
+}
+
+/** One layer's per-layer-input weights on the GPU (src/model/family/e-target.ts runs them). */
+export interface GpuLayerPerLayerInput {
+  gate: GpuLinear;
+  projection: GpuLinear;
+  postNorm: GPUBuffer;
+}
+
+/**
+ * The model-level per-layer embedding weights of an E-series target. The table is an embedding of
+ * [vocab_ple, L * P]; like every large tensor it is split by row ranges into buffers a binding can hold.
+ */
+export interface GpuPerLayerEmbedding {
+  width: number;
+  table: GpuLinear;
+  modelProjection: GpuLinear;
+  projectionNorm: GPUBuffer;
 }
 
 export interface GpuWeights<D extends ModelDescription = ModelDescription> {
@@ -53,6 +73,8 @@ export interface GpuWeights<D extends ModelDescription = ModelDescription> {
   finalNorm: GPUBuffer;
   preProjection?: GpuLinear;
   postProjection?: GpuLinear;
+  /** E-series targets: the per-layer embedding table, its projection and norm. */
+  perLayer?: GpuPerLayerEmbedding;
   bytes: number;
   destroy(): void;
 }
@@ -64,14 +86,31 @@ function layerTensors(l: DecoderLayer): TensorRef[] {
   const norms = [l.inputNorm, l.qNorm, l.kNorm, l.postAttnNorm, l.preFfNorm, l.postFfNorm].filter(
     (x): x is TensorRef => x !== null,
   );
-  return [...lin.flatMap(linearTensors), ...norms];
+  const ple = l.perLayerInput;
+  const pleTensors = ple ? [...linearTensors(ple.gate), ...linearTensors(ple.projection), ple.postNorm] : [];
+  return [...lin.flatMap(linearTensors), ...norms, ...pleTensors];
 }
 
 /** Every tensor the GPU engine reads (layer_scalar is read on the CPU). */
 export function gpuTensorsOf(desc: ModelDescription): TensorRef[] {
   const out = [...linearTensors(desc.embed), desc.finalNorm, ...desc.layers.flatMap(layerTensors)];
   if (desc.role === 'assistant') out.push(...linearTensors(desc.preProjection), ...linearTensors(desc.postProjection));
+  if (desc.role === 'target' && desc.perLayer) {
+    const p = desc.perLayer;
+    out.push(...linearTensors(p.table), ...linearTensors(p.modelProjection), p.projectionNorm);
+  }
   return out;
+}
+
+/**
+ * The Gemma 4 family features of `desc` that no GPU engine runs yet: mixture-of-experts blocks and the E-series
+ * assistants (centroid head, all layers reading the target's K/V). E-series targets (per-layer embeddings, KV
+ * sharing, double-wide MLPs) run in src/model/family/e-target.ts, not in the dense TargetModel, which refuses them.
+ */
+export function unsupportedFamilyFeatures(desc: ModelDescription): string[] {
+  const family = familyFeatures(desc);
+  if (desc.role === 'target' && !desc.config.moe) return [];
+  return family;
 }
 
 /**
@@ -87,9 +126,9 @@ export async function uploadWeights<D extends ModelDescription>(
   cancel?: CancelToken,
   availableBytes?: number,
 ): Promise<GpuWeights<D>> {
-  // The format layer reads E-series checkpoints for the CPU reference; the GPU kernels do not run them yet, and
-  // running them as dense models would be silently wrong.
-  const family = familyFeatures(desc);
+  // The format layer reads every family member for the CPU reference; the GPU kernels do not run MoE targets and
+  // E-series assistants yet, and running them as dense models would be silently wrong.
+  const family = unsupportedFamilyFeatures(desc);
   if (family.length > 0)
     throw new FormatError(
       `${desc.modelType} ${desc.role} uses ${family.join(', ')}: the GPU engine does not run these Gemma 4 variants yet (the CPU reference does)`,
@@ -158,6 +197,13 @@ async function uploadAll<D extends ModelDescription>(
       postFfNorm: await vector(l.postFfNorm),
       layerScalar: scalar,
     });
+    const ple = l.perLayerInput;
+    if (ple)
+      layers[layers.length - 1].perLayerInput = {
+        gate: await linear(ple.gate),
+        projection: await linear(ple.projection),
+        postNorm: await vector(ple.postNorm),
+      };
   }
   const w: GpuWeights<D> = {
     desc,
@@ -170,6 +216,15 @@ async function uploadAll<D extends ModelDescription>(
   if (desc.role === 'assistant') {
     w.preProjection = await linear(desc.preProjection);
     w.postProjection = await linear(desc.postProjection);
+  }
+  if (desc.role === 'target' && desc.perLayer) {
+    const p = desc.perLayer;
+    w.perLayer = {
+      width: p.width,
+      table: await linear(p.table),
+      modelProjection: await linear(p.modelProjection),
+      projectionNorm: await vector(p.projectionNorm),
+    };
   }
   return w;
 }

@@ -1,4 +1,4 @@
-import type { TargetDescription } from '../format/model-description.ts';
+import { familyFeatures, type TargetDescription } from '../format/model-description.ts';
 import type { GpuContext } from '../gpu/device.ts';
 import { readMany, storageBuffer, uploadBuffer } from '../gpu/buffers.ts';
 import { KernelCache } from '../gpu/kernels.ts';
@@ -91,6 +91,13 @@ export class TargetModel {
   ) {
     this.device = ctx.device;
     this.desc = weights.desc;
+    // Gemma 4 family members run in their own engines (E-series: src/model/family/e-target.ts); run here as a
+    // dense model they would be silently wrong.
+    const family = familyFeatures(this.desc);
+    if (family.length > 0)
+      throw new Error(
+        `${this.desc.modelType} target uses ${family.join(', ')}: the dense engine does not run it (E-series targets run in ETargetModel, src/model/family/e-target.ts)`,
+      );
     this.kernels = new KernelCache(this.device);
     this.round = opts.precision === 'bf16';
     this.cache = new KvCache(this.device, this.desc, opts.maxContext, opts.maxBlock);
