@@ -8,7 +8,9 @@ import { compareRows } from './compare.ts';
 import { defaultDrawLengths, probeDraw, type Draw } from './draws.ts';
 import { lensLayers, localize, stageOrder, type StageCaptures, type StageStep } from './localize.ts';
 import {
+  QWEN_STAGE_LABELS,
   REPORT_SCHEMA,
+  type Stage,
   type CheckpointInfo,
   type DrawResult,
   type ProbeReport,
@@ -17,9 +19,11 @@ import {
 } from './report.ts';
 import { provenance } from './provenance.ts';
 import { explainMlx } from './mlx-blame.ts';
+import { qwenStateView } from './state-view.ts';
 import { QwenTargetModel } from '../model/qwen/target.ts';
 import type { QwenGpuWeights } from '../model/qwen/weights.ts';
 import { qwenPolicyByName } from '../model/qwen/policies.ts';
+import { ETargetModel, isESeriesTarget } from '../model/family/e-target.ts';
 
 /**
  * The block-versus-chain probe (GEMMA4.md section 6, mlxcel's startup guard). Per draw: prefill the
@@ -71,6 +75,7 @@ interface ProbeTarget<S extends { destroy(): void } = { destroy(): void }> {
  */
 interface Localizer {
   stages: StageStep[];
+  labels?: Record<Stage, string>;
   layers: number;
   lens(hidden: Float32Array, rows: number): Promise<Float32Array>;
 }
@@ -78,8 +83,13 @@ interface Localizer {
 function localizerOf(model: ProbeTarget): Localizer | undefined {
   if (model instanceof TargetModel)
     return { stages: stageOrder(model.desc), layers: model.desc.layers.length, lens: (h, M) => model.lens(h, M) };
-  if (model instanceof QwenTargetModel)
-    return { stages: model.stageOrder(), layers: model.desc.layers.length, lens: (h, M) => model.lens(h, M) };
+  if (model instanceof QwenTargetModel || model instanceof ETargetModel)
+    return {
+      stages: model.stageOrder(),
+      labels: QWEN_STAGE_LABELS,
+      layers: model.desc.layers.length,
+      lens: (h, M) => model.lens(h, M),
+    };
   return undefined;
 }
 
@@ -120,7 +130,7 @@ async function blockArm(model: ProbeTarget, block: number[], policy: Policy, cap
   return { logits, captures: capture ? r.captures : undefined };
 }
 
-function ringView(model: TargetModel, K: number, policy: Policy): RingView {
+function ringView(model: TargetModel | ETargetModel, K: number, policy: Policy): RingView {
   const { window, state } = model.cache;
   const slotPositions: (number | null)[] = new Array(window).fill(null);
   for (let q = Math.max(0, state.nextPos - window); q < state.nextPos; q++) slotPositions[model.cache.slotOf(q)] = q;
@@ -153,9 +163,12 @@ export async function runProbe(env: ProbeEnv, opts: ProbeOptions): Promise<Probe
     prefillChunk: Math.max(prefillChunk, policy.prefillChunks?.block ?? 0, 1),
     precision: opts.precision,
   };
+  const gemma = w as GpuWeights<TargetDescription>;
   const model: ProbeTarget = qwen
     ? new QwenTargetModel(env.ctx, w as QwenGpuWeights, modelOpts)
-    : new TargetModel(env.ctx, w as GpuWeights<TargetDescription>, modelOpts);
+    : isESeriesTarget(gemma.desc)
+      ? new ETargetModel(env.ctx, gemma, modelOpts)
+      : new TargetModel(env.ctx, gemma, modelOpts);
   const storage = opts.precision;
   const draws: DrawResult[] = [];
   try {
@@ -168,7 +181,9 @@ export async function runProbe(env: ProbeEnv, opts: ProbeOptions): Promise<Probe
           total: lengths.length * 4,
           detail: `draw ${d + 1} of ${lengths.length} (prompt ${draw.prompt.length}): ${phase}`,
         });
-      draws.push(await probeOneDraw(model, draw, policy, opts, storage, prefillChunk, progress, env.cancel));
+      // The long draw (the last) records where the arms keep their state: Gemma's ring, Qwen3.5's recurrent state.
+      const long = d === lengths.length - 1;
+      draws.push(await probeOneDraw(model, draw, policy, opts, storage, prefillChunk, progress, env.cancel, long));
     }
   } finally {
     model.destroy();
@@ -211,6 +226,7 @@ async function probeOneDraw(
   prefillChunk: number,
   progress: (phase: string, done: number) => void,
   cancel?: CancelToken,
+  long = false,
 ): Promise<DrawResult> {
   const K = draw.block.length;
   const P = draw.prompt.length;
@@ -229,7 +245,7 @@ async function probeOneDraw(
   cancel?.throwIfCancelled();
   let snapshot = undefined as { destroy(): void } | undefined;
   // The ring view reads Gemma's sliding cache; localization and the lens take the model's own stage list.
-  const gemma = model instanceof TargetModel ? model : undefined;
+  const gemma = model instanceof TargetModel || model instanceof ETargetModel ? model : undefined;
   const localizer = localizerOf(model);
   if (!separate) {
     await prefill(prefillChunk);
@@ -273,12 +289,24 @@ async function probeOneDraw(
       ring: view,
       timings,
     };
+    if (long && model instanceof QwenTargetModel) {
+      cancel?.throwIfCancelled();
+      const t = performance.now();
+      result.state = await qwenStateView(
+        model,
+        draw.block,
+        policy,
+        () => startArm('chain'),
+        () => startArm('block'),
+      );
+      result.timings.stateMs = performance.now() - t;
+    }
     if (bad && opts.localize && localizer) {
       progress('localize', 2);
       cancel?.throwIfCancelled();
       const t = performance.now();
       const cap = await runArms(true);
-      const loc = localize(localizer.stages, cap.chain.captures!, cap.block.captures!, K, storage);
+      const loc = localize(localizer.stages, cap.chain.captures!, cap.block.captures!, K, storage, localizer.labels);
       result.firstDivergence = loc.first;
       const cause =
         loc.first && gemma && policy.mlx && explainMlx(policy.mlx, gemma.desc, loc.first.layer, loc.first.stage, K);

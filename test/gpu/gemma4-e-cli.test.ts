@@ -1,0 +1,70 @@
+/**
+ * `probe` on an E-series folder (gemma4-e-tiny): the CLI runs the E-series GPU target (src/model/family/e-target.ts)
+ * through the probe's arms, localizes a divergence in its own stage order (no k / v stages on the KV-shared layers),
+ * and still refuses a MoE folder (gemma4-moe-tiny) with a clear message.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { validateReport } from '../../src/parity/report.ts';
+import { GEMMA4_E_TINY } from '../support/fixtures.ts';
+
+const run = promisify(execFile);
+const cli = (...args: string[]) => run('npm', ['run', '-s', 'cli', '--', ...args], { timeout: 240_000 });
+const target = path.join(GEMMA4_E_TINY, 'target');
+const assistant = path.join(GEMMA4_E_TINY, 'assistant');
+const MOE_TARGET = path.resolve(process.cwd(), 'test/fixtures/gemma4-moe-tiny/target');
+
+describe('npm run cli probe on gemma4-e-tiny', () => {
+  it('passes under exact (exit 0) past the window, with the assistant recorded', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'ringside-eprobe-'));
+    const file = path.join(dir, 'exact.json');
+    const ok = await cli('probe', '--target', target, '--draft', assistant, '--report', file);
+    expect(ok.stdout).toMatch(/probe passed: 4 draws/);
+    expect(ok.stdout).toMatch(/draw 3 \(prompt 48\): all 4 verify block positions equal/);
+    expect(ok.stdout).toMatch(/MTP would be enabled/);
+    const r = JSON.parse(readFileSync(file, 'utf8'));
+    expect(validateReport(r)).toEqual([]);
+    expect(r.verdict).toBe('equal');
+    expect(r.provenance.target).toMatchObject({ layers: 10, hidden: 128, window: 16, vocab: 512 });
+    expect(r.provenance.assistant.label).toBe('assistant');
+  });
+
+  it('ring-chronological diverges (exit 3) and is localized to layer 0 attention; shared layers have no k / v stage', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'ringside-eprobe-'));
+    const file = path.join(dir, 'ring.json');
+    const bad = await cli(
+      'probe',
+      '--target',
+      target,
+      '--lengths',
+      '48',
+      '--policy',
+      'ring-chronological',
+      '--report',
+      file,
+    ).catch((e) => e);
+    expect(bad.code).toBe(3);
+    expect(bad.stdout).toMatch(/first divergence: layer 0 \(sliding\) attention output at position 0/);
+    const r = JSON.parse(readFileSync(file, 'utf8'));
+    expect(validateReport(r)).toEqual([]);
+    const stagesOf = (layer: number) =>
+      r.draws[0].stages.filter((s: { layer: number }) => s.layer === layer).map((s: { stage: string }) => s.stage);
+    expect(stagesOf(5)).toEqual(['q', 'k', 'v', 'attn', 'mlp', 'layer']);
+    expect(stagesOf(6)).toEqual(['q', 'attn', 'mlp', 'layer']);
+    expect(stagesOf(9)).toEqual(['q', 'attn', 'mlp', 'layer']);
+    expect(r.draws[0].lens).toHaveLength(10);
+    expect(r.draws[0].ring.window).toBe(16);
+  });
+
+  it('a MoE folder is still refused with a clear message', async () => {
+    const e = await cli('probe', '--target', MOE_TARGET, '--report', '/tmp/ringside-moe.json').catch((x) => x);
+    expect(e.code).toBe(1);
+    expect(e.stderr).toMatch(
+      /gemma4 target uses mixture-of-experts blocks \(8 experts, top 4\): the GPU engine does not run these Gemma 4 variants yet/,
+    );
+  });
+});
