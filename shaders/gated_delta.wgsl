@@ -11,6 +11,10 @@
 // A verify block runs the recurrence over its K tokens in the order K chain steps would, in the
 // same pipeline, so row t's state and output are the chain's bytes; with `stage` the state after
 // every token goes to S_stage (commit copies the accepted one), else S is updated in place (prefill).
+//   recurrence_chunked  the same rule in the chunked (WY / UT-transform) form of fast verify and prefill
+//                kernels (transformers torch_chunk_gated_delta_rule, fla chunk_gated_delta_rule): the
+//                inexact policy gdn-chunked runs it for verify blocks only, so block rows differ from
+//                chain steps in rounding (CPU twins: src/reference/qwen/gdn-chunked.ts).
 // CPU twins: src/reference/qwen/gdn-ops.ts (float64); tests: test/gpu/qwen-kernels.test.ts.
 override WG: u32 = 64u;
 // Largest key head dim the recurrence holds per invocation (Qwen3.5 / 3.6 use 128).
@@ -43,6 +47,7 @@ struct Params {
 @group(0) @binding(15) var<storage, read> z: array<f32>;              // [M, Hv, Dv]
 @group(0) @binding(16) var<storage, read> gnw: array<f32>;            // [Dv]
 @group(0) @binding(17) var<storage, read_write> y: array<f32>;        // [M, Hv, Dv]
+@group(0) @binding(18) var<storage, read_write> lg: array<f32>;       // [M, Hv] log decays (gdn-chunked)
 
 fn r(v: f32) -> f32 { return select(v, round_bf16(v), P.round == 1u); }
 fn stored(v: f32) -> f32 { return select(v, round_bf16(v), P.state_bf16 == 1u); }
@@ -104,6 +109,17 @@ fn gates(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: ve
   gb[2u * i + 1u] = sigmoid_ref(b_in[i]);
 }
 
+// The log decays -(exp(A_log) softplus(a + dt_bias)) alone (the chunked form sums them), by the expression
+// `gates` exponentiates.
+@compute @workgroup_size(WG)
+fn log_gates(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+             @builtin(local_invocation_index) lid: u32) {
+  let i = gid(wid, nwg, lid); // (t, value head)
+  if (i >= P.M * P.Hv) { return; }
+  let h = i % P.Hv;
+  lg[i] = -(exp_ref(a_log[h]) * softplus_ref(a_in[i] + dt_bias[h]));
+}
+
 @compute @workgroup_size(WG)
 fn recurrence(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
               @builtin(local_invocation_index) lid: u32) {
@@ -149,4 +165,116 @@ fn gated_norm(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
   for (var e = 0u; e < P.Dv; e++) { let v = o[b + e]; ss = ksum_add(ss, v * v); }
   let inv = rsqrt_ref(ksum_value(ss) / f32(P.Dv) + P.eps);
   for (var e = 0u; e < P.Dv; e++) { y[b + e] = r(gnw[e] * (o[b + e] * inv) * silu_ref(z[b + e])); }
+}
+
+// ---- the chunked (WY) form: policy gdn-chunked, verify blocks only ---------------------------------
+// Rows per chunk (transformers' and fla's chunk_size): a verify block of K <= 64 tokens is one chunk.
+const CHUNK: u32 = 64u;
+// Lower triangle of a CHUNK x CHUNK matrix, diagonal included: CHUNK (CHUNK + 1) / 2.
+const TRI: u32 = 2080u;
+
+fn tri(t: u32, s: u32) -> u32 { return t * (t + 1u) / 2u + s; }
+
+// Per value head h and value column j (as `recurrence`), for each chunk of L rows starting from its state
+// S0 (column j of S_h), with the log decays G_t = sum_{u <= t} log g_u (cumulative within the chunk):
+//   Pd[t, s] = exp(G_t - G_s), s <= t
+//   A[t, s]  = ((k_t beta_t) . k_s) Pd[t, s], s < t        (the UT system, unit lower triangular)
+//   QK[t, s] = (q_t . k_s) Pd[t, s], s <= t                (intra-chunk attention)
+//   u = A^-1 (v beta)[:, j],  w = A^-1 (k beta e^G)         (forward substitution, key dims one by one)
+//   v_new_t = u_t - w_t . S0;  o_t = (q_t e^{G_t}) . S0 + sum_{s <= t} QK[t, s] v_new_s
+//   S_t = S0 e^{G_t} + sum_{s <= t} (k_s Pd[t, s]) v_new_s  (the chunk's state after row t, staged)
+// In exact arithmetic this is `recurrence`; in f32 every row rounds differently. The log decays come from
+// `log_gates`. Dot products over Dk are compensated (ksum), as in `recurrence`, so the difference is the
+// form, not a plainer summation.
+@compute @workgroup_size(WG)
+fn recurrence_chunked(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                      @builtin(local_invocation_index) lid: u32) {
+  let i = gid(wid, nwg, lid);
+  if (i >= P.Hv * P.Dv) { return; }
+  let h = i / P.Dv;
+  let j = i % P.Dv;
+  let hk = h / (P.Hv / P.Hk);
+  let kd = P.Hk * P.Dk;
+  let sb = h * P.Dk * P.Dv + j;
+  let sFloats = P.Hv * P.Dk * P.Dv;
+  var col: array<f32, DK_MAX>; // S0[:, j], then the state after each chunk
+  for (var e = 0u; e < P.Dk; e++) { col[e] = S[sb + e * P.Dv]; }
+  var G: array<f32, CHUNK>;
+  var eG: array<f32, CHUNK>;
+  var beta: array<f32, CHUNK>;
+  var Pd: array<f32, TRI>;
+  var A: array<f32, TRI>;
+  var QK: array<f32, TRI>;
+  var u: array<f32, CHUNK>;
+  var w: array<f32, CHUNK>;
+  var wS: array<vec2<f32>, CHUNK>;
+  var vn: array<f32, CHUNK>;
+  for (var c0 = 0u; c0 < P.M; c0 += CHUNK) {
+    let L = min(CHUNK, P.M - c0);
+    var cum = 0.0;
+    for (var t = 0u; t < L; t++) {
+      let row = (c0 + t) * P.Hv + h;
+      cum = cum + lg[row];
+      G[t] = cum;
+      eG[t] = exp_ref(cum);
+      beta[t] = gb[2u * row + 1u];
+    }
+    for (var t = 0u; t < L; t++) {
+      let qt = (c0 + t) * 2u * kd + hk * P.Dk;
+      for (var s = 0u; s <= t; s++) {
+        let ks = (c0 + s) * 2u * kd + kd + hk * P.Dk;
+        var kk = vec2<f32>(0.0);
+        var qq = vec2<f32>(0.0);
+        for (var e = 0u; e < P.Dk; e++) {
+          kk = ksum_add(kk, (qk[qt + kd + e] * beta[t]) * qk[ks + e]);
+          qq = ksum_add(qq, qk[qt + e] * qk[ks + e]);
+        }
+        let p = exp_ref(G[t] - G[s]);
+        Pd[tri(t, s)] = p;
+        A[tri(t, s)] = ksum_value(kk) * p;
+        QK[tri(t, s)] = ksum_value(qq) * p;
+      }
+    }
+    // new values, column j: u_t = v_t beta_t - sum_{s < t} A[t, s] u_s
+    for (var t = 0u; t < L; t++) {
+      var acc = vec2<f32>(0.0);
+      for (var s = 0u; s < t; s++) { acc = ksum_add(acc, A[tri(t, s)] * u[s]); }
+      u[t] = cbuf[(c0 + t) * P.C + 2u * kd + h * P.Dv + j] * beta[t] - ksum_value(acc);
+      wS[t] = vec2<f32>(0.0);
+    }
+    // decayed keys through the UT transform, one key dim at a time, read against S0: wS_t = w_t . S0
+    for (var e = 0u; e < P.Dk; e++) {
+      for (var t = 0u; t < L; t++) {
+        let kt = (c0 + t) * 2u * kd + kd + hk * P.Dk;
+        var acc = vec2<f32>(0.0);
+        for (var s = 0u; s < t; s++) { acc = ksum_add(acc, A[tri(t, s)] * w[s]); }
+        w[t] = (qk[kt + e] * beta[t]) * eG[t] - ksum_value(acc);
+        wS[t] = ksum_add(wS[t], w[t] * col[e]);
+      }
+    }
+    for (var t = 0u; t < L; t++) { vn[t] = u[t] - ksum_value(wS[t]); }
+    for (var t = 0u; t < L; t++) {
+      let qt = (c0 + t) * 2u * kd + hk * P.Dk;
+      var inter = vec2<f32>(0.0);
+      for (var e = 0u; e < P.Dk; e++) { inter = ksum_add(inter, (qk[qt + e] * eG[t]) * col[e]); }
+      var intra = vec2<f32>(0.0);
+      for (var s = 0u; s <= t; s++) { intra = ksum_add(intra, QK[tri(t, s)] * vn[s]); }
+      o[((c0 + t) * P.Hv + h) * P.Dv + j] = r(ksum_value(inter) + ksum_value(intra));
+    }
+    // the state after every row (commit keeps the accepted one); the last row's becomes the next S0,
+    // written in place element by element (element e of row L-1 reads only col[e])
+    for (var t = 0u; t < L; t++) {
+      let st = (c0 + t) * sFloats + sb;
+      for (var e = 0u; e < P.Dk; e++) {
+        var acc = vec2<f32>(0.0);
+        for (var s = 0u; s <= t; s++) {
+          let ks = (c0 + s) * 2u * kd + kd + hk * P.Dk;
+          acc = ksum_add(acc, (qk[ks + e] * Pd[tri(t, s)]) * vn[s]);
+        }
+        let v = col[e] * eG[t] + ksum_value(acc);
+        S_stage[st + e * P.Dv] = stored(v);
+        if (t == L - 1u) { col[e] = v; }
+      }
+    }
+  }
 }

@@ -39,6 +39,11 @@ export interface Policy {
    * forward, while a verify block keeps it in f32 between its own tokens.
    */
   gdnStateBf16?: boolean;
+  /**
+   * Gated DeltaNet (Qwen3.5): verify blocks (M > 1) run the recurrence in the chunked (WY) form, chain steps
+   * and prefill the token-by-token form.
+   */
+  gdnChunked?: boolean;
 }
 
 const exactSliding = (): AttentionPlan => ({ mode: 'physical', split: 0 });

@@ -124,6 +124,7 @@ export class QwenEngine {
       f('ga', R * g.Hv);
       f('gb_in', R * g.Hv);
       f('gates', R * g.Hv * 2);
+      f('lg', R * g.Hv);
       f('o', R * g.Hv * g.Dv);
       f('gn', R * g.Hv * g.Dv);
     }
@@ -323,18 +324,15 @@ export class QwenEngine {
     caps.capture(`gdn.conv.${i}`, ws.c, M * g.C);
     qop.gdnQkNorm(rec, g, { c: ws.c, qk: ws.qk, M, round });
     qop.gdnGates(rec, g, { a: ws.ga, b: ws.gb_in, aLog: L.aLog, dtBias: L.dtBias, gb: ws.gates, M });
-    qop.gdnRecurrence(rec, g, {
-      S: st.S,
-      stage: a.phase === 'step' ? st.sStage : undefined,
-      unused: ws.unusedStage,
-      qk: ws.qk,
-      c: ws.c,
-      gb: ws.gates,
-      o: ws.o,
-      M,
-      round,
-      stateBf16: a.policy.gdnStateBf16,
-    });
+    // gdn-chunked: a verify block (never a chain step or the prefill) in the chunked form
+    const stage = a.phase === 'step' ? st.sStage : undefined;
+    const rc = { S: st.S, qk: ws.qk, c: ws.c, gb: ws.gates, o: ws.o, M, round };
+    if (stage && M > 1 && a.policy.gdnChunked) {
+      qop.gdnLogGates(rec, g, { a: ws.ga, aLog: L.aLog, dtBias: L.dtBias, lg: ws.lg, M });
+      qop.gdnRecurrenceChunked(rec, g, { ...rc, stage, lg: ws.lg });
+    } else {
+      qop.gdnRecurrence(rec, g, { ...rc, stage, unused: ws.unusedStage, stateBf16: a.policy.gdnStateBf16 });
+    }
     caps.capture(`gdn.recurrence.${i}`, ws.o, M * g.Hv * g.Dv);
     qop.gdnGatedNorm(rec, g, { o: ws.o, z: ws.z, weight: L.gatedNorm, y: ws.gn, M, eps: this.desc.eps, round });
     caps.capture(`gdn.gated_norm.${i}`, ws.gn, M * g.Hv * g.Dv);

@@ -119,6 +119,48 @@ export function gdnRecurrence(
   rec.run('gated_delta.wgsl', 'recurrence', {}, b, groups(g.Hv * g.Dv));
 }
 
+/** Rows per chunk of the chunked form (gated_delta.wgsl CHUNK; transformers' and fla's chunk_size). */
+export const GDN_CHUNK = 64;
+
+/** lg [M, Hv] = -(exp(A_log) softplus(a + dt_bias)): the log decays the chunked form sums (gdn-chunked). */
+export function gdnLogGates(
+  rec: Recorder,
+  g: GdnGeometry,
+  a: { a: GPUBuffer; aLog: GPUBuffer; dtBias: GPUBuffer; lg: GPUBuffer; M: number },
+): void {
+  const p = gdnParams(rec, g, { M: a.M, round: false });
+  const u = undefined;
+  const b = [p, u, u, u, u, u, u, a.a, u, a.aLog, a.dtBias, u, u, u, u, u, u, u, a.lg];
+  rec.run('gated_delta.wgsl', 'log_gates', {}, b, groups(a.M * g.Hv));
+}
+
+/**
+ * The gated delta rule over M tokens in the chunked (WY) form (gated_delta.wgsl recurrence_chunked), the
+ * inexact policy gdn-chunked's verify arm: o [M, Hv, Dv] and the state after each token in row t of
+ * `stage` (S is read, never written). Log decays from `lg` (gdnLogGates), beta from `gb` (gdnGates).
+ */
+export function gdnRecurrenceChunked(
+  rec: Recorder,
+  g: GdnGeometry,
+  a: {
+    S: GPUBuffer;
+    stage: GPUBuffer;
+    qk: GPUBuffer;
+    c: GPUBuffer;
+    gb: GPUBuffer;
+    lg: GPUBuffer;
+    o: GPUBuffer;
+    M: number;
+    round: boolean;
+  },
+): void {
+  if (g.Dk > GDN_DK_MAX) throw new Error(`Gated DeltaNet key head dim ${g.Dk} exceeds ${GDN_DK_MAX}`);
+  const p = gdnParams(rec, g, { M: a.M, stage: true, round: a.round });
+  const u = undefined;
+  const b = [p, u, u, a.c, u, u, a.qk, u, u, u, u, a.gb, a.S, a.stage, a.o, u, u, u, a.lg];
+  rec.run('gated_delta.wgsl', 'recurrence_chunked', {}, b, groups(g.Hv * g.Dv));
+}
+
 /** y = RMSNormGated(o) * silu(z) per value head row. */
 export function gdnGatedNorm(
   rec: Recorder,

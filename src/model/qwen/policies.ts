@@ -2,7 +2,7 @@ import { EXACT, POLICIES, type Policy } from '../policy.ts';
 
 /**
  * The numerics policies of the Qwen3.5 family. Shared ones whose mechanism it has: split-K by M in the
- * matmuls, a key split by M in full attention, prefill chunk mismatch. Its own: gdn-state-bf16. The
+ * matmuls, a key split by M in full attention, prefill chunk mismatch. Its own: gdn-state-bf16, gdn-chunked. The
  * sliding-ring policies touch a cache Qwen3.5 does not have, and MLX's kernel choice is modelled for Gemma's
  * linears only (not MLX's gated-delta kernel): not offered.
  */
@@ -14,11 +14,20 @@ export const GDN_STATE_BF16: Policy = {
   gdnStateBf16: true,
 };
 
+export const GDN_CHUNKED: Policy = {
+  ...EXACT,
+  name: 'gdn-chunked',
+  description:
+    'Verify blocks run the Gated DeltaNet recurrence in the chunked (WY) form of fast verify and prefill kernels (transformers torch_chunk_gated_delta_rule, fla chunk_gated_delta_rule, chunk 64); chain steps keep the token-by-token form.',
+  gdnChunked: true,
+};
+
 const SHARED = ['exact', 'matmul-m-split', 'attention-m-split', 'prefill-chunk-mismatch'];
 
 export const QWEN_POLICY_LIST: readonly Policy[] = [
   ...SHARED.map((n) => POLICIES.find((p) => p.name === n)!),
   GDN_STATE_BF16,
+  GDN_CHUNKED,
 ];
 
 /** Names of the policies a Qwen3.5 target takes. */
