@@ -1,6 +1,6 @@
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { isQwen35Config, openQwen35Checkpoint, type Qwen35Checkpoint } from '../format/qwen3_5/index.ts';
+import { checkpointFamily } from '../format/open-target.ts';
+import { openQwen35Checkpoint, type Qwen35Checkpoint } from '../format/qwen3_5/index.ts';
 import { loadTokenizer, type TextCodec } from '../format/tokenizer.ts';
 import type { GpuContext } from '../gpu/device.ts';
 import { type QwenGpuWeights, uploadQwenWeights } from '../model/qwen/weights.ts';
@@ -9,13 +9,14 @@ import { nodeGpuContext } from './node-gpu.ts';
 
 /**
  * The Qwen3.5 branch of the commands that open a target folder: whether its config.json declares a Qwen3.5
- * model (the Gemma opener does not read them), and opening it with the family's own opener.
+ * model (the family dispatch the page's engine uses too, src/format/open-target.ts), and opening it with the
+ * family's own opener.
  */
 export async function isQwenDir(dir: string): Promise<boolean> {
   try {
-    return isQwen35Config(JSON.parse(await readFile(path.join(dir, 'config.json'), 'utf8')));
+    return (await checkpointFamily(await nodeFolderSources(dir))) === 'qwen3_5';
   } catch {
-    return false; // no or unreadable config.json: the Gemma opener says what is wrong
+    return false; // no such folder: the Gemma opener says what is wrong
   }
 }
 

@@ -7,21 +7,30 @@ import { createGpuContext, type AdapterReport, type GpuContext } from '../gpu/de
 import { runSelfTest, type SelfTestResult } from '../gpu/selftest.ts';
 import { CancelToken, type ProgressFn } from '../util/cancel.ts';
 import { blobSource } from '../format/bytesource.ts';
-import { openCheckpoint, type Checkpoint } from '../format/checkpoint.ts';
 import { checkCompatibility } from '../format/compat.ts';
+import { checkpointFamily, openFamilyCheckpoint, type ModelFamily } from '../format/open-target.ts';
 import { uploadWeights, type GpuWeights } from '../model/gpu-weights.ts';
+import { uploadQwenWeights } from '../model/qwen/weights.ts';
 import type { AssistantDescription, TargetDescription } from '../format/model-description.ts';
-import { checkpointInfo } from '../parity/summary.ts';
 import type { CheckpointInfo, PerformanceSummary, ProbeReport } from '../parity/report.ts';
 import { pageBenchOptions, runBench, type BenchReport } from '../bench/run.ts';
 import { runProbe, type ProbeOptions } from '../parity/probe.ts';
-import { POLICIES, policyByName } from '../model/policy.ts';
+import { familyPolicies } from '../model/family-policies.ts';
 import { runTrace, type TraceOptions, type TraceReport } from '../parity/trace.ts';
-import { TargetModel } from '../model/target.ts';
-import { AssistantModel, type DraftConvention } from '../model/assistant.ts';
-import { assistantSource, generateClassic, generateMtp, type GenerateResult } from '../model/generate.ts';
+import type { DraftConvention } from '../model/assistant.ts';
+import { generateClassic, generateMtp, type GenerateResult } from '../model/generate.ts';
+import { generationModels, pageOracleSource, type GenerationWeights } from '../model/generation-setup.ts';
 import { diffGenerations, type GenerationDiff } from '../parity/generation-diff.ts';
 import { loadTokenizer } from '../format/tokenizer.ts';
+import { FormatError } from '../format/errors.ts';
+import { fmtBytes } from '../model/memory-budget.ts';
+import {
+  destroyLoaded,
+  familyFacts,
+  loadedInfo,
+  type FamilyFacts,
+  type LoadedCheckpoint,
+} from './loaded-checkpoint.ts';
 
 export type Role = 'target' | 'assistant';
 
@@ -31,7 +40,7 @@ export interface FolderFiles {
   files: { path: string; file: Blob }[];
 }
 
-export interface LoadedSummary extends CheckpointInfo {
+export interface LoadedSummary extends CheckpointInfo, FamilyFacts {
   role: Role;
   tensors: number;
   ignoredTensors: number;
@@ -42,7 +51,7 @@ export interface LoadedSummary extends CheckpointInfo {
 export class Engine {
   private ctx: GpuContext | undefined;
   private readonly jobs = new Map<string, CancelToken>();
-  protected checkpoints: Partial<Record<Role, { ck: Checkpoint; weights: GpuWeights; loadMs: number }>> = {};
+  protected checkpoints: Partial<Record<Role, LoadedCheckpoint>> = {};
 
   /** Acquires the adapter and device (once). Throws a GpuError with an actionable message. */
   async init(): Promise<AdapterReport> {
@@ -71,8 +80,9 @@ export class Engine {
   }
 
   /**
-   * Opens a checkpoint folder (config + headers, validated), checks it has the expected role and
-   * fits with the other one, and streams its weights to the GPU. Replaces a previous one of the role.
+   * Opens a checkpoint folder (config + headers, validated) with its family's opener (Gemma 4 or Qwen3.5, from
+   * config.json's model_type: src/format/open-target.ts), checks it has the expected role and fits with the
+   * other one, and streams its weights to the GPU. Replaces a previous one of the role.
    */
   async loadCheckpoint(
     role: Role,
@@ -86,28 +96,59 @@ export class Engine {
       const ctx = await this.gpu();
       const sources = folder.files.map((f) => blobSource(f.path, f.file));
       onProgress?.({ phase: 'open', done: 0, total: 1, detail: 'reading config.json and safetensors headers' });
-      const ck = await openCheckpoint(sources, folder.label);
-      const actual: Role = ck.description.role;
-      if (actual !== role) {
-        throw new Error(
-          `${folder.label}: this is ${actual === 'target' ? 'a target model' : 'an MTP assistant'} (model_type "${ck.modelType}"), not ${role === 'target' ? 'a target' : 'an assistant'}. Drop it on the ${actual} zone.`,
+      if (role === 'assistant' && (await checkpointFamily(sources)) === 'qwen3_5')
+        throw new FormatError(
+          `${folder.label}: a Qwen3.5 folder on the MTP assistant zone. A Qwen3.5 target drafts with its own mtp.* head: drop the target checkpoint (with its mtp.* tensors) on the target zone; split Qwen3.5 MTP drafter folders are not supported in the page yet.`,
         );
-      }
+      const opened = await openFamilyCheckpoint(sources, folder.label);
       const other = this.checkpoints[role === 'target' ? 'assistant' : 'target'];
-      if (other) {
-        const [t, a] = role === 'target' ? [ck, other.ck] : [other.ck, ck];
-        checkCompatibility(t.description as TargetDescription, a.description as AssistantDescription);
+      if (opened.family === 'gemma4') {
+        const ck = opened.checkpoint;
+        const actual: Role = ck.description.role;
+        if (actual !== role) {
+          throw new Error(
+            `${folder.label}: this is ${actual === 'target' ? 'a target model' : 'an MTP assistant'} (model_type "${ck.modelType}"), not ${role === 'target' ? 'a target' : 'an assistant'}. Drop it on the ${actual} zone.`,
+          );
+        }
+        if (role === 'assistant' && other?.family === 'qwen3_5')
+          throw new Error(
+            `${folder.label}: a Gemma 4 MTP assistant (model_type "${ck.modelType}") cannot draft for the loaded Qwen3.5 target ${other.ck.label}, which drafts with its own MTP head (mtp.*); load a Gemma 4 target first.`,
+          );
+        if (other?.family === 'gemma4') {
+          const [t, a] = role === 'target' ? [ck, other.ck] : [other.ck, ck];
+          checkCompatibility(t.description as TargetDescription, a.description as AssistantDescription);
+        }
       }
-      this.checkpoints[role]?.weights.destroy();
+      destroyLoaded(this.checkpoints[role]);
       delete this.checkpoints[role];
-      const weights = await uploadWeights(ctx.device, ck.description, onProgress, token);
-      this.checkpoints[role] = { ck, weights, loadMs: performance.now() - t0 };
+      let loaded: LoadedCheckpoint;
+      if (opened.family === 'gemma4') {
+        const ck = opened.checkpoint;
+        const weights = await uploadWeights(ctx.device, ck.description, onProgress, token);
+        loaded = { family: 'gemma4', ck, weights, loadMs: performance.now() - t0 };
+      } else {
+        const ck = opened.checkpoint;
+        // uploadQwenWeights reports no progress of its own: one line says what is being uploaded.
+        onProgress?.({
+          phase: 'upload',
+          done: 0,
+          total: 1,
+          detail: `${fmtBytes(ck.totalBytes)} of ${ck.description.modelType} weights${ck.description.mtp ? ' and its MTP head' : ''}`,
+        });
+        token.throwIfCancelled();
+        const weights = await uploadQwenWeights(ctx.device, ck.description);
+        if (token.isCancelled) weights.destroy();
+        token.throwIfCancelled();
+        loaded = { family: 'qwen3_5', ck, weights, loadMs: performance.now() - t0 };
+      }
+      this.checkpoints[role] = loaded;
       return {
-        ...checkpointInfo(ck),
+        ...loadedInfo(loaded),
+        ...familyFacts(loaded),
         role,
-        tensors: ck.tensors.size,
-        ignoredTensors: ck.ignoredTensors,
-        hasTokenizer: ck.tokenizer !== undefined,
+        tensors: loaded.ck.tensors.size,
+        ignoredTensors: loaded.ck.ignoredTensors,
+        hasTokenizer: loaded.ck.tokenizer !== undefined,
         loadMs: performance.now() - t0,
       };
     } finally {
@@ -157,9 +198,9 @@ export class Engine {
     }
   }
 
-  /** The numerics policies (exact and the inexact variants), for the run panel. */
-  policies(): { name: string; description: string }[] {
-    return POLICIES.map((p) => ({ name: p.name, description: p.description }));
+  /** The numerics policies (exact and the inexact variants) a family's targets take, for the run panel. */
+  policies(family: ModelFamily = 'gemma4'): { name: string; description: string }[] {
+    return familyPolicies(family).map((p) => ({ name: p.name, description: p.description }));
   }
 
   /** Runs the block-versus-chain probe on the loaded target. */
@@ -171,9 +212,10 @@ export class Engine {
       const report = await runProbe(
         {
           ctx,
-          weights: target.weights as GpuWeights<TargetDescription>,
-          target: checkpointInfo(target.ck),
-          assistant: this.checkpoints.assistant ? checkpointInfo(this.checkpoints.assistant.ck) : undefined,
+          weights: this.targetWeights(target),
+          target: loadedInfo(target),
+          // A Gemma assistant loaded beside a Qwen3.5 target plays no part in its runs.
+          assistant: this.assistantFor(target) ? loadedInfo(this.assistantFor(target)!) : undefined,
           platform: typeof navigator !== 'undefined' ? navigator.userAgent : 'unknown',
           onProgress,
           cancel: token,
@@ -197,8 +239,8 @@ export class Engine {
       return await runTrace(
         {
           ctx,
-          weights: target.weights as GpuWeights<TargetDescription>,
-          target: checkpointInfo(target.ck),
+          weights: this.targetWeights(target),
+          target: loadedInfo(target),
           platform: navigator.userAgent,
           onProgress,
           cancel: token,
@@ -211,8 +253,10 @@ export class Engine {
   }
 
   /**
-   * Free generation of one prompt, classic then MTP with the loaded assistant, and their diff. The
-   * prompt is token ids, or text when the target folder has a tokenizer.json.
+   * Free generation of one prompt, classic then MTP, and their diff. MTP drafts come from the family's
+   * drafter (Gemma 4: the loaded assistant; Qwen3.5: the target's own mtp.* head), or with `drafts: 'oracle'`
+   * from the classic run's own tokens with a fixed third of them wrong (generation-setup.ts), which needs no
+   * drafter. The prompt is token ids, or text when the target folder has a tokenizer.json.
    */
   async runGeneration(
     opts: {
@@ -223,6 +267,7 @@ export class Engine {
       policy: string;
       precision: 'f32' | 'bf16';
       draftPosition: DraftConvention;
+      drafts?: 'mtp' | 'oracle';
     },
     jobId: string,
     onProgress?: ProgressFn,
@@ -232,10 +277,18 @@ export class Engine {
     diff: GenerationDiff;
     classicText?: string;
     mtpText?: string;
+    /** What drafted (absent in results saved before it was recorded). */
+    drafter?: GenerationDrafter;
   }> {
     const target = this.requireTarget();
-    const assistant = this.checkpoints.assistant;
-    if (!assistant) throw new Error('Load the MTP assistant too (drop its folder on the assistant zone).');
+    const assistant = this.assistantFor(target);
+    const oracle = opts.drafts === 'oracle';
+    if (!oracle && target.family === 'gemma4' && !assistant)
+      throw new Error('Load the MTP assistant too (drop its folder on the assistant zone), or choose oracle drafts.');
+    if (!oracle && target.family === 'qwen3_5' && !target.weights.mtp)
+      throw new Error(
+        `${target.ck.description.mtpUnavailable ?? `${target.ck.label} has no MTP head`}. Choose oracle drafts to run MTP generation without it.`,
+      );
     const token = this.startJob(jobId);
     try {
       const ctx = await this.gpu();
@@ -246,50 +299,74 @@ export class Engine {
           throw new Error(`${target.ck.label} has no tokenizer.json: give the prompt as token ids (e.g. 2,105,2364).`);
         prompt = tokenizer.encode(opts.prompt, opts.chat === true);
       } else prompt = opts.prompt;
-      const desc = target.weights.desc as TargetDescription;
-      const bad = prompt.find((t) => !Number.isInteger(t) || t < 0 || t >= desc.vocab);
+      const vocab = target.weights.desc.vocab;
+      const bad = prompt.find((t) => !Number.isInteger(t) || t < 0 || t >= vocab);
       if (bad !== undefined || !prompt.length)
         throw new Error(
-          `The prompt must be token ids between 0 and ${desc.vocab - 1}${bad !== undefined ? ` (found ${bad})` : ''}.`,
+          `The prompt must be token ids between 0 and ${vocab - 1}${bad !== undefined ? ` (found ${bad})` : ''}.`,
         );
-      const model = new TargetModel(ctx, target.weights as GpuWeights<TargetDescription>, {
-        maxContext: prompt.length + opts.maxNew + opts.block,
-        maxBlock: opts.block,
-        prefillChunk: Math.min(prompt.length, 512),
+      const weights: GenerationWeights =
+        target.family === 'qwen3_5'
+          ? { family: 'qwen3_5', target: target.weights }
+          : {
+              family: 'gemma4',
+              target: target.weights as GpuWeights<TargetDescription>,
+              assistant: assistant?.weights as GpuWeights<AssistantDescription> | undefined,
+            };
+      const g = generationModels(ctx, weights, {
+        promptLength: prompt.length,
+        maxNew: opts.maxNew,
+        block: opts.block,
+        policy: opts.policy,
         precision: opts.precision,
+        draftPosition: opts.draftPosition,
       });
-      const asst = new AssistantModel(
-        ctx,
-        assistant.weights as GpuWeights<AssistantDescription>,
-        model,
-        opts.draftPosition,
-        opts.precision,
-      );
       try {
-        const base = { maxNew: opts.maxNew, eosIds: desc.eosIds, policy: policyByName(opts.policy), cancel: token };
-        const classic = await generateClassic(model, prompt, {
+        const base = { maxNew: opts.maxNew, eosIds: g.eosIds, policy: g.policy, cancel: token };
+        const classic = await generateClassic(g.target, prompt, {
           ...base,
           onProgress: (p) => onProgress?.({ ...p, phase: 'classic decode' }),
         });
-        const mtp = await generateMtp(model, assistantSource(asst), prompt, opts.block, {
-          ...base,
-          draftPosition: opts.draftPosition,
-          onProgress: (p) => onProgress?.({ ...p, phase: 'MTP decode' }),
-        });
-        return {
-          classic,
-          mtp,
-          diff: diffGenerations(classic, mtp),
-          classicText: tokenizer?.decode(classic.tokens),
-          mtpText: tokenizer?.decode(mtp.tokens),
-        };
+        const drafter = oracle ? undefined : g.mtpDrafter();
+        try {
+          const mtp = await generateMtp(
+            g.target,
+            drafter ? drafter.source : pageOracleSource(classic.tokens, vocab),
+            prompt,
+            opts.block,
+            {
+              ...base,
+              draftPosition: drafter?.position,
+              onProgress: (p) => onProgress?.({ ...p, phase: 'MTP decode' }),
+            },
+          );
+          return {
+            classic,
+            mtp,
+            diff: diffGenerations(classic, mtp),
+            classicText: tokenizer?.decode(classic.tokens),
+            mtpText: tokenizer?.decode(mtp.tokens),
+            drafter: describeDrafter(target, assistant, oracle),
+          };
+        } finally {
+          drafter?.done();
+        }
       } finally {
-        asst.destroy();
-        model.destroy();
+        g.destroy();
       }
     } finally {
       this.endJob(jobId);
     }
+  }
+
+  /** The loaded target's weights in the form the probe and the trace take (either family's). */
+  private targetWeights(t: LoadedCheckpoint) {
+    return t.family === 'qwen3_5' ? t.weights : (t.weights as GpuWeights<TargetDescription>);
+  }
+
+  /** The assistant that drafts for this target: a Gemma 4 target's loaded assistant; none for Qwen3.5. */
+  private assistantFor(t: LoadedCheckpoint): LoadedCheckpoint | undefined {
+    return t.family === 'gemma4' ? this.checkpoints.assistant : undefined;
   }
 
   private requireTarget() {
@@ -299,7 +376,7 @@ export class Engine {
   }
 
   unload(role: Role): void {
-    this.checkpoints[role]?.weights.destroy();
+    destroyLoaded(this.checkpoints[role]);
     delete this.checkpoints[role];
   }
 
@@ -319,4 +396,28 @@ export class Engine {
     token?.cancel();
     return token !== undefined;
   }
+}
+
+/** What drafted in a generation run, as the page shows it. */
+export interface GenerationDrafter {
+  kind: 'assistant' | 'mtp-head' | 'oracle';
+  /** e.g. "MTP assistant assistant (gemma4_assistant)", "own MTP head of qwen-tiny (mtp.*)". */
+  text: string;
+}
+
+function describeDrafter(
+  target: LoadedCheckpoint,
+  assistant: LoadedCheckpoint | undefined,
+  oracle: boolean,
+): GenerationDrafter {
+  if (oracle) {
+    const why = target.family === 'qwen3_5' ? target.ck.description.mtpUnavailable : null;
+    return {
+      kind: 'oracle',
+      text: `oracle drafts: the classic output with a fixed third of the drafts wrong${why ? ` (${why})` : ''}`,
+    };
+  }
+  if (target.family === 'qwen3_5')
+    return { kind: 'mtp-head', text: `the target's own MTP head (mtp.* of ${target.ck.label})` };
+  return { kind: 'assistant', text: `the MTP assistant ${assistant?.ck.label ?? ''}`.trim() };
 }

@@ -1,23 +1,11 @@
 import { writeFile } from 'node:fs/promises';
 import { loadModels } from '../load-models.ts';
-import { TargetModel } from '../../model/target.ts';
-import { AssistantModel, type DraftConvention } from '../../model/assistant.ts';
-import {
-  assistantSource,
-  generateClassic,
-  generateMtp,
-  oracleSource,
-  roundEmitted,
-  type DraftSource,
-  type GenerateResult,
-  type GenerateTarget,
-} from '../../model/generate.ts';
-import { QwenMtpHead, qwenHeadSource } from '../../model/qwen/mtp.ts';
-import { QwenTargetModel } from '../../model/qwen/target.ts';
+import type { DraftConvention } from '../../model/assistant.ts';
+import { generateClassic, generateMtp, oracleSource, roundEmitted, type GenerateResult } from '../../model/generate.ts';
+import { generationModels, type GenerationModels } from '../../model/generation-setup.ts';
+import { familyPolicy } from '../../model/family-policies.ts';
 import type { TextCodec } from '../../format/tokenizer.ts';
 import { isQwenDir, loadQwenTarget } from '../qwen-target.ts';
-import { type Policy, policyByName } from '../../model/policy.ts';
-import { qwenPolicyByName } from '../../model/qwen/policies.ts';
 import { choice, intList, intOption, requireString } from '../args.ts';
 import type { Command } from '../command.ts';
 
@@ -78,16 +66,8 @@ export const generate: Command = {
       if (!tok) throw new Error(`${label}: no tokenizer.json in the target folder; use --tokens`);
       return tok.encode(values.prompt, values.chat === true);
     };
-    const run = async (g: {
-      target: GenerateTarget;
-      policy: Policy;
-      vocab: number;
-      eosIds: number[];
-      prompt: number[];
-      mtpSource: () => { source: DraftSource; position?: string; done(): void };
-      tokenizer?: TextCodec;
-    }) => {
-      for (const t of g.prompt) if (t >= g.vocab) throw new Error(`token ${t} is outside the vocabulary (${g.vocab})`);
+    const run = async (g: GenerationModels, prompt: number[], tokenizer?: TextCodec) => {
+      for (const t of prompt) if (t >= g.vocab) throw new Error(`token ${t} is outside the vocabulary (${g.vocab})`);
       const policy = g.policy;
       const opts = {
         maxNew,
@@ -96,23 +76,23 @@ export const generate: Command = {
         onProgress: (p: { done: number; total: number }) => io.err(`[${mode}] ${p.done}/${p.total}`),
       };
       let result: GenerateResult;
-      if (mode === 'classic') result = await generateClassic(g.target, g.prompt, opts);
+      if (mode === 'classic') result = await generateClassic(g.target, prompt, opts);
       else if (source === 'assistant') {
-        const m = g.mtpSource();
-        result = await generateMtp(g.target, m.source, g.prompt, K, { ...opts, draftPosition: m.position });
+        const m = g.mtpDrafter();
+        result = await generateMtp(g.target, m.source, prompt, K, { ...opts, draftPosition: m.position });
         m.done();
       } else {
-        const stream = (await generateClassic(g.target, g.prompt, { ...opts, onProgress: undefined })).tokens;
+        const stream = (await generateClassic(g.target, prompt, { ...opts, onProgress: undefined })).tokens;
         const wrong = new Set(intList(values, 'oracle-mismatch') ?? []);
         result = await generateMtp(
           g.target,
           oracleSource(stream, g.vocab, (i) => wrong.has(i)),
-          g.prompt,
+          prompt,
           K,
           opts,
         );
       }
-      const json = { ...result, policy: policy.name, precision, text: g.tokenizer?.decode(result.tokens) };
+      const json = { ...result, policy: policy.name, precision, text: tokenizer?.decode(result.tokens) };
       await writeFile(out, generateJsonText(json));
       io.out(
         `${mode}: ${result.tokens.length} tokens, sha256 ${result.sha256.slice(0, 16)}…, ${result.timings.tokensPerSecond.toFixed(1)} tok/s`,
@@ -130,36 +110,27 @@ export const generate: Command = {
       }
       if (json.text !== undefined) io.out(`text: ${json.text}`);
     };
-    const modelOpts = (prompt: number[]) => ({
-      maxContext: prompt.length + maxNew + K,
-      maxBlock: K,
-      prefillChunk: Math.min(prompt.length, 512),
+    const setup = (prompt: number[]) => ({
+      promptLength: prompt.length,
+      maxNew,
+      block: K,
+      policy: String(values.policy),
       precision,
+      draftPosition: position,
     });
 
     if (await isQwenDir(targetDir)) {
       // Qwen3.5: MTP drafts with the target's own head (no --draft); split drafter folders are not wired yet.
       if (values.draft) throw new Error('--draft (a split Qwen MTP drafter folder) is not supported yet');
-      const policy = qwenPolicyByName(String(values.policy));
+      familyPolicy('qwen3_5', String(values.policy)); // refuse a policy the family lacks before loading
       const q = await loadQwenTarget(targetDir);
       try {
         const prompt = promptOf(q.tokenizer, q.checkpoint.label);
-        const target = new QwenTargetModel(q.ctx, q.weights, modelOpts(prompt));
+        const g = generationModels(q.ctx, { family: 'qwen3_5', target: q.weights }, setup(prompt));
         try {
-          await run({
-            target,
-            policy,
-            vocab: q.weights.desc.vocab,
-            eosIds: q.weights.desc.eosIds,
-            prompt,
-            tokenizer: q.tokenizer,
-            mtpSource: () => {
-              const head = new QwenMtpHead(target);
-              return { source: qwenHeadSource(head, K), done: () => head.destroy() };
-            },
-          });
+          await run(g, prompt, q.tokenizer);
         } finally {
-          target.destroy();
+          g.destroy();
         }
         return 0;
       } finally {
@@ -168,25 +139,14 @@ export const generate: Command = {
     }
     if (mode === 'mtp' && source === 'assistant' && !values.draft)
       throw new Error('--mode mtp with --draft-source assistant needs --draft DIR');
-    const policy = policyByName(String(values.policy));
+    familyPolicy('gemma4', String(values.policy));
     const m = await loadModels(targetDir, values.draft ? String(values.draft) : undefined);
     try {
       const prompt = promptOf(m.tokenizer, m.target.label);
-      const desc = m.targetWeights.desc;
-      const target = new TargetModel(m.ctx, m.targetWeights, modelOpts(prompt));
-      await run({
-        target,
-        policy,
-        vocab: desc.vocab,
-        eosIds: desc.eosIds,
-        prompt,
-        tokenizer: m.tokenizer,
-        mtpSource: () => {
-          const asst = new AssistantModel(m.ctx, m.assistantWeights!, target, position, precision);
-          return { source: assistantSource(asst), position, done: () => asst.destroy() };
-        },
-      });
-      target.destroy();
+      const weights = { family: 'gemma4' as const, target: m.targetWeights, assistant: m.assistantWeights };
+      const g = generationModels(m.ctx, weights, setup(prompt));
+      await run(g, prompt, m.tokenizer);
+      g.destroy();
       return 0;
     } finally {
       m.close();

@@ -1,12 +1,9 @@
-import { POLICIES, type Policy } from '../../model/policy.ts';
-import { QWEN_POLICIES, QWEN_POLICY_LIST } from '../../model/qwen/policies.ts';
+import { POLICIES } from '../../model/policy.ts';
+import { QWEN_POLICY_LIST } from '../../model/qwen/policies.ts';
+import { policyFamilies } from '../../model/family-policies.ts';
 import type { Command } from '../command.ts';
 
-/** Which model families a policy applies to: every shared policy is Gemma 4's; Qwen3.5 takes its own list. */
-export function policyFamilies(p: Policy): string[] {
-  const gemma = POLICIES.some((x) => x.name === p.name);
-  return [...(gemma ? ['gemma4'] : []), ...(QWEN_POLICIES.has(p.name) ? ['qwen3_5'] : [])];
-}
+export { policyFamilies };
 
 export const policies: Command = {
   name: 'policies',
