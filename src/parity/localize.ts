@@ -51,8 +51,9 @@ export function divergenceText(
   layerKind: LayerKind | null,
   stage: Stage,
   position: number,
+  labels: Record<Stage, string> = STAGE_LABELS,
 ): string {
-  const where = layer === null ? STAGE_LABELS[stage] : `layer ${layer} (${layerKind}) ${STAGE_LABELS[stage]}`;
+  const where = layer === null ? labels[stage] : `layer ${layer} (${layerKind}) ${labels[stage]}`;
   return `first divergence: ${where} at position ${position}`;
 }
 
@@ -62,6 +63,8 @@ export function localize(
   block: StageCaptures,
   rows: number,
   storage: Storage,
+  /** The model family's stage labels (Gemma 4's by default; Qwen3.5's QWEN_STAGE_LABELS). */
+  labels: Record<Stage, string> = STAGE_LABELS,
 ): { stages: StageDiff[]; first: FirstDivergence | null } {
   const stages: StageDiff[] = [];
   let first: FirstDivergence | null = null;
@@ -82,7 +85,7 @@ export function localize(
           layerKind,
           stage,
           position: bad.position,
-          text: divergenceText(layer, layerKind, stage, bad.position),
+          text: divergenceText(layer, layerKind, stage, bad.position, labels),
         };
     }
   }

@@ -8,7 +8,9 @@ import { compareRows } from './compare.ts';
 import { defaultDrawLengths, probeDraw, type Draw } from './draws.ts';
 import { lensLayers, localize, stageOrder, type StageCaptures, type StageStep } from './localize.ts';
 import {
+  QWEN_STAGE_LABELS,
   REPORT_SCHEMA,
+  type Stage,
   type CheckpointInfo,
   type DrawResult,
   type ProbeReport,
@@ -17,6 +19,7 @@ import {
 } from './report.ts';
 import { provenance } from './provenance.ts';
 import { explainMlx } from './mlx-blame.ts';
+import { qwenStateView } from './state-view.ts';
 import { QwenTargetModel } from '../model/qwen/target.ts';
 import type { QwenGpuWeights } from '../model/qwen/weights.ts';
 import { qwenPolicyByName } from '../model/qwen/policies.ts';
@@ -72,6 +75,7 @@ interface ProbeTarget<S extends { destroy(): void } = { destroy(): void }> {
  */
 interface Localizer {
   stages: StageStep[];
+  labels?: Record<Stage, string>;
   layers: number;
   lens(hidden: Float32Array, rows: number): Promise<Float32Array>;
 }
@@ -80,7 +84,12 @@ function localizerOf(model: ProbeTarget): Localizer | undefined {
   if (model instanceof TargetModel)
     return { stages: stageOrder(model.desc), layers: model.desc.layers.length, lens: (h, M) => model.lens(h, M) };
   if (model instanceof QwenTargetModel)
-    return { stages: model.stageOrder(), layers: model.desc.layers.length, lens: (h, M) => model.lens(h, M) };
+    return {
+      stages: model.stageOrder(),
+      labels: QWEN_STAGE_LABELS,
+      layers: model.desc.layers.length,
+      lens: (h, M) => model.lens(h, M),
+    };
   if (model instanceof ETargetModel)
     return { stages: model.stageOrder(), layers: model.desc.layers.length, lens: (h, M) => model.lens(h, M) };
   return undefined;
@@ -174,7 +183,9 @@ export async function runProbe(env: ProbeEnv, opts: ProbeOptions): Promise<Probe
           total: lengths.length * 4,
           detail: `draw ${d + 1} of ${lengths.length} (prompt ${draw.prompt.length}): ${phase}`,
         });
-      draws.push(await probeOneDraw(model, draw, policy, opts, storage, prefillChunk, progress, env.cancel));
+      // The long draw (the last) records where the arms keep their state: Gemma's ring, Qwen3.5's recurrent state.
+      const long = d === lengths.length - 1;
+      draws.push(await probeOneDraw(model, draw, policy, opts, storage, prefillChunk, progress, env.cancel, long));
     }
   } finally {
     model.destroy();
@@ -217,6 +228,7 @@ async function probeOneDraw(
   prefillChunk: number,
   progress: (phase: string, done: number) => void,
   cancel?: CancelToken,
+  long = false,
 ): Promise<DrawResult> {
   const K = draw.block.length;
   const P = draw.prompt.length;
@@ -279,12 +291,24 @@ async function probeOneDraw(
       ring: view,
       timings,
     };
+    if (long && model instanceof QwenTargetModel) {
+      cancel?.throwIfCancelled();
+      const t = performance.now();
+      result.state = await qwenStateView(
+        model,
+        draw.block,
+        policy,
+        () => startArm('chain'),
+        () => startArm('block'),
+      );
+      result.timings.stateMs = performance.now() - t;
+    }
     if (bad && opts.localize && localizer) {
       progress('localize', 2);
       cancel?.throwIfCancelled();
       const t = performance.now();
       const cap = await runArms(true);
-      const loc = localize(localizer.stages, cap.chain.captures!, cap.block.captures!, K, storage);
+      const loc = localize(localizer.stages, cap.chain.captures!, cap.block.captures!, K, storage, localizer.labels);
       result.firstDivergence = loc.first;
       const cause =
         loc.first && gemma && policy.mlx && explainMlx(policy.mlx, gemma.desc, loc.first.layer, loc.first.stage, K);

@@ -39,6 +39,22 @@ export const STAGE_LABELS: Record<Stage, string> = {
   logits: 'LM head logits',
 };
 
+/**
+ * Qwen3.5's labels: its gated full attention rotates only the first rotaryDim dims of q and k, and takes v
+ * straight from v_proj (it has no v_norm, unlike Gemma 4).
+ */
+export const QWEN_STAGE_LABELS: Record<Stage, string> = {
+  ...STAGE_LABELS,
+  q: 'q (after q_norm + partial RoPE)',
+  k: 'k (after k_norm + partial RoPE)',
+  v: 'v (v_proj output, no v_norm)',
+};
+
+/** A target's model family in words, from its model_type ("Qwen3.5" for every qwen3_5* type, else "Gemma 4"). */
+export function familyName(modelType: string): string {
+  return modelType.startsWith('qwen3_5') ? 'Qwen3.5' : 'Gemma 4';
+}
+
 export interface CheckpointInfo {
   label: string;
   modelType: string;
@@ -130,6 +146,26 @@ export interface RingView {
   blockOrder: 'physical' | 'chronological' | 'masked-chronological';
 }
 
+/**
+ * A Qwen3.5 draw's recurrent state where a Gemma draw has its ring (src/parity/state-view.ts): per Gated
+ * DeltaNet layer, S after each block token t, the block arm's staged S against the chain arm's committed S.
+ */
+export interface StateView {
+  /** Position of block row 0. */
+  blockStart: number;
+  /** S per linear layer is valueHeads x keyHeadDim x valueHeadDim f32. */
+  valueHeads: number;
+  keyHeadDim: number;
+  valueHeadDim: number;
+  /** The conv window: the last convKernel - 1 raw in_proj_qkv rows of convChannels. */
+  convKernel: number;
+  convChannels: number;
+  /** Full-attention layers (a linear KV cache, one row per position: no ring). */
+  fullLayers: number[];
+  /** rows[t]: S after block token t, chain arm versus block arm (position = t). */
+  layers: { layer: number; rows: RowDiff[] }[];
+}
+
 export interface DrawResult {
   index: number;
   salt: number;
@@ -147,7 +183,9 @@ export interface DrawResult {
   stages?: StageDiff[];
   lens?: LensLayer[];
   ring?: RingView;
-  timings: { prefillMs: number; chainMs: number; blockMs: number; localizeMs?: number };
+  /** Qwen3.5 targets: the long draw's recurrent state (in place of a ring). */
+  state?: StateView;
+  timings: { prefillMs: number; chainMs: number; blockMs: number; localizeMs?: number; stateMs?: number };
 }
 
 /**
