@@ -25,14 +25,37 @@ export function stageLinears(desc: TargetDescription, layer: number | null, stag
     v: [l.vProj ?? l.kProj], // k_eq_v: V is the normed raw K projection
     attn: [l.oProj],
     mlp: [l.gate, l.up, l.down],
+    // E-series: the per-layer input path runs after the MLP and first shows in the layer output; the model-level
+    // projection of the per-layer inputs, in layer 0's.
+    layer: l.perLayerInput
+      ? [
+          ...(layer === 0 && desc.perLayer ? [desc.perLayer.modelProjection] : []),
+          l.perLayerInput.gate,
+          l.perLayerInput.projection,
+        ]
+      : [],
   };
   return (by[stage] ?? []).filter((x): x is Linear => x !== null);
 }
 
-/** Every quantized linear one forward runs: each layer's projections and MLP, then the LM head. */
+/**
+ * Every quantized linear one forward runs: each layer's projections and MLP, then the LM head; on E-series
+ * targets also the per-layer inputs' projection and each layer's per-layer input gate and projection (the
+ * per-layer table is a gather, not a matmul).
+ */
 function forwardLinears(desc: TargetDescription): AffineLinear[] {
-  const all = desc.layers.flatMap((l) => [l.qProj, l.kProj, l.vProj, l.oProj, l.gate, l.up, l.down]);
-  return [...all, desc.embed].filter((x): x is AffineLinear => x !== null && x.kind === 'affine');
+  const all = desc.layers.flatMap((l) => [
+    l.qProj,
+    l.kProj,
+    l.vProj,
+    l.oProj,
+    l.gate,
+    l.up,
+    l.down,
+    ...(l.perLayerInput ? [l.perLayerInput.gate, l.perLayerInput.projection] : []),
+  ]);
+  const ple = desc.perLayer ? [desc.perLayer.modelProjection] : [];
+  return [...ple, ...all, desc.embed].filter((x): x is AffineLinear => x !== null && x.kind === 'affine');
 }
 
 export interface LaunchCount {
