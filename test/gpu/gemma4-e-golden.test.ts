@@ -92,6 +92,33 @@ describe('GPU f32 E-series target vs transformers float64 goldens (gemma4-e-tiny
     }
   });
 
+  it('teacher-forced per layer (each layer fed the float64 input rows): no layer adds more than transformers f32 at layer 0', async () => {
+    // As target-golden.test.ts: fed the golden act.layer.{i-1}, layer i's output shows what that layer adds (its
+    // per-layer input and, on shared layers, the donor's K/V computed from forced inputs too). Yardstick: the
+    // NMSE of transformers' f32 act.layer.0, the one layer whose input is exact in that run.
+    const tf32 = await loadTransformersF32(GEMMA4_E_TINY);
+    const L = model.desc.layers.length;
+    const H = model.desc.hidden;
+    const inputs: Float32Array[] = [];
+    for (let i = 1; i < L; i++) inputs[i] = Float32Array.from((await golden.tensor(`act.layer.${i - 1}`)).data);
+    model.reset();
+    const r = await model.prefill(golden.json.prompt, {
+      logits: 'none',
+      captures: 'all',
+      layerInputs: (layer, p, M) => (layer === 0 ? undefined : inputs[layer].slice(p * H, (p + M) * H)),
+    });
+    const bound = nmse((await tf32.tensor('act.layer.0')).data, (await golden.tensor('act.layer.0')).data);
+    const e = await Promise.all(
+      Array.from({ length: L }, async (_, i) =>
+        nmse(r.captures.get(`layer.${i}`)!, (await golden.tensor(`act.layer.${i}`)).data),
+      ),
+    );
+    console.log(
+      `gemma4-e-tiny teacher-forced act.layer.i NMSE: worst ${Math.max(...e).toExponential(2)} (layer ${e.indexOf(Math.max(...e))}); transformers f32 layer 0: ${bound.toExponential(2)}`,
+    );
+    e.forEach((v, i) => expect(v, `act.layer.${i}`).toBeLessThanOrEqual(bound));
+  });
+
   it('reproduces the 16 greedy tokens by chain decoding past the window, logits within 0.05 of float64', async () => {
     model.reset();
     const P = golden.json.prompt.length;
