@@ -212,6 +212,7 @@ export class ETargetModel {
 
   destroy(): void {
     Object.values(this.ws).forEach((b) => b.destroy());
+    this.attnScratch.buffers.forEach((b) => b.destroy());
     for (const b of this.donorChunk.values()) [b.k, b.v].forEach((x) => x.destroy());
     this.cache.layers.forEach((l) =>
       [l.k, l.v, l.kStage, l.vStage, l.kEvicted, l.vEvicted].forEach((b) => b.destroy()),
