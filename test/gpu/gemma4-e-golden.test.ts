@@ -12,6 +12,7 @@ import type { TargetDescription } from '../../src/format/model-description.ts';
 import { ETargetModel } from '../../src/model/family/e-target.ts';
 import { uploadWeights, type GpuWeights } from '../../src/model/gpu-weights.ts';
 import { TargetModel } from '../../src/model/target.ts';
+import { TensorUploader } from '../../src/gpu/upload.ts';
 import { openCheckpointDir } from '../../src/node/file-source.ts';
 import { GEMMA4_E_TINY, loadGolden, loadTransformersF32, maxAbsDiff, nmse, type Golden } from '../support/fixtures.ts';
 import { testGpu } from './gpu-context.ts';
@@ -138,6 +139,34 @@ describe('GPU f32 E-series target vs transformers float64 goldens (gemma4-e-tiny
     );
     expect(out).toEqual(golden.json.greedy);
     expect(worst).toBeLessThanOrEqual(LOGIT_TOL);
+  });
+
+  it('the per-layer table split by row ranges (as a large table is, to fit bindings) gives the same bytes', async () => {
+    // E2B's table is [262144, 8960]: 1.2 GB at 4 bits, more than a browser binding holds, so TensorUploader
+    // splits it by rows and embed.wgsl runs once per part. Here the tiny table is split by hand into 6 parts.
+    const desc = weights.desc.perLayer!.table;
+    if (desc.kind !== 'affine') throw new Error('gemma4-e-tiny: expected a quantized per-layer table');
+    const up = new TensorUploader(ctx.device, 0);
+    const split = {
+      desc,
+      weight: await up.upload(desc.weight, 100),
+      scales: await up.upload(desc.scales, 100),
+      biases: await up.upload(desc.biases, 100),
+    };
+    expect(split.weight.parts.map((p) => p.rows)).toEqual([100, 100, 100, 100, 100, 12]);
+    const splitWeights = { ...weights, perLayer: { ...weights.perLayer!, table: split } };
+    const m = new ETargetModel(ctx, splitWeights, { maxContext: 64, maxBlock: 8, prefillChunk: 64, precision: 'f32' });
+    try {
+      model.reset();
+      const a = await model.prefill(golden.json.prompt, { logits: 'all', captures: new Set(['ple_inputs']) });
+      const b = await m.prefill(golden.json.prompt, { logits: 'all', captures: new Set(['ple_inputs']) });
+      const bytes = (x: Float32Array) => Buffer.from(x.buffer, x.byteOffset, x.byteLength);
+      expect(bytes(b.captures.get('ple_inputs')!).equals(bytes(a.captures.get('ple_inputs')!))).toBe(true);
+      expect(bytes(b.logits!).equals(bytes(a.logits!))).toBe(true);
+    } finally {
+      m.destroy();
+      up.buffers.forEach((x) => x.destroy());
+    }
   });
 
   it('chunked prefill (chunks of 5, the donors committing after their readers) gives the same greedy tokens', async () => {
