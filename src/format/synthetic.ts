@@ -214,12 +214,18 @@ function assistantConfig(g: SynthGeometry): Record<string, unknown> {
 
 // ---------------------------------------------------------------- tensors
 
-/** How a tensor's elements are made: random u32 words, or bf16 values drawn from a 256-entry table. */
-type Gen = { kind: 'words'; seed: number } | { kind: 'table'; seed: number; table: Uint16Array };
+/**
+ * How a tensor's elements are made: random u32 words, or bf16 (table) or f32 (table32) values drawn from a
+ * 256-entry table.
+ */
+type Gen =
+  | { kind: 'words'; seed: number }
+  | { kind: 'table'; seed: number; table: Uint16Array }
+  | { kind: 'table32'; seed: number; table: Float32Array };
 
-interface PlannedTensor {
+export interface PlannedTensor {
   name: string;
-  dtype: 'U32' | 'BF16';
+  dtype: 'U32' | 'BF16' | 'F32';
   shape: number[];
   byteLength: number;
   gen: Gen;
@@ -246,6 +252,9 @@ const bf16Bits = (x: number): number => {
 };
 /** 256 bf16 values, f(u) for u evenly spread over (0, 1). */
 const table = (f: (u: number) => number) => Uint16Array.from({ length: 256 }, (_, k) => bf16Bits(f((k + 0.5) / 256)));
+/** The same in f32 (tensors MLX keeps in float32, such as Qwen3.5's A_log). */
+const table32 = (f: (u: number) => number) => Float32Array.from({ length: 256 }, (_, k) => f((k + 0.5) / 256));
+const ELEMENT_BYTES = { U32: 4, BF16: 2, F32: 4 } as const;
 
 /**
  * Uniform codes over L = 2^bits levels give w = s q + b mean 0, std s sqrt((L^2-1)/12) when b = -s (L-1)/2.
@@ -259,18 +268,30 @@ function scaleBiasTables(bits: number, inF: number): { scales: Uint16Array; bias
   return { scales: table(s), biases: table((u) => (-s(u) * (L - 1)) / 2) };
 }
 
-class Planner {
+/** Plans tensors (names, dtypes, shapes, generators); the Qwen3.5 presets (src/format/qwen3_5/synthetic.ts) use it too. */
+export class Planner {
   readonly tensors: PlannedTensor[] = [];
   constructor(private readonly seed: number) {}
 
-  private add(name: string, dtype: 'U32' | 'BF16', shape: number[], gen: Gen): void {
+  private add(name: string, dtype: PlannedTensor['dtype'], shape: number[], gen: Gen): void {
     this.tensors.push({
       name,
       dtype,
       shape,
-      byteLength: shape.reduce((a, d) => a * d, 1) * (dtype === 'U32' ? 4 : 2),
+      byteLength: shape.reduce((a, d) => a * d, 1) * ELEMENT_BYTES[dtype],
       gen,
     });
+  }
+
+  /** A float tensor of any shape whose values are f(u), u drawn uniformly per element from 256 levels. */
+  values(name: string, dtype: 'BF16' | 'F32', shape: number[], f: (u: number) => number): void {
+    const seed = seedOf(this.seed, name);
+    this.add(
+      name,
+      dtype,
+      shape,
+      dtype === 'F32' ? { kind: 'table32', seed, table: table32(f) } : { kind: 'table', seed, table: table(f) },
+    );
   }
 
   linear(path: string, out: number, inF: number, bits: AffineBits | null, groupSize: number): void {
@@ -354,7 +375,8 @@ function assistantTensors(g: SynthGeometry, seed: number): PlannedTensor[] {
 const json = (name: string, value: unknown) =>
   bytesSource(name, new TextEncoder().encode(JSON.stringify(value, null, 2)));
 
-function files(config: unknown, tensors: PlannedTensor[], shardBytes: number): ByteSource[] {
+/** config.json and the weight files (sharded past shardBytes, with an index) of one checkpoint folder. */
+export function files(config: unknown, tensors: PlannedTensor[], shardBytes: number): ByteSource[] {
   const shards: PlannedTensor[][] = [[]];
   let used = 0;
   for (const t of tensors) {
@@ -455,7 +477,7 @@ export class SyntheticFile implements ByteSource {
 
   /** Writes bytes [from, from + out.length) of tensor t's data into out (any alignment). */
   private fill(t: PlannedTensor, from: number, out: Uint8Array): void {
-    const es = t.dtype === 'U32' ? 4 : 2;
+    const es = ELEMENT_BYTES[t.dtype];
     const scratch = (this.scratch ??= new Uint32Array(STEP));
     const bytes = new Uint8Array(scratch.buffer);
     let done = 0;
@@ -472,11 +494,19 @@ export class SyntheticFile implements ByteSource {
   }
 }
 
-/** Elements [first, first+count) of a generator into `scratch` (u32 words, or u16 values packed two per word). */
+/**
+ * Elements [first, first+count) of a generator into `scratch` (u32 words, f32 values, or u16 values packed two
+ * per word).
+ */
 function generate(gen: Gen, first: number, count: number, scratch: Uint32Array): void {
   const seed = gen.seed;
   if (gen.kind === 'words') {
     for (let j = 0; j < count; j++) scratch[j] = hash32((first + j + seed) | 0);
+    return;
+  }
+  if (gen.kind === 'table32') {
+    const f32 = new Float32Array(scratch.buffer, 0, count);
+    for (let j = 0; j < count; j++) f32[j] = gen.table[hash32((first + j + seed) | 0) & 255];
     return;
   }
   const u16 = new Uint16Array(scratch.buffer, 0, count);

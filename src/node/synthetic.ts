@@ -6,6 +6,7 @@
 import { mkdir, open, readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { ByteSource } from '../format/bytesource.ts';
+import { type QwenSynthGeometry, syntheticQwen } from '../format/qwen3_5/synthetic.ts';
 import { SyntheticFile, syntheticCheckpoint, type SynthGeometry, type SynthOptions } from '../format/synthetic.ts';
 import type { ProgressFn } from '../util/cancel.ts';
 
@@ -22,13 +23,17 @@ export interface SynthWriteOptions extends SynthOptions {
   onProgress?: ProgressFn;
 }
 
-/** Writes `dir/target` and `dir/assistant` (when the geometry has one); returns the files written. */
+/**
+ * Writes `dir/target` and `dir/assistant` (when the geometry has one; a Qwen3.5 geometry has none, its MTP head
+ * is inside the target); returns the files written.
+ */
 export async function writeSynthetic(
   dir: string,
-  g: SynthGeometry,
+  g: SynthGeometry | QwenSynthGeometry,
   opts: SynthWriteOptions = {},
 ): Promise<WrittenFile[]> {
-  const pair = syntheticCheckpoint(g, opts);
+  const pair =
+    g.modelType === 'qwen3_5' ? { ...syntheticQwen(g, opts), assistant: null } : syntheticCheckpoint(g, opts);
   const roles: [string, ByteSource[]][] = [['target', pair.target]];
   if (pair.assistant) roles.push(['assistant', pair.assistant]);
   const total = roles.reduce((a, [, fs]) => a + fs.reduce((b, f) => b + f.size, 0), 0);

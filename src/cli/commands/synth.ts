@@ -1,4 +1,10 @@
 import path from 'node:path';
+import {
+  isQwenSynthPreset,
+  QWEN_SYNTH_PRESETS,
+  type QwenSynthGeometry,
+  qwenSynthGeometry,
+} from '../../format/qwen3_5/synthetic.ts';
 import { SYNTH_PRESETS, synthGeometry, type SynthGeometry, type SynthPreset } from '../../format/synthetic.ts';
 import type { AffineBits } from '../../format/quantization.ts';
 import { writeSynthetic } from '../../node/synthetic.ts';
@@ -6,10 +12,15 @@ import type { Command } from '../command.ts';
 
 export const synth: Command = {
   name: 'synth',
-  summary: 'Write a synthetic Gemma 4 target + assistant (MLX layout, seeded random weights) of a real geometry.',
-  usage: 'synth --preset tiny|12b|31b --out DIR [--seed N] [--layers N] [--vocab N] [--mlp-bits B] [--shard-gb G]',
+  summary:
+    'Write a synthetic Gemma 4 target + assistant, or a Qwen3.5 target with its MTP head (MLX layout, seeded random weights), of a real geometry.',
+  usage: `synth --preset ${[...Object.keys(SYNTH_PRESETS), ...Object.keys(QWEN_SYNTH_PRESETS)].join('|')} --out DIR [--seed N] [--layers N] [--vocab N] [--mlp-bits B] [--no-mtp] [--shard-gb G]`,
   options: {
-    preset: { type: 'string', help: `geometry: ${Object.keys(SYNTH_PRESETS).join(', ')}`, default: 'tiny' },
+    preset: {
+      type: 'string',
+      help: `geometry: ${Object.keys(SYNTH_PRESETS).join(', ')} (Gemma 4); ${Object.keys(QWEN_SYNTH_PRESETS).join(', ')} (Qwen3.5)`,
+      default: 'tiny',
+    },
     out: { type: 'string', help: 'output folder (gets target/ and assistant/)' },
     seed: { type: 'string', help: 'weight seed', default: '0' },
     layers: { type: 'string', help: 'target layers (five sliding, one full; last full)' },
@@ -17,19 +28,34 @@ export const synth: Command = {
     'mlp-bits': { type: 'string', help: 'quantize MLP projections at this width (per-module overrides)' },
     'shard-gb': { type: 'string', help: 'largest weight file in GB (10^9 bytes)', default: '5' },
     'no-assistant': { type: 'boolean', help: 'write the target only' },
+    'no-mtp': { type: 'boolean', help: 'Qwen3.5: leave out the mtp.* head (as plain mlx_lm conversions do)' },
     force: { type: 'boolean', help: 'replace checkpoint files already in the output folders' },
   },
   async run({ values: v }, io) {
     if (typeof v.out !== 'string') throw new Error('--out DIR is required');
-    const preset = v.preset as SynthPreset;
-    if (!Object.hasOwn(SYNTH_PRESETS, preset))
-      throw new Error(`--preset must be one of ${Object.keys(SYNTH_PRESETS).join(', ')}`);
-    const over: Partial<SynthGeometry> = {};
-    if (v.layers !== undefined) over.layers = int('layers', v.layers, 1);
-    if (v.vocab !== undefined) over.vocab = int('vocab', v.vocab, 1);
-    if (v['mlp-bits'] !== undefined) over.mlpBits = int('mlp-bits', v['mlp-bits']) as AffineBits;
-    if (v['no-assistant']) over.assistant = null;
-    const g = synthGeometry(preset, over);
+    const preset = String(v.preset);
+    let g: SynthGeometry | QwenSynthGeometry;
+    if (isQwenSynthPreset(preset)) {
+      if (v['mlp-bits'] !== undefined || v['no-assistant'])
+        throw new Error('--mlp-bits and --no-assistant are Gemma 4 options (a Qwen3.5 target carries its MTP head)');
+      const over: Partial<QwenSynthGeometry> = {};
+      if (v.layers !== undefined) over.layers = int('layers', v.layers, 1);
+      if (v.vocab !== undefined) over.vocab = int('vocab', v.vocab, 1);
+      if (v['no-mtp']) over.mtp = false;
+      g = qwenSynthGeometry(preset, over);
+    } else {
+      if (!Object.hasOwn(SYNTH_PRESETS, preset))
+        throw new Error(
+          `--preset must be one of ${[...Object.keys(SYNTH_PRESETS), ...Object.keys(QWEN_SYNTH_PRESETS)].join(', ')}`,
+        );
+      if (v['no-mtp']) throw new Error('--no-mtp is a Qwen3.5 option');
+      const over: Partial<SynthGeometry> = {};
+      if (v.layers !== undefined) over.layers = int('layers', v.layers, 1);
+      if (v.vocab !== undefined) over.vocab = int('vocab', v.vocab, 1);
+      if (v['mlp-bits'] !== undefined) over.mlpBits = int('mlp-bits', v['mlp-bits']) as AffineBits;
+      if (v['no-assistant']) over.assistant = null;
+      g = synthGeometry(preset as SynthPreset, over);
+    }
     const shardGb = Number(v['shard-gb']);
     if (!(shardGb > 0)) throw new Error('--shard-gb must be a positive number');
     const t0 = performance.now();
