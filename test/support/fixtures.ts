@@ -18,6 +18,11 @@ export const TINY_A_F64 = path.resolve(process.cwd(), 'test/fixtures/tiny-a-f64'
  * with a double-wide MLP, and a centroid-head assistant, with float64 goldens from transformers.
  */
 export const GEMMA4_E_TINY = path.resolve(process.cwd(), 'test/fixtures/gemma4-e-tiny');
+/**
+ * The MoE fixture of issue 15 (26B-A4B's structure): a dense MLP beside 8 experts (top-4, 8-bit router), K = V on the
+ * full layer, a dense-head assistant, with float64 goldens from transformers (eager experts, router in float64).
+ */
+export const GEMMA4_MOE_TINY = path.resolve(process.cwd(), 'test/fixtures/gemma4-moe-tiny');
 /** The page's demo model (a trained model of Gemma 4's structure, tools/demo), q4 variant. */
 export const DEMO = path.resolve(process.cwd(), 'public/demo');
 /**
