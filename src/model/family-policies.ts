@@ -22,3 +22,22 @@ export function familyPolicies(family: ModelFamily): readonly Policy[] {
 export function familyPolicy(family: ModelFamily, name: string): Policy {
   return family === 'qwen3_5' ? qwenPolicyByName(name) : policyByName(name);
 }
+
+/**
+ * Descriptions in a family's terms where the shared wording names Gemma's mechanisms (the ring, K/V caches
+ * only): a Qwen3.5 target has no ring, and its prefill also fills conv windows and recurrent states.
+ */
+const QWEN_DESCRIPTIONS: Record<string, string> = {
+  exact:
+    "Reference: every row runs the same pipeline and reduction order whatever M is; a verify block runs each token's conv and recurrent-state update with the chain's arithmetic, in order.",
+  'prefill-chunk-mismatch':
+    'The two arms prefill with different chunk sizes (whole prompt vs chunks of 4) through a prefill GEMM whose split-K depends on the row count, so their conv windows, recurrent states and K/V caches differ.',
+};
+
+/** The policy menu of a family: each policy's name and its description in the family's terms. */
+export function familyPolicyMenu(family: ModelFamily): { name: string; description: string }[] {
+  return familyPolicies(family).map((p) => ({
+    name: p.name,
+    description: (family === 'qwen3_5' ? QWEN_DESCRIPTIONS[p.name] : undefined) ?? p.description,
+  }));
+}

@@ -14,6 +14,12 @@ export function defaultDrawLengths(window: number): number[] {
   return [8, 8, 8, Math.min(window + 32, 1536)];
 }
 
+/**
+ * Draw lengths of a Qwen3.5 target (no sliding window): three short prompts and one past 64 keys, where the
+ * full-attention layers' exact plan reads a step's keys in two segments (attention.wgsl SEG_KEYS).
+ */
+export const QWEN_DRAW_LENGTHS: readonly number[] = [8, 8, 8, 96];
+
 export function probeDraw(index: number, promptLength: number, K: number, vocab: number): Draw {
   const salt = 977 * index + 1;
   const prompt = Array.from({ length: promptLength }, (_, i) => (7 * i + 1 + salt) % vocab);

@@ -5,7 +5,7 @@ import { TargetModel, type ForwardResult, type Precision } from '../model/target
 import { policyByName, type Policy } from '../model/policy.ts';
 import type { CancelToken, ProgressFn } from '../util/cancel.ts';
 import { compareRows } from './compare.ts';
-import { defaultDrawLengths, probeDraw, type Draw } from './draws.ts';
+import { defaultDrawLengths, probeDraw, QWEN_DRAW_LENGTHS, type Draw } from './draws.ts';
 import { lensLayers, localize, stageOrder, type StageCaptures, type StageStep } from './localize.ts';
 import {
   QWEN_STAGE_LABELS,
@@ -95,12 +95,6 @@ function localizerOf(model: ProbeTarget): Localizer | undefined {
   return undefined;
 }
 
-/**
- * Draw lengths of a Qwen3.5 target (no sliding window): three short prompts and one past 64 keys, where the
- * full-attention layers' exact plan reads a step's keys in two segments (attention.wgsl SEG_KEYS).
- */
-const QWEN_DRAW_LENGTHS = [8, 8, 8, 96];
-
 interface ArmRows {
   logits: Float32Array[];
   captures?: StageCaptures;
@@ -156,7 +150,7 @@ export async function runProbe(env: ProbeEnv, opts: ProbeOptions): Promise<Probe
   const policy = qwen ? qwenPolicyByName(opts.policy) : policyByName(opts.policy);
   const K = opts.block;
   if (!(K >= 1 && K <= 16)) throw new Error(`block width must be between 1 and 16 (got ${K})`);
-  const lengths = opts.lengths ?? ('window' in desc ? defaultDrawLengths(desc.window) : QWEN_DRAW_LENGTHS);
+  const lengths = opts.lengths ?? ('window' in desc ? defaultDrawLengths(desc.window) : [...QWEN_DRAW_LENGTHS]);
   const maxLen = Math.max(...lengths);
   const prefillChunk = opts.prefillChunk ?? Math.min(maxLen, 512);
   const modelOpts = {

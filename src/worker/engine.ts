@@ -15,7 +15,7 @@ import type { AssistantDescription, TargetDescription } from '../format/model-de
 import type { CheckpointInfo, PerformanceSummary, ProbeReport } from '../parity/report.ts';
 import { pageBenchOptions, runBench, type BenchReport } from '../bench/run.ts';
 import { runProbe, type ProbeOptions } from '../parity/probe.ts';
-import { familyPolicies } from '../model/family-policies.ts';
+import { familyPolicyMenu } from '../model/family-policies.ts';
 import { runTrace, type TraceOptions, type TraceReport } from '../parity/trace.ts';
 import type { DraftConvention } from '../model/assistant.ts';
 import { generateClassic, generateMtp, type GenerateResult } from '../model/generate.ts';
@@ -200,7 +200,7 @@ export class Engine {
 
   /** The numerics policies (exact and the inexact variants) a family's targets take, for the run panel. */
   policies(family: ModelFamily = 'gemma4'): { name: string; description: string }[] {
-    return familyPolicies(family).map((p) => ({ name: p.name, description: p.description }));
+    return familyPolicyMenu(family);
   }
 
   /** Runs the block-versus-chain probe on the loaded target. */

@@ -16,6 +16,8 @@ export interface GenerationOptions {
   policy: string;
   precision: 'f32' | 'bf16';
   draftPosition: 'hf' | 'mlxcel';
+  /** Qwen3.5 targets: drafts from the target's own MTP head or oracle drafts (absent: the family's drafter). */
+  drafts?: 'mtp' | 'oracle';
 }
 
 export interface GenerationRun {
@@ -142,6 +144,7 @@ export function generationJson(run: GenerationRun): Record<string, unknown> {
     mtp: r.mtp,
     ...(r.classicText !== undefined ? { classicText: r.classicText } : {}),
     ...(r.mtpText !== undefined ? { mtpText: r.mtpText } : {}),
+    ...(r.drafter ? { drafter: r.drafter } : {}),
   };
 }
 

@@ -309,6 +309,8 @@ export function createGenerationView(): { root: HTMLElement; show(run: Generatio
       const first = r.diff.firstDifference;
       const o = run.options;
       const promptIds = r.diff.prompt;
+      // The draft position is a Gemma 4 assistant's convention; results from before `drafter` was recorded had one.
+      const byAssistant = !r.drafter || r.drafter.kind === 'assistant';
       clear(body);
       append(
         body,
@@ -330,8 +332,11 @@ export function createGenerationView(): { root: HTMLElement; show(run: Generatio
               el(
                 'p',
                 { class: 'consequence', 'data-testid': 'generation-setup' },
-                `up to ${fmtInt(o.maxNew)} new tokens · K = ${o.block} · policy ${o.policy} · ${o.precision} · draft position ${o.draftPosition} · done in ${fmtMs(run.elapsedMs)}`,
+                `up to ${fmtInt(o.maxNew)} new tokens · K = ${o.block} · policy ${o.policy} · ${o.precision}${byAssistant ? ` · draft position ${o.draftPosition}` : ''} · done in ${fmtMs(run.elapsedMs)}`,
               ),
+              r.drafter
+                ? el('p', { class: 'small', 'data-testid': 'generation-drafter' }, `Drafts: ${r.drafter.text}`)
+                : null,
             ),
           ),
         ),
@@ -349,7 +354,14 @@ export function createGenerationView(): { root: HTMLElement; show(run: Generatio
           'div',
           { class: 'two-col even arms' },
           arm(r.classic, r.mtp, 'Classic (one token per forward)', first, r.classicText, 'classic'),
-          arm(r.mtp, r.classic, `MTP (K = ${o.block}, draft position ${o.draftPosition})`, first, r.mtpText, 'mtp'),
+          arm(
+            r.mtp,
+            r.classic,
+            `MTP (K = ${o.block}, ${byAssistant ? `draft position ${o.draftPosition}` : r.drafter?.kind === 'oracle' ? 'oracle drafts' : 'own MTP head'})`,
+            first,
+            r.mtpText,
+            'mtp',
+          ),
         ),
         windowTable(run),
         el('h3', {}, 'Acceptance'),

@@ -18,8 +18,14 @@ import {
 import { listRecent, rememberCheckpoint, type RecentCheckpoint } from '../common/recent.ts';
 
 const ROLE_TEXT: Record<Role, { title: string; hint: string }> = {
-  target: { title: 'Target model', hint: 'Drop the MLX checkpoint folder (config.json + *.safetensors) here' },
-  assistant: { title: 'MTP assistant', hint: 'Drop the assistant (drafter) folder here — optional for the probe' },
+  target: {
+    title: 'Target model',
+    hint: 'Drop the MLX checkpoint folder (config.json + *.safetensors) here: Gemma 4, or Qwen3.5 / 3.6 with its mtp.* head',
+  },
+  assistant: {
+    title: 'MTP assistant',
+    hint: 'Drop the Gemma 4 assistant (drafter) folder here — optional for the probe; Qwen3.5 drafts with its own head',
+  },
 };
 
 export interface Intake {
@@ -279,12 +285,14 @@ function loadProgress(role: Role, title: string, folder: PickedFolder, cancel: (
 
 /** The loaded checkpoint's name and facts (type, geometry, quantization, size, digest, load time). */
 function summaryNodes(role: Role, s: LoadedSummary): HTMLElement[] {
+  const qwen = s.family === 'qwen3_5';
   const kv: [string, string][] = [
     ['Type', s.modelType],
-    ['Layers', fmtInt(s.layers)],
+    ['Layers', qwen && s.layerKinds ? `${fmtInt(s.layers)}: ${s.layerKinds}` : fmtInt(s.layers)],
     ['Hidden', fmtInt(s.hidden)],
     ['Heads', fmtInt(s.heads)],
-    ['Window', fmtInt(s.window)],
+    // Qwen3.5 has no sliding ring: Gated DeltaNet layers carry a recurrent state, full layers a linear KV cache.
+    ['Window', qwen ? 'none (recurrent state + full KV cache)' : fmtInt(s.window)],
     ['Vocab', fmtInt(s.vocab)],
     ['Quantization', s.quantization],
     [
@@ -294,14 +302,20 @@ function summaryNodes(role: Role, s: LoadedSummary): HTMLElement[] {
     ['Digest', shortDigest(s.digest)],
     ['Loaded', `${fmtMs(s.loadMs)}${s.hasTokenizer ? ' · tokenizer found' : ''}`],
   ];
-  return [
+  if (qwen) kv.splice(1, 0, ['MTP', s.mtpHead ?? 'none: oracle drafts only']);
+  const nodes: (HTMLElement | null)[] = [
     el('p', { class: 'loaded-name' }, el('strong', {}, s.label)),
     el(
       'dl',
       { class: 'kv compact', 'data-testid': `${role}-summary` },
       ...kv.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)]),
     ),
+    // Why a Qwen3.5 target cannot draft (no mtp.* tensors, an unsupported head), in the format layer's words.
+    s.mtpUnavailable
+      ? el('p', { class: 'small note', 'data-testid': `${role}-mtp-unavailable` }, s.mtpUnavailable)
+      : null,
   ];
+  return nodes.filter((n): n is HTMLElement => n !== null);
 }
 
 /** The "Recent checkpoints" list: each entry with Reopen when its directory handle was kept. */

@@ -1,10 +1,10 @@
 /**
- * The localization heatmap on a canvas: layers across, stages down, sliding/full layers marked above,
+ * The localization heatmap on a canvas: layers across, stages down, layer kinds (sliding / full / linear) marked above,
  * the first divergence outlined. The same draw function paints the on-screen canvas and the PNG export.
  * The canvas is keyboard reachable: arrow keys move a cursor and a live region reads the cell out, so the
  * numbers are not locked inside pixels.
  */
-import { STAGE_LABELS } from '../../parity/report.ts';
+import { FINAL_STAGES, QWEN_STAGE_LABELS, STAGE_LABELS } from '../../parity/report.ts';
 import { el } from '../common/dom.ts';
 import { FONT, onWidthChange, sizeCanvas } from '../common/canvas.ts';
 import { fmtInt, fmtPercent, fmtSci } from '../common/format.ts';
@@ -92,13 +92,14 @@ export function drawHeatmap(
       ctx.fillRect(L.colX(i) + 0.5, y0 + r * L.cellH + 0.5, L.cellW - 1, L.cellH - 1);
     }
   }
-  // Separator between the six per-layer stages and the two final ones.
+  // Separator between the per-layer stages (six, or eleven with Gated DeltaNet layers) and the final ones.
   const right = L.colX(grid.columns.length - 1) + L.cellW;
+  const layerRows = grid.stages.length - FINAL_STAGES.length;
   ctx.strokeStyle = '#8a93a0';
   ctx.lineWidth = 1;
   ctx.beginPath();
-  ctx.moveTo(x0, y0 + 6 * L.cellH + 0.5);
-  ctx.lineTo(right, y0 + 6 * L.cellH + 0.5);
+  ctx.moveTo(x0, y0 + layerRows * L.cellH + 0.5);
+  ctx.lineTo(right, y0 + layerRows * L.cellH + 0.5);
   ctx.stroke();
 
   const first = grid.cells.find((c) => c.first);
@@ -124,7 +125,10 @@ export function drawHeatmap(
   };
   swatch(heatColor(0), 'equal');
   for (const [lv, label] of legendStops(grid)) swatch(heatColor(lv), label);
-  swatch(KIND_COLOR.sliding, 'sliding layer');
+  // Only the layer kinds the grid has: Gemma's sliding and full, Qwen3.5's linear (Gated DeltaNet) and full.
+  const kinds = new Set(grid.columns.map((c) => c.kind));
+  if (kinds.has('sliding')) swatch(KIND_COLOR.sliding, 'sliding layer');
+  if (kinds.has('linear')) swatch(KIND_COLOR.linear, 'linear (Gated DeltaNet) layer');
   swatch(KIND_COLOR.full, 'full layer');
   if (first) {
     if (lx + 22 + ctx.measureText('first divergence').width > L.width) {
@@ -157,7 +161,9 @@ function outline(
 export function describeCell(grid: HeatGrid, col: number, row: number, cell: HeatCell | undefined): string {
   const c = grid.columns[col];
   const stage = grid.stages[row];
-  const where = `${c?.layer === null ? 'head' : `layer ${c?.layer}${c?.kind ? ` (${c.kind})` : ''}`} · ${STAGE_LABELS[stage]}`;
+  // A grid with Gated DeltaNet layers is a Qwen3.5 report: its attention layers' own labels (no v_norm).
+  const labels = grid.columns.some((x) => x.kind === 'linear') ? QWEN_STAGE_LABELS : STAGE_LABELS;
+  const where = `${c?.layer === null ? 'head' : `layer ${c?.layer}${c?.kind ? ` (${c.kind})` : ''}`} · ${labels[stage]}`;
   if (!cell) return `${where}: not captured`;
   const d = cell.diff;
   const pos = Number.isFinite(d.position) ? ` at position ${d.position}` : ' over all positions';

@@ -1,10 +1,13 @@
 /** The provenance list (adapter, platform, settings, checkpoints) of a probe or a trace report, as text. */
-import type { CheckpointInfo, Provenance } from '../../parity/report.ts';
+import { familyName, type CheckpointInfo, type Provenance } from '../../parity/report.ts';
 import { el } from '../common/dom.ts';
 import { fmtBytes, fmtInt, fmtList, shortDigest } from '../common/format.ts';
 
+// A Qwen3.5 target has no sliding window (its CheckpointInfo says 0): say so rather than "window 0".
+const windowText = (c: CheckpointInfo) =>
+  familyName(c.modelType) === 'Qwen3.5' ? 'no sliding window' : `window ${fmtInt(c.window)}`;
 const ck = (c: CheckpointInfo) =>
-  `${c.modelType} · ${c.label} · ${fmtInt(c.layers)} layers, hidden ${fmtInt(c.hidden)}, ${fmtInt(c.heads)} heads, window ${fmtInt(c.window)}, vocab ${fmtInt(c.vocab)} · ${c.quantization} · ${fmtBytes(c.bytes)} · digest ${shortDigest(c.digest)}`;
+  `${c.modelType} · ${c.label} · ${fmtInt(c.layers)} layers, hidden ${fmtInt(c.hidden)}, ${fmtInt(c.heads)} heads, ${windowText(c)}, vocab ${fmtInt(c.vocab)} · ${c.quantization} · ${fmtBytes(c.bytes)} · digest ${shortDigest(c.digest)}`;
 
 /** `settings` replaces the probe's draw lengths with the rows of another kind (a trace's prefix and traced). */
 export function provenanceList(p: Provenance, testid: string, settings?: [string, string][]): HTMLElement {

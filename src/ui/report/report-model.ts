@@ -22,6 +22,7 @@ import {
   type RowDiff,
   type Stage,
   type StageDiff,
+  type StateView,
 } from '../../parity/report.ts';
 import type { AdapterReport } from '../../gpu/device.ts';
 import { count, num, str } from '../common/format.ts';
@@ -193,11 +194,35 @@ function ring(v: unknown): RingView | undefined {
   };
 }
 
+/** A Qwen3.5 draw's recurrent state view; undefined when it has no layer rows to show. */
+function stateView(v: unknown): StateView | undefined {
+  const o = obj(v);
+  const layers = arr(o.layers, LIMITS.layers).flatMap((l) => {
+    const x = obj(l);
+    const layer = layerIndex(x.layer);
+    return layer === null ? [] : [{ layer, rows: arr(x.rows, LIMITS.rows).map((r) => row(obj(r))) }];
+  });
+  if (layers.length === 0) return undefined;
+  return {
+    blockStart: num(o.blockStart),
+    valueHeads: num(o.valueHeads),
+    keyHeadDim: num(o.keyHeadDim),
+    valueHeadDim: num(o.valueHeadDim),
+    convKernel: num(o.convKernel),
+    convChannels: num(o.convChannels),
+    fullLayers: arr(o.fullLayers, LIMITS.layers)
+      .map(layerIndex)
+      .filter((n): n is number => n !== null),
+    layers,
+  };
+}
+
 function draw(d: Obj, i: number): DrawResult {
   const t = obj(d.timings);
   const stages = d.stages === undefined ? undefined : stageDiffs(d.stages);
   const lensLayers = d.lens === undefined ? undefined : lens(d.lens);
   const ringView = d.ring === undefined ? undefined : ring(d.ring);
+  const state = d.state === undefined ? undefined : stateView(d.state);
   return {
     index: Number.isNaN(count(d.index)) ? i : count(d.index),
     salt: num(d.salt),
@@ -212,11 +237,13 @@ function draw(d: Obj, i: number): DrawResult {
     ...(stages ? { stages } : {}),
     ...(lensLayers ? { lens: lensLayers } : {}),
     ...(ringView ? { ring: ringView } : {}),
+    ...(state ? { state } : {}),
     timings: {
       prefillMs: num(t.prefillMs),
       chainMs: num(t.chainMs),
       blockMs: num(t.blockMs),
       ...(t.localizeMs !== undefined ? { localizeMs: num(t.localizeMs) } : {}),
+      ...(t.stateMs !== undefined ? { stateMs: num(t.stateMs) } : {}),
     },
   };
 }
@@ -240,5 +267,13 @@ export function longRing(r: ProbeReport): { draw: DrawResult; ring: RingView } |
   let best: { draw: DrawResult; ring: RingView } | undefined;
   for (const d of r.draws)
     if (d.ring && (!best || (d.promptLength || 0) > (best.draw.promptLength || 0))) best = { draw: d, ring: d.ring };
+  return best;
+}
+
+/** The long draw's recurrent state view (a Qwen3.5 report's, in place of the ring): the largest prompt with one. */
+export function longState(r: ProbeReport): { draw: DrawResult; state: StateView } | undefined {
+  let best: { draw: DrawResult; state: StateView } | undefined;
+  for (const d of r.draws)
+    if (d.state && (!best || (d.promptLength || 0) > (best.draw.promptLength || 0))) best = { draw: d, state: d.state };
   return best;
 }

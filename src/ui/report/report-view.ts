@@ -12,7 +12,8 @@ import { buildHeatmap, type HeatGrid, type Metric, type PositionPick } from './h
 import { createHeatmapView } from './heatmap.ts';
 import { createLensChart, lensPoints } from './lens-chart.ts';
 import { createRingView } from './ring-view.ts';
-import { defaultDetailDraw, firstDivergenceOf, longRing } from './report-model.ts';
+import { defaultDetailDraw, firstDivergenceOf, longRing, longState } from './report-model.ts';
+import { createStateView } from './state-view.ts';
 import { provenanceList } from './provenance-view.ts';
 import { performanceList } from '../adapter/performance-view.ts';
 import { reportPng } from '../share/png-export.ts';
@@ -38,6 +39,9 @@ export function createReportView(): {
   const heatNote = el('p', { class: 'muted small', 'data-testid': 'heatmap-note' });
   const lens = createLensChart();
   const ring = createRingView();
+  // A Qwen3.5 report has no ring: its long draw's recurrent state takes the ring's place.
+  const state = createStateView();
+  const ringTitle = el('h3', { 'data-testid': 'ring-title' }, 'Ring cache of the long draw');
   const rowsBox = el('div', { class: 'table-wrap' });
   const timingsBox = el('div', { class: 'table-wrap' });
   const provBox = el('div', {});
@@ -53,8 +57,9 @@ export function createReportView(): {
     lens.root,
     el('h3', {}, 'Rows of the verify block'),
     rowsBox,
-    el('h3', {}, 'Ring cache of the long draw'),
+    ringTitle,
     ring.root,
+    state.root,
     el(
       'div',
       { class: 'two-col' },
@@ -100,7 +105,11 @@ export function createReportView(): {
       controls.setPositions(draw());
       renderDetails();
       const lr = longRing(r);
+      const ls = longState(r);
       ring.update(lr?.ring, lr ? drawName(lr.draw) : '');
+      state.update(ls?.state, ls ? drawName(ls.draw) : '');
+      ring.root.hidden = ls !== undefined && lr === undefined;
+      ringTitle.textContent = ring.root.hidden ? 'Recurrent state of the long draw' : 'Ring cache of the long draw';
       clear(timingsBox);
       append(timingsBox, ...timingsNodes(r));
       clear(provBox);
@@ -284,7 +293,15 @@ function rowsTable(d: DrawResult): HTMLElement {
 /** Per-draw timings, the total, and the GPU's own throughput when the report carries it. */
 function timingsNodes(r: ProbeReport): HTMLElement[] {
   const hasLocalize = r.draws.some((d) => d.timings.localizeMs !== undefined);
-  const head = ['draw', 'prefill', 'chain', 'block', ...(hasLocalize ? ['localize'] : [])];
+  const hasState = r.draws.some((d) => d.timings.stateMs !== undefined);
+  const head = [
+    'draw',
+    'prefill',
+    'chain',
+    'block',
+    ...(hasLocalize ? ['localize'] : []),
+    ...(hasState ? ['state'] : []),
+  ];
   const nodes: HTMLElement[] = [
     el(
       'table',
@@ -302,6 +319,7 @@ function timingsNodes(r: ProbeReport): HTMLElement[] {
             el('td', {}, fmtMs(d.timings.chainMs)),
             el('td', {}, fmtMs(d.timings.blockMs)),
             hasLocalize ? el('td', {}, fmtMs(d.timings.localizeMs ?? NaN)) : null,
+            hasState ? el('td', {}, fmtMs(d.timings.stateMs ?? NaN)) : null,
           ),
         ),
       ),

@@ -68,6 +68,17 @@ export function createGenerateForm(
     el('option', { value: 'hf' }, 'hf'),
     el('option', { value: 'mlxcel' }, 'mlxcel'),
   );
+  // Qwen3.5 targets draft with their own MTP head, or (without one, or by choice) with oracle drafts.
+  const drafts = el(
+    'select',
+    { 'data-testid': 'generate-drafts' },
+    el('option', { value: 'mtp' }, "target's own MTP head"),
+    el('option', { value: 'oracle' }, 'oracle (classic output, a third wrong)'),
+  );
+  const draftsLabel = el('label', { hidden: true }, 'Drafts ', drafts);
+  const draftsNote = el('p', { class: 'small note', 'data-testid': 'generate-drafts-note', hidden: true });
+  const positionLabel = el('label', {}, 'Draft position ', draftPosition);
+  const about = el('p', { class: 'small muted', 'data-testid': 'generate-about' });
   const tokenizerNote = el('span', { class: 'small muted', 'data-testid': 'generate-tokenizer-note' });
   const root = el(
     'div',
@@ -93,14 +104,11 @@ export function createGenerateForm(
       el('label', {}, 'Block width K ', block),
       el('label', {}, 'Policy ', policy.select),
       precision.root,
-      el('label', {}, 'Draft position ', draftPosition),
+      positionLabel,
+      draftsLabel,
     ),
-    el(
-      'p',
-      { class: 'small muted' },
-      'Greedy decode twice: classic (one token per forward), then MTP (the assistant drafts K − 1 tokens, one verify forward of K rows accepts the longest matching prefix). ' +
-        'Draft position: "hf" lets the drafter see W + 1 keys (the ring\'s evicted entry, as transformers), "mlxcel" W keys.',
-    ),
+    draftsNote,
+    about,
     policy.help,
     job.controls,
     job.phases,
@@ -109,6 +117,27 @@ export function createGenerateForm(
 
   let vocab = NaN;
   let hasTokenizer = false;
+  let qwen = false;
+  let draftsFor: string | undefined;
+  /** What the form says about drafting for the loaded target's family, and the Qwen3.5 drafts choice. */
+  const syncDrafts = (target: LoadedSummary | undefined) => {
+    qwen = target?.family === 'qwen3_5';
+    draftsLabel.hidden = !qwen;
+    positionLabel.hidden = qwen;
+    // A new Qwen3.5 target starts on its head when it has one, on oracle drafts when it has none.
+    if (qwen && target && target.digest !== draftsFor) drafts.value = target.mtpHead ? 'mtp' : 'oracle';
+    draftsFor = qwen ? target?.digest : undefined;
+    draftsNote.hidden = !(qwen && target?.mtpUnavailable);
+    draftsNote.textContent =
+      qwen && target?.mtpUnavailable
+        ? `${target.mtpUnavailable}. Oracle drafts run MTP generation without the head.`
+        : '';
+    about.textContent = qwen
+      ? "Greedy decode twice: classic (one token per forward), then MTP: the target's own MTP head (mtp.*) drafts K − 1 tokens from its post-norm hidden state, one verify forward of K rows accepts the longest matching prefix and rolls the recurrent state back to it. Oracle drafts replay the classic output with a fixed third of the drafts wrong."
+      : 'Greedy decode twice: classic (one token per forward), then MTP (the assistant drafts K − 1 tokens, one verify forward of K rows accepts the longest matching prefix). ' +
+        'Draft position: "hf" lets the drafter see W + 1 keys (the ring\'s evicted entry, as transformers), "mlxcel" W keys.';
+  };
+  syncDrafts(undefined);
   let suggestion: { text: string; chat: boolean } | undefined;
   const applySuggestion = () => {
     if (!suggestion || !hasTokenizer) return;
@@ -154,6 +183,7 @@ export function createGenerateForm(
         policy: policy.select.value,
         precision: precision.value(),
         draftPosition: draftPosition.value === 'mlxcel' ? 'mlxcel' : 'hf',
+        ...(qwen ? { drafts: drafts.value === 'oracle' ? ('oracle' as const) : ('mtp' as const) } : {}),
       };
     } catch (e) {
       job.message.replaceChildren();
@@ -174,7 +204,7 @@ export function createGenerateForm(
     const t0 = performance.now();
     const result = await job.start(
       (jobId, onProgress) => engine.runGeneration(options, jobId, onProgress),
-      [prompt, asIds, asText, chat, maxNew, block, policy.select, precision.f32, precision.bf16, draftPosition],
+      [prompt, asIds, asText, chat, maxNew, block, policy.select, precision.f32, precision.bf16, draftPosition, drafts],
     );
     if (result) onResult({ options, result, createdAt: new Date().toISOString(), elapsedMs: performance.now() - t0 });
     syncMode();
@@ -187,6 +217,7 @@ export function createGenerateForm(
       void restored.then(() => policy.set(saved?.policy));
     },
     setModels(target) {
+      syncDrafts(target);
       vocab = target?.vocab ?? NaN;
       hasTokenizer = target?.hasTokenizer === true;
       tokenizerNote.textContent = !target

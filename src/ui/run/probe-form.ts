@@ -6,16 +6,21 @@ import type { EngineProxy } from '../common/engine-client.ts';
 import type { ProbeOptions } from '../../parity/probe.ts';
 import type { ProbeReport } from '../../parity/report.ts';
 import { el } from '../common/dom.ts';
+import type { LoadedSummary } from '../../worker/engine.ts';
+import { QWEN_DRAW_LENGTHS } from '../../parity/draws.ts';
 import { parseLengths } from '../common/format.ts';
 import { blockSelect, policyField, precisionField, type PolicyInfo } from './form-fields.ts';
 import type { JobRunner } from './job-runner.ts';
 import { loadSettings, saveSettings, type RunSettings } from '../common/recent.ts';
 
+const GEMMA_HINT =
+  "Empty draw lengths run mlxcel's draws: 8, 8, 8 and a long draw of min(W + 32, 1536) tokens that wraps the ring.";
+
 export function createProbeForm(
   engine: EngineProxy,
   job: JobRunner,
   onReport: (r: ProbeReport) => void,
-): { root: HTMLElement; policies(list: PolicyInfo[]): void } {
+): { root: HTMLElement; policies(list: PolicyInfo[]): void; setModel(target: LoadedSummary | undefined): void } {
   const lengths = el('input', {
     type: 'text',
     inputmode: 'numeric',
@@ -28,6 +33,7 @@ export function createProbeForm(
   const policy = policyField('policy');
   const precision = precisionField('precision', 'precision');
   const localize = el('input', { type: 'checkbox', checked: true, 'data-testid': 'localize' });
+  const hint = el('p', { class: 'small muted', id: 'lengths-hint', 'data-testid': 'lengths-hint' }, GEMMA_HINT);
   const root = el(
     'div',
     {},
@@ -40,11 +46,7 @@ export function createProbeForm(
       precision.root,
       el('label', {}, localize, ' Localize the first divergence'),
     ),
-    el(
-      'p',
-      { class: 'small muted', id: 'lengths-hint' },
-      "Empty draw lengths run mlxcel's draws: 8, 8, 8 and a long draw of min(W + 32, 1536) tokens that wraps the ring.",
-    ),
+    hint,
     policy.help,
     job.controls,
     job.phases,
@@ -96,6 +98,14 @@ export function createProbeForm(
 
   return {
     root,
+    setModel(target) {
+      // A Qwen3.5 target has no ring to wrap: its default draws are fixed (src/parity/draws.ts).
+      const qwen = target?.family === 'qwen3_5';
+      hint.textContent = qwen
+        ? `Empty draw lengths run ${QWEN_DRAW_LENGTHS.join(', ')}: Qwen3.5 has no sliding ring; the long draw passes the conv window many times and reads the full-attention keys in two segments.`
+        : GEMMA_HINT;
+      lengths.placeholder = qwen ? QWEN_DRAW_LENGTHS.join(', ') : '8, 8, 8 + long draw';
+    },
     policies(list) {
       policy.fill(list);
       void restored.then(() => policy.set(saved?.policy));

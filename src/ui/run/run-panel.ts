@@ -8,7 +8,8 @@ import type { EngineProxy } from '../common/engine-client.ts';
 import type { ProbeReport } from '../../parity/report.ts';
 import type { TraceReport } from '../../parity/trace.ts';
 import type { LoadedSummary } from '../../worker/engine.ts';
-import { append, el } from '../common/dom.ts';
+import { append, clear, el } from '../common/dom.ts';
+import type { ModelFamily } from '../../format/open-target.ts';
 import { createJobRunner, type JobRunner } from './job-runner.ts';
 import { createProbeForm } from './probe-form.ts';
 import { createTraceForm } from './trace-form.ts';
@@ -139,14 +140,24 @@ export function createRunPanel(engine: EngineProxy, on: RunHandlers): RunPanel {
         : 'Load a target checkpoint first.';
     probeJob.allow(!other && !needTarget, other || needTarget);
     traceJob.allow(!other && !needTarget, other || needTarget);
-    const needAssistant = needTarget || (s.assistant ? '' : 'Load the MTP assistant too: generation drafts with it.');
+    // A Qwen3.5 target drafts with its own MTP head (or oracle drafts): it needs no assistant.
+    const needAssistant =
+      needTarget ||
+      (s.assistant || s.target?.family === 'qwen3_5' ? '' : 'Load the MTP assistant too: generation drafts with it.');
     generateJob.allow(!other && !needAssistant, other || needAssistant);
     on.busyChanged?.();
   }
 
-  void (async () => {
+  // The policy menus list the loaded target's family's policies (Gemma 4's until a target is loaded); the
+  // latest request wins when targets of two families load in quick succession.
+  let policyFamily: ModelFamily | undefined;
+  let policyRequest = 0;
+  const listPolicies = async (family: ModelFamily) => {
+    const request = ++policyRequest;
     try {
-      const list = await engine.policies();
+      const list = await engine.policies(family);
+      if (request !== policyRequest) return;
+      clear(policyError);
       probe.policies(list);
       trace.policies(list);
       generate.policies(list);
@@ -156,12 +167,20 @@ export function createRunPanel(engine: EngineProxy, on: RunHandlers): RunPanel {
         el('p', { class: 'error', role: 'alert' }, `Could not list the policies: ${(e as Error).message}`),
       );
     }
-  })();
+  };
+  const showPoliciesOf = (family: ModelFamily) => {
+    if (family === policyFamily) return;
+    policyFamily = family;
+    void listPolicies(family);
+  };
+  showPoliciesOf('gemma4');
 
   return {
     root,
     refresh(s) {
       state = s;
+      showPoliciesOf(s.target?.family ?? 'gemma4');
+      probe.setModel(s.target);
       trace.setModel(s.target);
       generate.setModels(s.target, s.assistant);
       apply();

@@ -18,6 +18,14 @@ export function traceDefaults(window: number): { prefix: number; traced: number 
   return { prefix: Math.min(1536, Math.ceil(2.5 * w)), traced: Math.min(256, 3 * w) };
 }
 
+/**
+ * A loaded target's defaults: from its sliding window (Gemma 4), or GEMMA4.md section 8's 1,536 + 256 for a
+ * Qwen3.5 target, which has no window to scale them by.
+ */
+function defaultsFor(target: LoadedSummary | undefined): { prefix: number; traced: number } {
+  return target?.family === 'qwen3_5' ? { prefix: 1536, traced: 256 } : traceDefaults(target?.window ?? NaN);
+}
+
 export function createTraceForm(
   engine: EngineProxy,
   job: JobRunner,
@@ -68,13 +76,16 @@ export function createTraceForm(
     job.message,
   );
 
-  const setHint = (w: number | undefined) => {
-    const d = traceDefaults(w ?? NaN);
+  const setHint = (target: LoadedSummary | undefined) => {
+    const w = target?.window;
+    const d = defaultsFor(target);
     hint.textContent =
       `A fixed pseudo-random token stream: the prefix is prefilled untraced, then every traced position runs as a one-token chain and in blocks of K, and their logits are compared. ` +
-      (w
-        ? `Defaults for this target's ${fmtInt(w)}-slot window: prefix ${fmtInt(d.prefix)}, traced ${fmtInt(d.traced)} (min(1536, 2.5 W) and min(256, 3 W)).`
-        : "Prefix and traced default from the target's window once one is loaded.");
+      (target?.family === 'qwen3_5'
+        ? `This Qwen3.5 target has no sliding window (its Gated DeltaNet layers carry a recurrent state, its full layers a linear KV cache): defaults prefix ${fmtInt(d.prefix)}, traced ${fmtInt(d.traced)}.`
+        : w
+          ? `Defaults for this target's ${fmtInt(w)}-slot window: prefix ${fmtInt(d.prefix)}, traced ${fmtInt(d.traced)} (min(1536, 2.5 W) and min(256, 3 W)).`
+          : "Prefix and traced default from the target's window once one is loaded.");
   };
   setHint(undefined);
   let modelDigest: string | undefined;
@@ -124,9 +135,9 @@ export function createTraceForm(
       // New defaults only when another target arrives: edits to the fields survive unrelated refreshes.
       if (target?.digest === modelDigest) return;
       modelDigest = target?.digest;
-      setHint(target?.window);
+      setHint(target);
       if (!target) return;
-      const d = traceDefaults(target.window);
+      const d = defaultsFor(target);
       prefix.value = String(d.prefix);
       traced.value = String(d.traced);
     },

@@ -4,7 +4,7 @@
  * pixel whatever the screen, so it stays sharp in an issue or a slide. The canvas text API only draws
  * text, so report strings cannot inject anything here either.
  */
-import type { ProbeReport, Provenance } from '../../parity/report.ts';
+import { familyName, type ProbeReport, type Provenance } from '../../parity/report.ts';
 import { FONT } from '../common/canvas.ts';
 import { fmtInt, fmtList, fmtMs, shortDigest } from '../common/format.ts';
 import { drawHeatmap, heatLayout } from '../report/heatmap.ts';
@@ -127,7 +127,7 @@ function paint(ctx: CanvasRenderingContext2D, c: PngContent): number {
   const r = c.report;
   const p = r.provenance;
   const P = new PngPainter(ctx);
-  P.header('◎ Ringside · Gemma 4 block-versus-chain probe', p.createdAt);
+  P.header(`◎ Ringside · ${familyName(p.target.modelType)} block-versus-chain probe`, p.createdAt);
   P.banner(r.verdict === 'diverges' ? 'DIVERGES' : 'EQUAL', r.verdict === 'diverges', r.summary, r.consequence);
 
   const fd = r.draws.find((d) => d.firstDivergence)?.firstDivergence;

@@ -1,5 +1,6 @@
 /** The shareable picture of a trace report: verdict, the disagreement metrics, the |Δ logit| chart, provenance. */
 import type { TraceReport } from '../../parity/trace.ts';
+import { familyName } from '../../parity/report.ts';
 import { fmtInt, fmtMs, fmtSci, shortDigest } from '../common/format.ts';
 import { adapterLine, canvasPng, PngPainter, renderCanvas } from '../share/png-export.ts';
 import { drawTraceChart, traceChartLayout } from './trace-chart.ts';
@@ -9,7 +10,7 @@ function paint(ctx: CanvasRenderingContext2D, r: TraceReport): number {
   const p = r.provenance;
   const m = r.metrics;
   const P = new PngPainter(ctx);
-  P.header('◎ Ringside · Gemma 4 teacher-forced trace (chain vs block)', p.createdAt);
+  P.header(`◎ Ringside · ${familyName(p.target.modelType)} teacher-forced trace (chain vs block)`, p.createdAt);
   P.banner(r.verdict === 'diverges' ? 'DIVERGES' : 'EQUAL', r.verdict === 'diverges', r.summary, traceConsequence(r));
   P.text(traceSetup(r), 15, '#1b1f24');
   P.text(
