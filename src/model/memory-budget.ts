@@ -59,7 +59,8 @@ export interface MemoryPlan {
 
 type Category = 'weights' | 'cache' | 'workspace';
 
-class Planner {
+/** Accumulates the planned buffers; src/model/qwen/memory.ts plans Qwen3.5 targets with it. */
+export class Planner {
   readonly plan: MemoryPlan;
   /** Every buffer is bound whole as storage, so it must fit both limits. */
   private readonly limit: number;

@@ -5,6 +5,8 @@ import type * as op from '../ops.ts';
 import { EXACT, type Policy } from '../policy.ts';
 import type { Captures, ForwardResult, Precision } from '../target.ts';
 import { CaptureSet, concat, type Phase, QwenEngine } from './engine.ts';
+import { checkMemory } from '../memory-budget.ts';
+import { planQwenMemory } from './memory.ts';
 import { qwenPolicyByName } from './policies.ts';
 import type { StageStep } from '../../parity/localize.ts';
 import { qwenStageOrder } from './stages.ts';
@@ -26,6 +28,8 @@ export interface QwenTargetOptions {
   maxBlock: number;
   prefillChunk: number;
   precision: Precision;
+  /** Bytes the whole model may take (weights, state, workspace); refused before allocating when over it. */
+  memoryBudget?: number;
 }
 
 export interface QwenStepOptions {
@@ -49,6 +53,9 @@ export class QwenTargetModel {
     readonly opts: QwenTargetOptions,
   ) {
     this.desc = weights.desc;
+    // Every buffer planned first: one over the adapter's limits (or a total over the budget) is refused here
+    // with the numbers, before the state (maxBlock copies of each recurrent state) is allocated.
+    checkMemory(planQwenMemory(this.desc, opts, ctx.device.limits), opts.memoryBudget);
     this.state = new QwenState(ctx.device, this.desc.config, opts.maxContext, opts.maxBlock);
     this.engine = new QwenEngine(ctx.device, this.desc, {
       maxContext: opts.maxContext,
