@@ -28,6 +28,7 @@ import qwenCommon from '../../shaders/qwen_common.wgsl?raw';
 import gatedDelta from '../../shaders/gated_delta.wgsl?raw';
 import qwenOps from '../../shaders/qwen_ops.wgsl?raw';
 import ple from '../../shaders/ple.wgsl?raw';
+import centroidHead from '../../shaders/centroid_head.wgsl?raw';
 
 const FILES: Record<string, string> = {
   'common.wgsl': common,
@@ -55,6 +56,7 @@ const FILES: Record<string, string> = {
   'gated_delta.wgsl': gatedDelta,
   'qwen_ops.wgsl': qwenOps,
   'ple.wgsl': ple,
+  'centroid_head.wgsl': centroidHead,
 };
 
 /** The shader's text with includes expanded (each file at most once). */

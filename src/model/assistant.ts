@@ -8,6 +8,7 @@ import type { TargetModel, Precision } from './target.ts';
 import { RopeTables } from './rope-tables.ts';
 import * as op from './ops.ts';
 import { createAttentionScratch, SEG_MAX_EXACT } from './attention-op.ts';
+import { CentroidHeadOp, fullLogits, type CentroidCapture } from './family/centroid-head-op.ts';
 
 /**
  * The MTP assistant (drafter) on the GPU, GEMMA4.md section 5. One step:
@@ -15,6 +16,8 @@ import { createAttentionScratch, SEG_MAX_EXACT } from './attention-op.ts';
  *   over the target's K/V (its last sliding layer's ring for sliding layers, its last full layer's
  *   cache for the full layer) with RoPE on q at one frozen position per round; y = norm(x);
  *   logits = E_assistant y (no softcap); tok = argmax; h_prev = post_projection(y).
+ * E-series assistants (E2B / E4B) read the donors' caches of an ETargetModel (the last owner of each type) and
+ * score only the tokens of their top centroids (src/model/family/centroid-head-op.ts); the step is otherwise the same.
  * All K-1 steps of a round are encoded in one command buffer: the argmax of a step feeds the next
  * step's embedding on the GPU, and only the drafted ids are read back.
  *
@@ -27,11 +30,21 @@ export type DraftConvention = 'hf' | 'mlxcel';
 
 export interface DraftResult {
   tokens: number[];
-  /** [steps, V] when requested. */
+  /** [steps, V] when requested (centroid head: the scored tokens' logits, the fill elsewhere). */
   logits?: Float32Array;
   /** [steps, backboneHidden]: the projected state after each step, when requested. */
   hidden?: Float32Array;
+  /** Centroid-head assistants, when requested: centroid logits, scored tokens and their logits per step. */
+  centroid?: CentroidCapture;
 }
+
+/**
+ * What the assistant reads of its target (TargetModel, or the E-series ETargetModel): the embedding, the caches
+ * and their state. `donors[i]` is the layer whose cache layer i reads (E-series KV sharing; absent: itself).
+ */
+export type AssistantTarget = Pick<TargetModel, 'desc' | 'opts' | 'cache' | 'weights' | 'kernels'> & {
+  readonly donors?: readonly number[];
+};
 
 export class AssistantModel {
   readonly desc: AssistantDescription;
@@ -40,11 +53,13 @@ export class AssistantModel {
   private readonly ws: Record<string, GPUBuffer> = {};
   private readonly round: boolean;
   private readonly sources: { sliding: number; full: number };
+  /** E-series assistants: the centroid LM head in place of the full tied-embedding head. */
+  private readonly centroid?: CentroidHeadOp;
 
   constructor(
     ctx: GpuContext,
     readonly weights: GpuWeights<AssistantDescription>,
-    private readonly target: TargetModel,
+    private readonly target: AssistantTarget,
     readonly convention: DraftConvention = 'hf',
     precision: Precision = 'f32',
     private readonly maxSteps = 16,
@@ -54,8 +69,9 @@ export class AssistantModel {
     this.round = precision === 'bf16';
     this.ropes = new RopeTables(this.device, target.opts.maxContext + 1);
     const t: TargetDescription = target.desc;
+    // The last layer of each type; on an E-series target the cache it reads (its donor's, the last owner's).
     const last = (type: 'sliding' | 'full') => {
-      for (let i = t.layers.length - 1; i >= 0; i--) if (t.layers[i].type === type) return i;
+      for (let i = t.layers.length - 1; i >= 0; i--) if (t.layers[i].type === type) return target.donors?.[i] ?? i;
       throw new GpuError('limits', `the target has no ${type} layer for the assistant to read`);
     };
     this.sources = { sliding: last('sliding'), full: last('full') };
@@ -75,7 +91,10 @@ export class AssistantModel {
     f('u', a.intermediate);
     f('y', a.hidden);
     f('hprev', BB);
-    f('logits', a.vocab);
+    if (a.centroidHead) {
+      if (!weights.centroidHead) throw new Error(`${a.modelType}: the centroid head's weights were not uploaded`);
+      this.centroid = new CentroidHeadOp(this.device, weights.centroidHead, weights.embed, maxSteps);
+    } else f('logits', a.vocab);
     // One query row per draft step (a chain step: up to SEG_MAX_EXACT segments); in ws, so destroy() frees it.
     const attn = createAttentionScratch(
       this.device,
@@ -83,7 +102,7 @@ export class AssistantModel {
       'asst.attn',
     );
     [this.ws.scores, this.ws.attnStats, this.ws.attnPartial] = attn.buffers;
-    f('outLogits', maxSteps * a.vocab);
+    if (!this.centroid) f('outLogits', maxSteps * a.vocab);
     f('outHidden', maxSteps * BB);
     this.ws.tok = storageBuffer(this.device, 16, 'asst.tok');
     this.ws.drafts = storageBuffer(this.device, maxSteps * 4, 'asst.drafts');
@@ -104,7 +123,7 @@ export class AssistantModel {
     bonus: number,
     seedHidden: Float32Array,
     steps: number,
-    o: { capture?: boolean } = {},
+    o: { capture?: boolean; fill?: 'min-minus-one' | number } = {},
   ): Promise<DraftResult> {
     if (steps > this.maxSteps) throw new Error(`at most ${this.maxSteps} draft steps per round`);
     const a = this.desc;
@@ -172,12 +191,16 @@ export class AssistantModel {
         norm(ws.a, w.postFfNorm, ws.x, 1, a.hidden, { residual: { postScale: w.layerScalar } });
       });
       norm(ws.x, this.weights.finalNorm, ws.y, 1, a.hidden);
-      op.matmul(rec, this.weights.embed, ws.y, ws.logits, rows, a.hidden, a.vocab);
-      op.argmax(rec, ws.logits, ws.tok, 1, a.vocab);
+      if (this.centroid) this.centroid.record(rec, ws.y, ws.tok, this.round);
+      else {
+        op.matmul(rec, this.weights.embed, ws.y, ws.logits, rows, a.hidden, a.vocab);
+        op.argmax(rec, ws.logits, ws.tok, 1, a.vocab);
+      }
       op.matmul(rec, this.weights.postProjection!, ws.y, ws.hprev, rows);
       rec.copy(ws.tok, 0, ws.drafts, s * 4, 4);
       if (o.capture) {
-        rec.copy(ws.logits, 0, ws.outLogits, s * a.vocab * 4, a.vocab * 4);
+        if (this.centroid) this.centroid.capture(rec, s);
+        else rec.copy(ws.logits, 0, ws.outLogits, s * a.vocab * 4, a.vocab * 4);
         rec.copy(ws.hprev, 0, ws.outHidden, s * BB * 4, BB * 4);
       }
     }
@@ -188,9 +211,14 @@ export class AssistantModel {
     if (e) throw new GpuError('validation', `WebGPU error while drafting: ${e.message}`);
     const result: DraftResult = { tokens: [...new Uint32Array(ids.buffer, ids.byteOffset, steps)] };
     if (o.capture) {
-      const lg = await readBytes(this.device, ws.outLogits, steps * a.vocab * 4);
       const hd = await readBytes(this.device, ws.outHidden, steps * BB * 4);
-      result.logits = new Float32Array(lg.buffer, lg.byteOffset, steps * a.vocab);
+      if (this.centroid) {
+        result.centroid = await this.centroid.read(steps);
+        result.logits = fullLogits(result.centroid, steps, a.vocab, o.fill ?? 'min-minus-one');
+      } else {
+        const lg = await readBytes(this.device, ws.outLogits, steps * a.vocab * 4);
+        result.logits = new Float32Array(lg.buffer, lg.byteOffset, steps * a.vocab);
+      }
       result.hidden = new Float32Array(hd.buffer, hd.byteOffset, steps * BB);
     }
     return result;
@@ -198,6 +226,7 @@ export class AssistantModel {
 
   destroy(): void {
     Object.values(this.ws).forEach((b) => b.destroy());
+    this.centroid?.destroy();
     this.ropes.destroy();
   }
 }

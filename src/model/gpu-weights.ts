@@ -14,6 +14,7 @@ import type { CancelToken, ProgressFn } from '../util/cancel.ts';
 import { GpuError } from '../gpu/errors.ts';
 import { withErrorScopes } from '../gpu/device.ts';
 import { fmtBytes } from './memory-budget.ts';
+import { checkTokenOrdering, type GpuCentroidHead } from './family/centroid-head-op.ts';
 
 /**
  * A checkpoint's weights in GPU memory, exactly as stored: packed U32 codes and bf16 scales/biases
@@ -75,6 +76,8 @@ export interface GpuWeights<D extends ModelDescription = ModelDescription> {
   postProjection?: GpuLinear;
   /** E-series targets: the per-layer embedding table, its projection and norm. */
   perLayer?: GpuPerLayerEmbedding;
+  /** E-series assistants: the centroid LM head (src/model/family/centroid-head-op.ts). */
+  centroidHead?: GpuCentroidHead;
   bytes: number;
   destroy(): void;
 }
@@ -95,6 +98,8 @@ function layerTensors(l: DecoderLayer): TensorRef[] {
 export function gpuTensorsOf(desc: ModelDescription): TensorRef[] {
   const out = [...linearTensors(desc.embed), desc.finalNorm, ...desc.layers.flatMap(layerTensors)];
   if (desc.role === 'assistant') out.push(...linearTensors(desc.preProjection), ...linearTensors(desc.postProjection));
+  if (desc.role === 'assistant' && desc.centroidHead)
+    out.push(...linearTensors(desc.centroidHead.centroids), desc.centroidHead.tokenOrdering);
   if (desc.role === 'target' && desc.perLayer) {
     const p = desc.perLayer;
     out.push(...linearTensors(p.table), ...linearTensors(p.modelProjection), p.projectionNorm);
@@ -103,13 +108,14 @@ export function gpuTensorsOf(desc: ModelDescription): TensorRef[] {
 }
 
 /**
- * The Gemma 4 family features of `desc` that no GPU engine runs yet: mixture-of-experts blocks and the E-series
- * assistants (centroid head, all layers reading the target's K/V). E-series targets (per-layer embeddings, KV
- * sharing, double-wide MLPs) run in src/model/family/e-target.ts, not in the dense TargetModel, which refuses them.
+ * The Gemma 4 family features of `desc` that no GPU engine runs yet: mixture-of-experts blocks. E-series targets
+ * (per-layer embeddings, KV sharing, double-wide MLPs) run in src/model/family/e-target.ts, not in the dense
+ * TargetModel, which refuses them; E-series assistants (centroid head, reading the donors' K/V) in AssistantModel
+ * with src/model/family/centroid-head-op.ts.
  */
 export function unsupportedFamilyFeatures(desc: ModelDescription): string[] {
   const family = familyFeatures(desc);
-  if (desc.role === 'target' && !desc.config.moe) return [];
+  if (!desc.config.moe) return [];
   return family;
 }
 
@@ -126,8 +132,8 @@ export async function uploadWeights<D extends ModelDescription>(
   cancel?: CancelToken,
   availableBytes?: number,
 ): Promise<GpuWeights<D>> {
-  // The format layer reads every family member for the CPU reference; the GPU kernels do not run MoE targets and
-  // E-series assistants yet, and running them as dense models would be silently wrong.
+  // The format layer reads every family member for the CPU reference; the GPU kernels do not run MoE targets yet,
+  // and running them as dense models would be silently wrong.
   const family = unsupportedFamilyFeatures(desc);
   if (family.length > 0)
     throw new FormatError(
@@ -216,6 +222,18 @@ async function uploadAll<D extends ModelDescription>(
   if (desc.role === 'assistant') {
     w.preProjection = await linear(desc.preProjection);
     w.postProjection = await linear(desc.postProjection);
+    const ch = desc.centroidHead;
+    if (ch) {
+      await checkTokenOrdering(ch, desc.vocab);
+      const t = ch.tokenOrdering;
+      w.centroidHead = {
+        numCentroids: ch.numCentroids,
+        topK: ch.topK,
+        centroids: await linear(ch.centroids),
+        tokenOrdering: await up.upload(t, t.shape[0]),
+        orderingStride: t.dtype === 'I64' ? 2 : 1,
+      };
+    }
   }
   if (desc.role === 'target' && desc.perLayer) {
     const p = desc.perLayer;
