@@ -6,7 +6,11 @@
  *
  *   git show REV:shaders/matmul_coop.wgsl > /tmp/coop-base.wgsl
  *   node --import tsx --import ./scripts/wgsl-hooks.mjs scripts/coop-microbench.ts \
- *     [--baseline /tmp/coop-base.wgsl] [--shapes gateup:15360:3840:4,...] [--rows 1,4,8] [--wg 128,256]
+ *     [--baseline /tmp/coop-base.wgsl] [--variants a.wgsl,b.wgsl] [--shapes gateup:15360:3840:4,...]
+ *     [--rows 1,4,8] [--wg 128,256] [--threads 8,16,32] [--cold MB]
+ *
+ * --variants adds more kernel files (named by their file name) to the comparison; --threads tries other
+ * invocation counts per feature than the engine's; --cold cycles through copies of the weights.
  *
  * Shapes are name:N:K:bits (group size 64); a name starting with "gateup" runs the fused gate_up entry
  * over two matrices, the others `main`. Weights, scales and x are random: the kernel's time does not
@@ -30,6 +34,9 @@ const { values } = parseArgs({
     },
     rows: { type: 'string', default: '1,2,4,8' },
     wg: { type: 'string', default: '256' },
+    variants: { type: 'string' },
+    threads: { type: 'string' },
+    cold: { type: 'string', default: '0' },
   },
 });
 
@@ -49,6 +56,14 @@ console.log(`adapter copy bandwidth ${copy.value.toFixed(0)} GB/s (${copy.detail
 
 const kernels: [string, string][] = [['tree', shaderSource('matmul_coop.wgsl')]];
 if (values.baseline) kernels.unshift(['baseline', expandIncludes(readFileSync(values.baseline, 'utf8'))]);
+for (const file of values.variants?.split(',') ?? [])
+  kernels.push([file.replace(/^.*\//, '').replace(/\.wgsl$/, ''), expandIncludes(readFileSync(file, 'utf8'))]);
+// Invocations per feature to try (default: the engine's choice). Past 16, a block of 4 rows cannot stage a
+// round of groups in 16 KiB (see matmul_coop.wgsl), so larger T run single rows only.
+const threadCounts = values.threads?.split(',').map(Number) ?? [coopThreads()];
+// --cold MB: cycle through copies of the weights totalling at least this much, so that every dispatch reads
+// its weights from memory (an H200's 50 MB L2 holds one 30 MB MLP linear), as `npm run bench` does.
+const coldBytes = Number(values.cold) * 2 ** 20;
 const U = GPUBufferUsage;
 const storage = (size: number) => device.createBuffer({ size, usage: U.STORAGE | U.COPY_DST });
 const GS = 64;
@@ -59,7 +74,9 @@ for (const shape of values.shapes.split(',')) {
   const [N, K, bits] = [Number(n), Number(k), Number(b)];
   const fused = name.startsWith('gateup');
   const words = (N * K * bits) / 32;
-  const mats = fused ? [storage(words * 4), storage(words * 4)] : [storage(words * 4)];
+  const perCopy = words * 4 * (fused ? 2 : 1);
+  const copies = Math.max(1, Math.min(16, Math.ceil(coldBytes / perCopy)));
+  const mats = Array.from({ length: copies * (fused ? 2 : 1) }, () => storage(words * 4));
   const noise = new Uint32Array(1 << 22).map(() => (Math.random() * 2 ** 32) >>> 0);
   for (const w of mats)
     for (let o = 0; o < words; o += noise.length)
@@ -80,34 +97,39 @@ for (const shape of values.shapes.split(',')) {
     new Float32Array(MAX_ROWS * (K / GS)).map(() => Math.random()),
   );
   const y = storage(MAX_ROWS * N * 4);
-  const weightBytes = words * 4 * mats.length;
+  const weightBytes = perCopy;
   for (const M of values.rows.split(',').map(Number)) {
     const params = device.createBuffer({ size: 256, usage: U.UNIFORM | U.COPY_DST });
     const fields = { M, N, K, group_size: GS, n_offset: 0, x_stride: K, y_stride: N, round: 0 };
     device.queue.writeBuffer(params, 0, paramsBytes(paramsLayout('matmul_coop.wgsl'), fields));
     for (const [label, code] of kernels)
-      for (const WG of values.wg.split(',').map(Number)) {
-        const T = coopThreads();
-        const R = coopFeatures(N);
-        const pipeline = device.createComputePipeline({
-          layout: 'auto',
-          compute: {
-            module: device.createShaderModule({ code }),
-            entryPoint: fused ? 'gate_up' : 'main',
-            constants: { BITS: bits, WG, T, R, GS },
-          },
-        });
-        const up = mats[mats.length - 1];
-        const bindings = [params, undefined, undefined, y, scales, scales, xs, x, mats[0], up, scales, scales];
-        const timing = await timer.measureDispatches([
-          { pipeline, bindings, workgroups: Math.ceil(N / (R * (WG / T))) },
-        ]);
-        const gbs = weightBytes / timing.seconds / 1e9;
-        console.log(
-          `${name.padEnd(8)} M ${M} ${label.padEnd(8)} WG ${WG}: ${(timing.seconds * 1e6).toFixed(1).padStart(8)} us ` +
-            `${gbs.toPrecision(4).padStart(6)} GB/s ${(gbs / copy.value).toFixed(3)} x copy`,
-        );
-      }
+      for (const WG of values.wg.split(',').map(Number))
+        for (const T of threadCounts) {
+          if (T > 16 && M > 1) continue;
+          const R = coopFeatures(N);
+          const pipeline = device.createComputePipeline({
+            layout: 'auto',
+            compute: {
+              module: device.createShaderModule({ code }),
+              entryPoint: fused ? 'gate_up' : 'main',
+              constants: { BITS: bits, WG, T, R, GS },
+            },
+          });
+          const per = fused ? 2 : 1;
+          const dispatches = Array.from({ length: copies }, (_, c) => {
+            const w = mats[c * per];
+            const up = mats[c * per + per - 1];
+            const bindings = [params, undefined, undefined, y, scales, scales, xs, x, w, up, scales, scales];
+            return { pipeline, bindings, workgroups: Math.ceil(N / (R * (WG / T))) };
+          });
+          const timing = await timer.measureDispatches(dispatches);
+          const seconds = timing.seconds / copies;
+          const gbs = weightBytes / seconds / 1e9;
+          console.log(
+            `${name.padEnd(8)} M ${M} ${label.padEnd(14)} WG ${WG} T ${String(T).padStart(2)}${copies > 1 ? ' cold' : ''}: ${(seconds * 1e6).toFixed(1).padStart(8)} us ` +
+              `${gbs.toPrecision(4).padStart(6)} GB/s ${(gbs / copy.value).toFixed(3)} x copy`,
+          );
+        }
     params.destroy();
   }
   for (const buffer of [...mats, scales, x, xs, y]) buffer.destroy();
