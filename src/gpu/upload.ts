@@ -67,6 +67,13 @@ export class TensorUploader {
     return { name: ref.name, rows, parts };
   }
 
+  /** Counts a tensor uploaded by other means (e.g. widened on the CPU first) in the progress, and checks for a cancel. */
+  countUploaded(bytes: number, what: string): void {
+    this.cancel?.throwIfCancelled();
+    this.done += bytes;
+    this.report(what);
+  }
+
   private async stream(ref: TensorRef, from: number, length: number, buffer: GPUBuffer): Promise<void> {
     for (let off = 0; off < length; off += CHUNK_BYTES) {
       this.cancel?.throwIfCancelled();

@@ -23,7 +23,6 @@ import { generationModels, pageOracleSource, type GenerationWeights } from '../m
 import { diffGenerations, type GenerationDiff } from '../parity/generation-diff.ts';
 import { loadTokenizer } from '../format/tokenizer.ts';
 import { FormatError } from '../format/errors.ts';
-import { fmtBytes } from '../model/memory-budget.ts';
 import {
   destroyLoaded,
   familyFacts,
@@ -128,17 +127,7 @@ export class Engine {
         loaded = { family: 'gemma4', ck, weights, loadMs: performance.now() - t0 };
       } else {
         const ck = opened.checkpoint;
-        // uploadQwenWeights reports no progress of its own: one line says what is being uploaded.
-        onProgress?.({
-          phase: 'upload',
-          done: 0,
-          total: 1,
-          detail: `${fmtBytes(ck.totalBytes)} of ${ck.description.modelType} weights${ck.description.mtp ? ' and its MTP head' : ''}`,
-        });
-        token.throwIfCancelled();
-        const weights = await uploadQwenWeights(ctx.device, ck.description);
-        if (token.isCancelled) weights.destroy();
-        token.throwIfCancelled();
+        const weights = await uploadQwenWeights(ctx.device, ck.description, onProgress, token);
         loaded = { family: 'qwen3_5', ck, weights, loadMs: performance.now() - t0 };
       }
       this.checkpoints[role] = loaded;

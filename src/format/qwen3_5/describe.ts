@@ -33,7 +33,7 @@ export function describeQwen35(c: Qwen35Config, table: TensorTable, label: strin
   let mtpUnavailable: string | null = null;
   const mtpNames = [...table.byName.keys()].filter((n) => n.startsWith('mtp.'));
   if (mtpNames.length === 0) {
-    mtpUnavailable = `${label}: no mtp.* tensors in ${table.fileSet}, so MTP drafting with the target's own head is unavailable (mlx_lm conversions drop mtp.*: use a conversion that keeps them, or give the split drafter folder); the probe and the trace still run with oracle drafts`;
+    mtpUnavailable = `${label}: no mtp.* tensors in ${table.fileSet}, so MTP drafting with the target's own head is unavailable (mlx_lm conversions drop mtp.*: use a conversion that keeps them, or give the split drafter folder); generation can still use oracle drafts, and the probe and the trace do not need drafts`;
   } else if (c.mtp.dedicatedEmbeddings || c.mtp.numLayers > 1) {
     for (const n of mtpNames) table.takeRaw(n);
     mtpUnavailable = c.mtp.dedicatedEmbeddings

@@ -5,6 +5,7 @@ import { uploadBuffer } from '../../gpu/buffers.ts';
 import { withErrorScopes } from '../../gpu/device.ts';
 import { GpuError } from '../../gpu/errors.ts';
 import { TensorUploader } from '../../gpu/upload.ts';
+import type { CancelToken, ProgressFn } from '../../util/cancel.ts';
 import type { GpuLinear } from '../gpu-weights.ts';
 
 /**
@@ -105,9 +106,16 @@ export function qwenGpuTensors(d: Qwen35Description): TensorRef[] {
   return [...heads.flatMap(linearTensors), d.finalNorm, ...d.layers.flatMap(layerTensors), ...mtp];
 }
 
-export async function uploadQwenWeights(device: GPUDevice, desc: Qwen35Description): Promise<QwenGpuWeights> {
+export async function uploadQwenWeights(
+  device: GPUDevice,
+  desc: Qwen35Description,
+  onProgress?: ProgressFn,
+  cancel?: CancelToken,
+): Promise<QwenGpuWeights> {
   const total = qwenGpuTensors(desc).reduce((a, t) => a + t.byteLength, 0);
-  const up = new TensorUploader(device, total);
+  // Progress and cancellation as Gemma's uploadWeights (per chunk streamed; the small vectors widened to f32 on
+  // the CPU count as they are uploaded); a cancel frees what was uploaded.
+  const up = new TensorUploader(device, total, onProgress, cancel);
   const own: GPUBuffer[] = [];
   try {
     return await withErrorScopes(device, `uploading the ${desc.modelType} weights`, () =>
@@ -150,6 +158,7 @@ async function uploadAll(
   const f32 = async (t: TensorRef) => {
     const b = uploadBuffer(device, Float32Array.from(toFloat64(await readTensorBytes(t), t.dtype)), t.name);
     own.push(b);
+    up.countUploaded(t.byteLength, t.name);
     return b;
   };
   const layer = async (l: Qwen35Layer): Promise<QwenGpuLayer> => {
