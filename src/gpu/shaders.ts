@@ -28,6 +28,8 @@ import qwenCommon from '../../shaders/qwen_common.wgsl?raw';
 import gatedDelta from '../../shaders/gated_delta.wgsl?raw';
 import qwenOps from '../../shaders/qwen_ops.wgsl?raw';
 import ple from '../../shaders/ple.wgsl?raw';
+import moe from '../../shaders/moe.wgsl?raw';
+import moeExperts from '../../shaders/moe_experts.wgsl?raw';
 import centroidHead from '../../shaders/centroid_head.wgsl?raw';
 
 const FILES: Record<string, string> = {
@@ -56,6 +58,8 @@ const FILES: Record<string, string> = {
   'gated_delta.wgsl': gatedDelta,
   'qwen_ops.wgsl': qwenOps,
   'ple.wgsl': ple,
+  'moe.wgsl': moe,
+  'moe_experts.wgsl': moeExperts,
   'centroid_head.wgsl': centroidHead,
 };
 

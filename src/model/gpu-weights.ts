@@ -15,6 +15,7 @@ import { GpuError } from '../gpu/errors.ts';
 import { withErrorScopes } from '../gpu/device.ts';
 import { fmtBytes } from './memory-budget.ts';
 import { checkTokenOrdering, type GpuCentroidHead } from './family/centroid-head-op.ts';
+import { moeTensors, uploadMoeBlock, type GpuMoeBlock } from './family/moe-weights.ts';
 
 /**
  * A checkpoint's weights in GPU memory, exactly as stored: packed U32 codes and bf16 scales/biases
@@ -47,6 +48,8 @@ export interface GpuLayer {
   layerScalar: number;
   /** E-series targets: the layer's gate of its per-layer input into the residual (DecoderLayer.perLayerInput). */
   perLayerInput?: GpuLayerPerLayerInput;
+  /** 26B-A4B: the router and experts beside the dense MLP (src/model/family/moe-target.ts runs them). */
+  moe?: GpuMoeBlock;
 }
 
 /** One layer's per-layer-input weights on the GPU (src/model/family/e-target.ts runs them). */
@@ -91,7 +94,7 @@ function layerTensors(l: DecoderLayer): TensorRef[] {
   );
   const ple = l.perLayerInput;
   const pleTensors = ple ? [...linearTensors(ple.gate), ...linearTensors(ple.projection), ple.postNorm] : [];
-  return [...lin.flatMap(linearTensors), ...norms, ...pleTensors];
+  return [...lin.flatMap(linearTensors), ...norms, ...pleTensors, ...(l.moe ? moeTensors(l.moe) : [])];
 }
 
 /** Every tensor the GPU engine reads (layer_scalar is read on the CPU). */
@@ -108,15 +111,13 @@ export function gpuTensorsOf(desc: ModelDescription): TensorRef[] {
 }
 
 /**
- * The Gemma 4 family features of `desc` that no GPU engine runs yet: mixture-of-experts blocks. E-series targets
- * (per-layer embeddings, KV sharing, double-wide MLPs) run in src/model/family/e-target.ts, not in the dense
- * TargetModel, which refuses them; E-series assistants (centroid head, reading the donors' K/V) in AssistantModel
- * with src/model/family/centroid-head-op.ts.
+ * The Gemma 4 family features of `desc` that no GPU engine runs yet: none. E-series targets (per-layer embeddings,
+ * KV sharing, double-wide MLPs) run in src/model/family/e-target.ts and MoE targets in moe-target.ts, not in the
+ * dense TargetModel, which refuses them; E-series assistants (centroid head, reading the donors' K/V) in
+ * AssistantModel with src/model/family/centroid-head-op.ts. (MoE assistants do not exist: the config refuses them.)
  */
 export function unsupportedFamilyFeatures(desc: ModelDescription): string[] {
-  const family = familyFeatures(desc);
-  if (!desc.config.moe) return [];
-  return family;
+  return desc.role === 'assistant' && desc.config.moe ? familyFeatures(desc) : [];
 }
 
 /**
@@ -132,8 +133,8 @@ export async function uploadWeights<D extends ModelDescription>(
   cancel?: CancelToken,
   availableBytes?: number,
 ): Promise<GpuWeights<D>> {
-  // The format layer reads every family member for the CPU reference; the GPU kernels do not run MoE targets yet,
-  // and running them as dense models would be silently wrong.
+  // The format layer reads every family member for the CPU reference; a variant no GPU engine runs is refused here
+  // (running it as a dense model would be silently wrong).
   const family = unsupportedFamilyFeatures(desc);
   if (family.length > 0)
     throw new FormatError(
@@ -151,7 +152,7 @@ export async function uploadWeights<D extends ModelDescription>(
     return await withErrorScopes(
       device,
       `uploading the ${desc.modelType} weights (${(total / 1e9).toFixed(2)} GB)`,
-      () => uploadAll(up, desc, total),
+      () => uploadAll(up, desc, total, device),
     );
   } catch (e) {
     up.buffers.forEach((b) => b.destroy());
@@ -163,6 +164,7 @@ async function uploadAll<D extends ModelDescription>(
   up: TensorUploader,
   desc: D,
   total: number,
+  device: GPUDevice,
 ): Promise<GpuWeights<D>> {
   const linear = async (l: Linear): Promise<GpuLinear> => {
     if (l.kind === 'affine') {
@@ -203,6 +205,7 @@ async function uploadAll<D extends ModelDescription>(
       postFfNorm: await vector(l.postFfNorm),
       layerScalar: scalar,
     });
+    if (l.moe) layers[layers.length - 1].moe = await uploadMoeBlock(up, device, l.moe, desc.hidden, linear, vector);
     const ple = l.perLayerInput;
     if (ple)
       layers[layers.length - 1].perLayerInput = {

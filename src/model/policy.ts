@@ -44,6 +44,11 @@ export interface Policy {
    * and prefill the token-by-token form.
    */
   gdnChunked?: boolean;
+  /**
+   * Gemma 4 MoE (src/model/family/moe-policies.ts): verify blocks reduce each expert matvec in as many K ranges as
+   * the block has rows routed to that expert (the batch-dependent grouping of fast MoE kernels).
+   */
+  moeGrouped?: boolean;
 }
 
 const exactSliding = (): AttentionPlan => ({ mode: 'physical', split: 0 });

@@ -16,10 +16,13 @@ export type Verdict = 'equal' | 'diverges';
 export const LAYER_STAGES = ['q', 'k', 'v', 'attn', 'mlp', 'layer'] as const;
 export const LINEAR_STAGES = ['proj', 'conv', 'recurrence', 'gated_norm', 'out', 'mlp', 'layer'] as const;
 export const FINAL_STAGES = ['final_norm', 'logits'] as const;
+/** A Gemma 4 MoE layer's own stages (26B-A4B, src/model/family/moe-target.ts): between the MLP and the layer output. */
+export const MOE_STAGES = ['router', 'experts'] as const;
 export type LayerStage = (typeof LAYER_STAGES)[number];
 export type LinearStage = (typeof LINEAR_STAGES)[number];
 export type FinalStage = (typeof FINAL_STAGES)[number];
-export type Stage = LayerStage | LinearStage | FinalStage;
+export type MoeStage = (typeof MOE_STAGES)[number];
+export type Stage = LayerStage | LinearStage | MoeStage | FinalStage;
 /** A layer's kind in a report: Gemma's sliding / full, Qwen3.5's full and linear (Gated DeltaNet). */
 export type LayerKind = 'sliding' | 'full' | 'linear';
 
@@ -35,6 +38,8 @@ export const STAGE_LABELS: Record<Stage, string> = {
   recurrence: 'recurrence (o = S q)',
   gated_norm: 'gated norm',
   out: 'Gated DeltaNet output (out_proj)',
+  router: 'router scores (router.proj)',
+  experts: 'experts output (weighted sum, before post_feedforward_layernorm_2)',
   final_norm: 'final norm',
   logits: 'LM head logits',
 };
