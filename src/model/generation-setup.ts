@@ -6,6 +6,7 @@
 import type { AssistantDescription, TargetDescription } from '../format/model-description.ts';
 import type { GpuContext } from '../gpu/device.ts';
 import { AssistantModel, type DraftConvention } from './assistant.ts';
+import { ETargetModel, isESeriesTarget } from './family/e-target.ts';
 import { familyPolicy } from './family-policies.ts';
 import { assistantSource, type DraftSource, type GenerateTarget, oracleSource } from './generate.ts';
 import type { GpuWeights } from './gpu-weights.ts';
@@ -75,7 +76,10 @@ export function generationModels(ctx: GpuContext, w: GenerationWeights, o: Gener
       destroy: () => target.destroy(),
     };
   }
-  const target = new TargetModel(ctx, w.target, modelOpts);
+  // E2B / E4B run in their own engine (per-layer embeddings, KV sharing); their assistants read its donors' caches.
+  const target = isESeriesTarget(w.target.desc)
+    ? new ETargetModel(ctx, w.target, modelOpts)
+    : new TargetModel(ctx, w.target, modelOpts);
   const assistant = w.assistant;
   const why = assistant ? null : 'no MTP assistant is loaded (Gemma 4 targets draft with an assistant checkpoint)';
   const position = o.draftPosition ?? 'hf';

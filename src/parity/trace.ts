@@ -14,6 +14,7 @@ import {
 } from './report.ts';
 import { provenance } from './provenance.ts';
 import { QwenTargetModel } from '../model/qwen/target.ts';
+import { ETargetModel, isESeriesTarget } from '../model/family/e-target.ts';
 import type { QwenGpuWeights } from '../model/qwen/weights.ts';
 import { qwenPolicyByName } from '../model/qwen/policies.ts';
 import type { ForwardResult } from '../model/target.ts';
@@ -129,7 +130,7 @@ export interface TraceEnv {
   cancel?: CancelToken;
 }
 
-/** What the trace needs from a target model (TargetModel's contract, which QwenTargetModel implements). */
+/** What the trace needs from a target model (TargetModel's contract, which QwenTargetModel and ETargetModel implement). */
 interface TraceTarget<S extends { destroy(): void } = { destroy(): void }> {
   reset(): void;
   prefill(tokens: number[], o: { chunk?: number; policy?: Policy; logits: 'none' }): Promise<unknown>;
@@ -170,9 +171,12 @@ export async function runTrace(env: TraceEnv, opts: TraceOptions): Promise<Trace
     prefillChunk: Math.max(chunk, policy.prefillChunks?.block ?? 0),
     precision: opts.precision,
   };
+  const gemma = env.weights as GpuWeights<TargetDescription>;
   const model: TraceTarget = qwen
     ? new QwenTargetModel(env.ctx, env.weights as QwenGpuWeights, modelOpts)
-    : new TargetModel(env.ctx, env.weights as GpuWeights<TargetDescription>, modelOpts);
+    : isESeriesTarget(gemma.desc)
+      ? new ETargetModel(env.ctx, gemma, modelOpts)
+      : new TargetModel(env.ctx, gemma, modelOpts);
   const timings = { totalMs: 0, prefillMs: 0, chainMs: 0, blockMs: 0 };
   const V = desc.vocab;
   try {

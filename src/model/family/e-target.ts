@@ -37,8 +37,8 @@ export function isESeriesTarget(desc: TargetDescription): boolean {
   return !desc.config.moe && (desc.perLayer !== undefined || desc.config.kvSharedLayers > 0);
 }
 
-/** The step options this engine takes: the dense ones except the chained greedy step (not wired here yet). */
-export type EStepOptions = Omit<StepOptions, 'chained'>;
+/** The step options this engine takes: the dense engine's (StepOptions), chained greedy steps included. */
+export type EStepOptions = StepOptions;
 
 export class ETargetModel {
   readonly desc: TargetDescription;
@@ -187,6 +187,44 @@ export class ETargetModel {
     const r = await this.step([token], o);
     this.commit(1);
     return r;
+  }
+
+  /**
+   * Greedy classic decode of `count` tokens after `first`, each step's argmax fed to the next step's embedding on
+   * the GPU (TargetModel.decodeGreedy's contract: the same forward as decode(), read back once at the end).
+   * Returns the `count` argmax tokens (the cache holds first and all but the last).
+   */
+  async decodeGreedy(first: number, count: number, o: EStepOptions = {}): Promise<number[]> {
+    if (count < 1) return [];
+    this.checkContext(this.cache.state.nextPos + count);
+    this.checkTokens([first]);
+    const d = this.desc;
+    if (d.perLayer && d.perLayer.table.outFeatures < d.vocab) {
+      // An argmax past the per-layer table would be embedded without its per-layer row (embed.wgsl skips it): step
+      // one token at a time, where checkTokens refuses it.
+      const out: number[] = [];
+      for (let t = first; out.length < count; ) out.push((t = (await this.decode(t, o)).argmax![0]));
+      return out;
+    }
+    const out = storageBuffer(this.device, count * 4, 'greedy-tokens');
+    try {
+      this.device.queue.writeBuffer(this.ws.ids, 0, Uint32Array.of(first));
+      for (let i = 0; i < count; i++) {
+        await this.forward([first], this.cache.state.nextPos, 'step', {
+          ...o,
+          logits: 'none',
+          captures: undefined,
+          finalHidden: false,
+          chained: { argmaxOut: out, offset: 4 * i },
+        });
+        this.commit(1);
+      }
+      const [ids] = await readMany(this.device, [{ buffer: out, bytes: count * 4 }]);
+      await this.checkErrors(`running ${count} chained decode steps`);
+      return [...new Uint32Array(ids.buffer, ids.byteOffset, count)];
+    } finally {
+      out.destroy();
+    }
   }
 
   snapshot(): CacheSnapshot {
@@ -347,7 +385,7 @@ export class ETargetModel {
     const kernels: HeadKernels = { split: policy.matmulSplit(M, kind), mlx: kind === 'step' ? policy.mlx : undefined };
     const rows: op.Rows = { M, round: this.round, prefill: kind === 'prefill', ...kernels };
     const ws = this.ws;
-    this.checkTokens(tokens);
+    if (!o.chained) this.checkTokens(tokens); // chained: the ids buffer holds the previous step's argmax
     // Forced layer inputs are checked before anything is recorded (a throw must not leave a recorder open).
     const forcedInputs = d.layers.map((_, i) => o.layerInputs?.(i, p, M));
     forcedInputs.forEach((f, i) => {
@@ -371,7 +409,7 @@ export class ETargetModel {
       extra: Partial<op.NormArgs> = {},
     ) => op.rmsnorm(rec, x, weight, out, this.dummy, { rows: nrows, D, eps: d.eps, round: this.round, ...extra });
 
-    this.device.queue.writeBuffer(ws.ids, 0, Uint32Array.from(tokens));
+    if (!o.chained) this.device.queue.writeBuffer(ws.ids, 0, Uint32Array.from(tokens));
     op.embed(rec, this.weights.embed, ws.ids, ws.h, d.embedScale, rows);
     const pw = this.weights.perLayer;
     if (pw) {
@@ -519,7 +557,8 @@ export class ETargetModel {
     }
 
     const result: ForwardResult = { captures: new Map() };
-    const needHead = o.logits === 'all' || o.logits === 'last' || o.logits === 'argmax' || want('logits');
+    const needHead =
+      o.logits === 'all' || o.logits === 'last' || o.logits === 'argmax' || o.chained !== undefined || want('logits');
     if (needHead || o.finalHidden || want('final_norm')) {
       norm(ws.h, this.weights.finalNorm, ws.y, M, H);
       capture('final_norm', ws.y, M * H);
@@ -527,7 +566,13 @@ export class ETargetModel {
     const first = o.logits === 'last' ? M - 1 : 0;
     const headInline = needHead && M - first <= this.opts.maxBlock;
     if (headInline) this.recordHead(rec, first, M - first, kernels);
+    if (o.chained) {
+      // The next chained step embeds this step's argmax; decodeGreedy reads the ids back after the last step.
+      rec.copy(ws.argmax, 0, ws.ids, 0, 4);
+      rec.copy(ws.argmax, 0, o.chained.argmaxOut, o.chained.offset, 4);
+    }
     this.submit(rec);
+    if (o.chained) return result;
 
     const reads: { buffer: GPUBuffer; bytes: number }[] = [];
     const readLogits = o.logits !== 'argmax';
