@@ -6,11 +6,22 @@
 import type { ModelFamily } from '../format/open-target.ts';
 import { POLICIES, policyByName, type Policy } from './policy.ts';
 import { QWEN_POLICIES, QWEN_POLICY_LIST, qwenPolicyByName } from './qwen/policies.ts';
+import { MOE_ONLY_POLICIES } from './family/moe-policies.ts';
 
-/** Which families a policy applies to: every shared policy is Gemma 4's; Qwen3.5 takes its own list. */
-export function policyFamilies(p: Policy): ModelFamily[] {
+/**
+ * The families a policy is listed for: a model family, or 'gemma4-moe' for the policies only Gemma 4 MoE targets
+ * take (moe-grouped; a MoE target also takes every 'gemma4' policy).
+ */
+export type PolicyFamily = ModelFamily | 'gemma4-moe';
+
+/** Which families a policy applies to: every shared policy is Gemma 4's; Qwen3.5 takes its own list; MoE adds moe-grouped. */
+export function policyFamilies(p: Policy): PolicyFamily[] {
   const gemma = POLICIES.some((x) => x.name === p.name);
-  return [...(gemma ? ['gemma4' as const] : []), ...(QWEN_POLICIES.has(p.name) ? ['qwen3_5' as const] : [])];
+  return [
+    ...(gemma ? ['gemma4' as const] : []),
+    ...(MOE_ONLY_POLICIES.has(p.name) ? ['gemma4-moe' as const] : []),
+    ...(QWEN_POLICIES.has(p.name) ? ['qwen3_5' as const] : []),
+  ];
 }
 
 /** The policies a family's targets take, in menu order. */

@@ -24,6 +24,8 @@ import { QwenTargetModel } from '../model/qwen/target.ts';
 import type { QwenGpuWeights } from '../model/qwen/weights.ts';
 import { qwenPolicyByName } from '../model/qwen/policies.ts';
 import { ETargetModel, isESeriesTarget } from '../model/family/e-target.ts';
+import { MoETargetModel, isMoeTarget } from '../model/family/moe-target.ts';
+import { MOE_ONLY_POLICIES, moePolicyByName } from '../model/family/moe-policies.ts';
 
 /**
  * The block-versus-chain probe (GEMMA4.md section 6, mlxcel's startup guard). Per draw: prefill the
@@ -90,7 +92,7 @@ function localizerOf(model: ProbeTarget): Localizer | undefined {
       layers: model.desc.layers.length,
       lens: (h, M) => model.lens(h, M),
     };
-  if (model instanceof ETargetModel)
+  if (model instanceof ETargetModel || model instanceof MoETargetModel)
     return { stages: model.stageOrder(), layers: model.desc.layers.length, lens: (h, M) => model.lens(h, M) };
   return undefined;
 }
@@ -126,7 +128,7 @@ async function blockArm(model: ProbeTarget, block: number[], policy: Policy, cap
   return { logits, captures: capture ? r.captures : undefined };
 }
 
-function ringView(model: TargetModel | ETargetModel, K: number, policy: Policy): RingView {
+function ringView(model: TargetModel | ETargetModel | MoETargetModel, K: number, policy: Policy): RingView {
   const { window, state } = model.cache;
   const slotPositions: (number | null)[] = new Array(window).fill(null);
   for (let q = Math.max(0, state.nextPos - window); q < state.nextPos; q++) slotPositions[model.cache.slotOf(q)] = q;
@@ -147,7 +149,12 @@ export async function runProbe(env: ProbeEnv, opts: ProbeOptions): Promise<Probe
   const w = env.weights;
   const desc = w.desc;
   const qwen = 'family' in w.desc && w.desc.family === 'qwen3_5';
-  const policy = qwen ? qwenPolicyByName(opts.policy) : policyByName(opts.policy);
+  const moe = !qwen && isMoeTarget((w as GpuWeights<TargetDescription>).desc);
+  if (!qwen && !moe && MOE_ONLY_POLICIES.has(opts.policy))
+    throw new Error(
+      `policy ${opts.policy} applies to Gemma 4 mixture-of-experts targets only; this target has no experts`,
+    );
+  const policy = qwen ? qwenPolicyByName(opts.policy) : moe ? moePolicyByName(opts.policy) : policyByName(opts.policy);
   const K = opts.block;
   if (!(K >= 1 && K <= 16)) throw new Error(`block width must be between 1 and 16 (got ${K})`);
   const lengths = opts.lengths ?? ('window' in desc ? defaultDrawLengths(desc.window) : [...QWEN_DRAW_LENGTHS]);
@@ -162,9 +169,11 @@ export async function runProbe(env: ProbeEnv, opts: ProbeOptions): Promise<Probe
   const gemma = w as GpuWeights<TargetDescription>;
   const model: ProbeTarget = qwen
     ? new QwenTargetModel(env.ctx, w as QwenGpuWeights, modelOpts)
-    : isESeriesTarget(gemma.desc)
-      ? new ETargetModel(env.ctx, gemma, modelOpts)
-      : new TargetModel(env.ctx, gemma, modelOpts);
+    : moe
+      ? new MoETargetModel(env.ctx, gemma, modelOpts)
+      : isESeriesTarget(gemma.desc)
+        ? new ETargetModel(env.ctx, gemma, modelOpts)
+        : new TargetModel(env.ctx, gemma, modelOpts);
   const storage = opts.precision;
   const draws: DrawResult[] = [];
   try {
@@ -241,7 +250,10 @@ async function probeOneDraw(
   cancel?.throwIfCancelled();
   let snapshot = undefined as { destroy(): void } | undefined;
   // The ring view reads Gemma's sliding cache; localization and the lens take the model's own stage list.
-  const gemma = model instanceof TargetModel || model instanceof ETargetModel ? model : undefined;
+  const gemma =
+    model instanceof TargetModel || model instanceof ETargetModel || model instanceof MoETargetModel
+      ? model
+      : undefined;
   const localizer = localizerOf(model);
   if (!separate) {
     await prefill(prefillChunk);

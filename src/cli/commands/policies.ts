@@ -1,5 +1,6 @@
 import { POLICIES } from '../../model/policy.ts';
 import { QWEN_POLICY_LIST } from '../../model/qwen/policies.ts';
+import { MOE_GROUPED } from '../../model/family/moe-policies.ts';
 import { policyFamilies } from '../../model/family-policies.ts';
 import type { Command } from '../command.ts';
 
@@ -12,13 +13,14 @@ export const policies: Command = {
   usage: 'policies',
   options: {},
   async run(_args, io) {
-    const all = [...POLICIES, ...QWEN_POLICY_LIST.filter((q) => !POLICIES.some((p) => p.name === q.name))];
+    const all = [...POLICIES, MOE_GROUPED, ...QWEN_POLICY_LIST.filter((q) => !POLICIES.some((p) => p.name === q.name))];
     const width = Math.max(...all.map((p) => p.name.length));
     const fam = all.map((p) => `[${policyFamilies(p).join(', ')}]`);
     const famWidth = Math.max(...fam.map((f) => f.length));
     all.forEach((p, i) => io.out(`${p.name.padEnd(width)}  ${fam[i].padEnd(famWidth)}  ${p.description}`));
     io.out('');
-    io.out('gemma4: Gemma 4 targets (sliding ring, MLX kernel choice); qwen3_5: Qwen3.5 / Qwen3.6 hybrid targets');
+    io.out('gemma4: Gemma 4 targets (sliding ring, MLX kernel choice); gemma4-moe: Gemma 4 mixture-of-experts targets');
+    io.out('(26B-A4B) only, which also take every gemma4 policy; qwen3_5: Qwen3.5 / Qwen3.6 hybrid targets');
     io.out(
       '(Gated DeltaNet; no sliding ring, MLX gated-delta kernel not modelled). A policy a family lacks is refused.',
     );
