@@ -14,6 +14,7 @@ import { MoETargetModel } from '../../src/model/family/moe-target.ts';
 import { uploadWeights, type GpuWeights } from '../../src/model/gpu-weights.ts';
 import { TargetModel } from '../../src/model/target.ts';
 import { openCheckpointDir } from '../../src/node/file-source.ts';
+import { loadReferenceWeights, referenceForward } from '../../src/reference/index.ts';
 import {
   GEMMA4_MOE_TINY,
   loadGolden,
@@ -182,6 +183,35 @@ describe('GPU f32 MoE target vs transformers float64 goldens (gemma4-moe-tiny)',
       }
     }
     console.log(`gemma4-moe-tiny router conventions (teacher-forced):\n  ${lines.join('\n  ')}`);
+  });
+
+  it("the default (MLX) router against its CPU twin: float64 reference with order 'mlx', scaleProduct 'mlx-bf16'", async () => {
+    // The goldens follow transformers' router; MLX's convention (bf16 weight product) is checked against the float64
+    // reference run with the same convention: same experts on every row and layer, logits within 0.05.
+    const tw = await loadReferenceWeights(model.desc);
+    const ref = referenceForward(tw, golden.json.prompt, {
+      captures: true,
+      numerics: 'exact',
+      router: { order: 'mlx', scaleProduct: 'mlx-bf16' },
+    });
+    const m = new MoETargetModel(ctx, weights, { ...OPTS, router: 'mlx' });
+    const r = await m.prefill(golden.json.prompt, { logits: 'all', captures: 'all' });
+    m.destroy();
+    const err = maxAbsDiff(r.logits!, ref.logits);
+    const T = golden.json.prompt.length;
+    for (let i = 0; i < model.desc.layers.length; i++) {
+      const c = r.captures.get(`router_ids.${i}`)!;
+      const ids = new Uint32Array(c.buffer, c.byteOffset, c.length);
+      const want = ref.acts!.get(`act.router_experts.${i}`)!;
+      for (let t = 0; t < T; t++)
+        expect([...ids.subarray(t * 4, t * 4 + 4)].sort(), `layer ${i} row ${t}`).toEqual(
+          [...want.subarray(t * 4, t * 4 + 4)].sort(),
+        );
+    }
+    console.log(
+      `gemma4-moe-tiny GPU f32 (MLX router) vs float64 reference (MLX router): logits max abs ${err.toExponential(3)}`,
+    );
+    expect(err).toBeLessThanOrEqual(LOGIT_TOL);
   });
 
   it('cached greedy decode: every step whose golden top-1 gap allows picks the golden token', async () => {
