@@ -1,8 +1,17 @@
 import path from 'node:path';
 import { checkpointFamily } from '../format/open-target.ts';
-import { openQwen35Checkpoint, type Qwen35Checkpoint } from '../format/qwen3_5/index.ts';
+import {
+  attachQwen35Drafter,
+  openQwen35Checkpoint,
+  openQwen35Drafter,
+  qwenMtpHeadText,
+  QWEN35_MTP_DRAFTER_TYPE,
+  type Qwen35Checkpoint,
+  type Qwen35DrafterCheckpoint,
+} from '../format/qwen3_5/index.ts';
 import { loadTokenizer, type TextCodec } from '../format/tokenizer.ts';
 import type { GpuContext } from '../gpu/device.ts';
+import type { CheckpointInfo } from '../parity/report.ts';
 import { type QwenGpuWeights, uploadQwenWeights } from '../model/qwen/weights.ts';
 import { nodeFolderSources } from '../node/file-source.ts';
 import { nodeGpuContext } from './node-gpu.ts';
@@ -20,21 +29,64 @@ export async function isQwenDir(dir: string): Promise<boolean> {
   }
 }
 
-export async function openQwenTargetDir(dir: string): Promise<Qwen35Checkpoint> {
-  return openQwen35Checkpoint(await nodeFolderSources(dir), path.basename(dir));
+/** A Qwen3.5 target as the commands use it: with the split drafter's head attached when one was given. */
+export interface QwenTargetCheckpoint extends Qwen35Checkpoint {
+  /** The split MTP drafter folder given as --draft, whose head replaced the target's own (if any). */
+  drafter?: Qwen35DrafterCheckpoint;
+  /** Which MTP head drafts, for the output (the drafter given wins over the target's own mtp.* head). */
+  mtpHead: string;
+}
+
+/**
+ * Opens a Qwen3.5 target folder and, with `draftDir`, a split MTP drafter folder (mlx-vlm's qwen3_5_mtp
+ * layout, src/format/qwen3_5/drafter.ts) checked against it; the drafter's head then drafts.
+ */
+export async function openQwenTargetDir(dir: string, draftDir?: string): Promise<QwenTargetCheckpoint> {
+  const ck = await openQwen35Checkpoint(await nodeFolderSources(dir), path.basename(dir));
+  if (!draftDir) return { ...ck, mtpHead: qwenMtpHeadText(ck.description, ck.label, false) };
+  const drafter = await openQwen35Drafter(await nodeFolderSources(draftDir), path.basename(draftDir));
+  const description = attachQwen35Drafter(ck.description, ck.label, drafter);
+  const replaced = ck.description.mtp !== null;
+  return { ...ck, description, drafter, mtpHead: qwenMtpHeadText(description, ck.label, replaced) };
+}
+
+/** The provenance entry of a split drafter (the probe records it where Gemma's assistant goes). */
+export function qwenDrafterInfo(ck: QwenTargetCheckpoint): CheckpointInfo | undefined {
+  const dr = ck.drafter;
+  const head = ck.description.mtp;
+  if (!dr || !head) return undefined;
+  const l = head.layer;
+  const kinds = [head.fc, l.qProj, l.kProj, l.vProj, l.oProj, l.gate, l.up, l.down].map((x) =>
+    x.kind === 'affine' ? `affine ${x.bits}-bit g${x.groupSize}` : `${x.weight.dtype} dense`,
+  );
+  return {
+    label: dr.label,
+    modelType: QWEN35_MTP_DRAFTER_TYPE,
+    digest: dr.digest,
+    layers: 1,
+    hidden: ck.description.hidden,
+    heads: ck.description.config.attention.numHeads,
+    window: 0,
+    vocab: ck.description.vocab,
+    quantization: [...new Set(kinds)].join(', '),
+    bytes: dr.totalBytes,
+  };
 }
 
 export interface LoadedQwenTarget {
   ctx: GpuContext;
-  checkpoint: Qwen35Checkpoint;
+  checkpoint: QwenTargetCheckpoint;
   weights: QwenGpuWeights;
   tokenizer?: TextCodec;
   close(): void;
 }
 
-/** Opens a Qwen3.5 target folder and uploads it (with its MTP head when it has one), as loadModels does for Gemma. */
-export async function loadQwenTarget(dir: string): Promise<LoadedQwenTarget> {
-  const checkpoint = await openQwenTargetDir(dir);
+/**
+ * Opens a Qwen3.5 target folder and uploads it with its MTP head: the split drafter's when `draftDir` is given,
+ * else its own when it has one (as loadModels does for Gemma and its assistant).
+ */
+export async function loadQwenTarget(dir: string, draftDir?: string): Promise<LoadedQwenTarget> {
+  const checkpoint = await openQwenTargetDir(dir, draftDir);
   const ctx = await nodeGpuContext();
   const weights = await uploadQwenWeights(ctx.device, checkpoint.description);
   const tokenizer = checkpoint.tokenizer ? await loadTokenizer(checkpoint.tokenizer) : undefined;

@@ -1,21 +1,9 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { bytesSource } from '../../src/format/bytesource.ts';
 import { FormatError } from '../../src/format/errors.ts';
-import {
-  attachQwen35Drafter,
-  openQwen35Checkpoint,
-  openQwen35Drafter,
-  parseQwen35Config,
-} from '../../src/format/qwen3_5/index.ts';
+import { openQwen35Checkpoint, parseQwen35Config } from '../../src/format/qwen3_5/index.ts';
 import { nodeFolderSources } from '../../src/node/file-source.ts';
-import {
-  QWEN_SYNTH,
-  qwenSynthConfig,
-  qwenSynthFiles,
-  qwenSynthTensors,
-  safetensorsBytes,
-} from '../support/qwen-synth.ts';
+import { QWEN_SYNTH, qwenSynthConfig, qwenSynthFiles } from '../support/qwen-synth.ts';
 
 type Cfg = Record<string, unknown> & { text_config: Record<string, unknown> };
 const cfg = () => qwenSynthConfig(QWEN_SYNTH) as Cfg;
@@ -215,44 +203,6 @@ describe('Qwen3.5 checkpoint', () => {
     const d = (await openQwen35Checkpoint(files, 'two')).description;
     expect(d.mtp).toBeNull();
     expect(d.mtpUnavailable).toMatch(/mtp_num_hidden_layers = 2; only one MTP layer is supported yet/);
-  });
-});
-
-describe('Qwen3.5 split MTP drafter folder', () => {
-  const drafterFiles = (prefix: string, hidden = QWEN_SYNTH.hidden) => {
-    const g = { ...QWEN_SYNTH, hidden };
-    const all = qwenSynthTensors(g, 5, true);
-    const head = new Map([...all].filter(([k]) => k.startsWith('mtp.')).map(([k, v]) => [prefix + k.slice(4), v]));
-    const c = qwenSynthConfig(g) as Cfg;
-    delete c.text_config.layer_types;
-    delete c.text_config.num_hidden_layers;
-    return [
-      bytesSource('config.json', new TextEncoder().encode(JSON.stringify(c))),
-      bytesSource('model.safetensors', safetensorsBytes(head)),
-    ];
-  };
-
-  it('opens a drafter with or without the mtp. prefix and attaches it to a target without one', async () => {
-    const target = (await openQwen35Checkpoint(qwenSynthFiles(QWEN_SYNTH, { withMtp: false }))).description;
-    for (const prefix of ['mtp.', '']) {
-      const dr = await openQwen35Drafter(drafterFiles(prefix), 'drafter');
-      expect(dr.head.source).toBe('drafter');
-      const t = attachQwen35Drafter(target, dr);
-      expect(t.mtp).toBe(dr.head);
-      expect(t.mtpUnavailable).toBeNull();
-    }
-  });
-
-  it('refuses a drafter of another hidden size, and a folder without a head', async () => {
-    const target = (await openQwen35Checkpoint(qwenSynthFiles())).description;
-    const dr = await openQwen35Drafter(drafterFiles('', 64));
-    expect(() => attachQwen35Drafter(target, dr)).toThrow(
-      'MTP drafter drafter does not fit target (qwen3_5): hidden_size 64 != target hidden_size 32',
-    );
-    const notHead = qwenSynthFiles(QWEN_SYNTH, { withMtp: false });
-    expect((await refusal(openQwen35Drafter(notHead, 'dir'))).message).toMatch(
-      /^dir: model.safetensors has no MTP head tensors \(expected mtp.fc.weight or fc.weight/,
-    );
   });
 });
 

@@ -31,7 +31,7 @@ export const generate: Command = {
     target: { type: 'string', help: 'target checkpoint folder' },
     draft: {
       type: 'string',
-      help: 'assistant checkpoint folder (mode mtp with --draft-source assistant; a Qwen3.5 target drafts with its own MTP head)',
+      help: 'assistant checkpoint folder (Gemma 4), or a split Qwen3.5 MTP drafter folder (mlx-vlm qwen3_5_mtp; else a Qwen3.5 target drafts with its own mtp.* head)',
     },
     tokens: { type: 'string', help: 'prompt token ids, comma-separated' },
     prompt: { type: 'string', help: 'prompt text (needs tokenizer.json in the target folder)' },
@@ -66,7 +66,7 @@ export const generate: Command = {
       if (!tok) throw new Error(`${label}: no tokenizer.json in the target folder; use --tokens`);
       return tok.encode(values.prompt, values.chat === true);
     };
-    const run = async (g: GenerationModels, prompt: number[], tokenizer?: TextCodec) => {
+    const run = async (g: GenerationModels, prompt: number[], tokenizer?: TextCodec, mtpHead?: string) => {
       for (const t of prompt) if (t >= g.vocab) throw new Error(`token ${t} is outside the vocabulary (${g.vocab})`);
       const policy = g.policy;
       const opts = {
@@ -93,6 +93,8 @@ export const generate: Command = {
         );
       }
       const json = { ...result, policy: policy.name, precision, text: tokenizer?.decode(result.tokens) };
+      // which MTP head drafted (Qwen3.5: the target's own mtp.* head or a split drafter folder)
+      if (mtpHead && mode === 'mtp' && source === 'assistant') Object.assign(json, { mtpHead });
       await writeFile(out, generateJsonText(json));
       io.out(
         `${mode}: ${result.tokens.length} tokens, sha256 ${result.sha256.slice(0, 16)}…, ${result.timings.tokensPerSecond.toFixed(1)} tok/s`,
@@ -120,15 +122,17 @@ export const generate: Command = {
     });
 
     if (await isQwenDir(targetDir)) {
-      // Qwen3.5: MTP drafts with the target's own head (no --draft); split drafter folders are not wired yet.
-      if (values.draft) throw new Error('--draft (a split Qwen MTP drafter folder) is not supported yet');
+      // Qwen3.5: MTP drafts with a split drafter folder given as --draft, else with the target's own mtp.* head.
       familyPolicy('qwen3_5', String(values.policy)); // refuse a policy the family lacks before loading
-      const q = await loadQwenTarget(targetDir);
+      const q = await loadQwenTarget(targetDir, values.draft ? String(values.draft) : undefined);
       try {
+        // which head drafts (without one, generation's mtpDrafter() says why)
+        if (mode === 'mtp' && source === 'assistant' && q.checkpoint.description.mtp)
+          io.out(`MTP head: ${q.checkpoint.mtpHead}`);
         const prompt = promptOf(q.tokenizer, q.checkpoint.label);
         const g = generationModels(q.ctx, { family: 'qwen3_5', target: q.weights }, setup(prompt));
         try {
-          await run(g, prompt, q.tokenizer);
+          await run(g, prompt, q.tokenizer, q.checkpoint.mtpHead);
         } finally {
           g.destroy();
         }

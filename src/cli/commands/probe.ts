@@ -7,7 +7,7 @@ import type { AssistantDescription, TargetDescription } from '../../format/model
 import { runProbe } from '../../parity/probe.ts';
 import { checkpointInfo, qwenCheckpointInfo } from '../../parity/summary.ts';
 import { uploadQwenWeights } from '../../model/qwen/weights.ts';
-import { isQwenDir, openQwenTargetDir } from '../qwen-target.ts';
+import { isQwenDir, openQwenTargetDir, qwenDrafterInfo } from '../qwen-target.ts';
 import type { ProbeEnv } from '../../parity/probe.ts';
 import { choice, intList, intOption, requireString } from '../args.ts';
 import type { Command } from '../command.ts';
@@ -19,7 +19,10 @@ export const probe: Command = {
     'probe --target DIR [--draft DIR] [--block K] [--lengths CSV] [--policy NAME] [--precision f32|bf16] [--no-localize] --report FILE',
   options: {
     target: { type: 'string', help: 'target checkpoint folder (MLX)' },
-    draft: { type: 'string', help: 'assistant checkpoint folder (checked for compatibility, recorded in provenance)' },
+    draft: {
+      type: 'string',
+      help: 'assistant checkpoint folder, or a split Qwen3.5 MTP drafter folder (checked for compatibility, recorded in provenance)',
+    },
     block: { type: 'string', help: 'block width K', default: '4' },
     lengths: { type: 'string', help: 'draw prompt lengths (default 8,8,8 and min(W+32,1536))' },
     policy: { type: 'string', help: 'numerics policy (see `policies`)', default: 'exact' },
@@ -33,15 +36,14 @@ export const probe: Command = {
     const block = intOption(values, 'block', 1, 16)!;
     const precision = choice(values, 'precision', ['f32', 'bf16'] as const)!;
     const targetDir = requireString(values, 'target');
-    // A Qwen3.5 target opens with its family's opener; the probe's draws are pseudo-random tokens, so it
-    // needs no drafter (the Qwen MTP head is not wired into the probe yet).
-    const qwen = (await isQwenDir(targetDir)) ? await openQwenTargetDir(targetDir) : undefined;
-    if (qwen && values.draft)
-      throw new Error('--draft is not supported for Qwen3.5 targets yet (the probe needs no drafter)');
+    // A Qwen3.5 target opens with its family's opener; the probe's draws are pseudo-random tokens, so a split
+    // MTP drafter given as --draft is only checked against the target and recorded, as Gemma's assistant is.
+    const draftDir = values.draft ? String(values.draft) : undefined;
+    const qwen = (await isQwenDir(targetDir)) ? await openQwenTargetDir(targetDir, draftDir) : undefined;
     const target = qwen ? undefined : await openCheckpointDir(targetDir);
     if (target && target.description.role !== 'target')
       throw new Error(`${target.label}: not a target model (model_type "${target.modelType}")`);
-    const assistant = values.draft ? await openCheckpointDir(String(values.draft)) : undefined;
+    const assistant = draftDir && !qwen ? await openCheckpointDir(draftDir) : undefined;
     if (target && assistant)
       checkCompatibility(target.description as TargetDescription, assistant.description as AssistantDescription);
     const ctx = await nodeGpuContext();
@@ -53,7 +55,7 @@ export const probe: Command = {
         ctx,
         weights,
         target: qwen ? qwenCheckpointInfo(qwen) : checkpointInfo(target!),
-        assistant: assistant ? checkpointInfo(assistant) : undefined,
+        assistant: qwen ? qwenDrafterInfo(qwen) : assistant ? checkpointInfo(assistant) : undefined,
         platform: ctx.report.platform,
         onProgress: (p) => io.err(`[probe] ${p.detail ?? p.phase}`),
       },

@@ -12,10 +12,11 @@ export {
 } from './config.ts';
 export type * from './description.ts';
 export { describeQwen35, describeQwen35Drafter } from './describe.ts';
+export { openQwen35Checkpoint, type Qwen35Checkpoint } from './checkpoint.ts';
 export {
-  openQwen35Checkpoint,
   openQwen35Drafter,
   attachQwen35Drafter,
-  type Qwen35Checkpoint,
+  qwenMtpHeadText,
+  QWEN35_MTP_DRAFTER_TYPE,
   type Qwen35DrafterCheckpoint,
-} from './checkpoint.ts';
+} from './drafter.ts';
