@@ -64,9 +64,9 @@ export function describeQwen35(c: Qwen35Config, table: TensorTable, label: strin
 }
 
 /**
- * The MTP head of a split drafter folder. Its tensors are `mtp.*` or the same names without the prefix
- * (fc, pre_fc_norm_embedding, pre_fc_norm_hidden, norm, layers.0.*); a copy of embed_tokens / lm_head is
- * ignored (the head shares the target's).
+ * The MTP head of a split drafter folder (drafter.ts opens it and passes the target's geometry with the
+ * drafter's quantization): names without the mtp. prefix (fc, pre_fc_norm_embedding, pre_fc_norm_hidden, norm,
+ * layers.0.*); a copy of embed_tokens / lm_head is ignored (the head shares the target's).
  */
 export function describeQwen35Drafter(c: Qwen35Config, table: TensorTable, label: string): Qwen35MtpHead {
   if (c.mtp.dedicatedEmbeddings)
