@@ -11,6 +11,8 @@
 import { bytesSource, checkRange, type ByteSource } from './bytesource.ts';
 import { roundToBf16 } from './dtype.ts';
 import type { AffineBits } from './quantization.ts';
+import { E_SYNTH_PRESETS, type ESeriesSynth, type ESynthPreset } from './synthetic-gemma4-family-presets.ts';
+import { syntheticESeries } from './synthetic-gemma4-family.ts';
 
 export interface SynthGeometry {
   modelType: 'gemma4' | 'gemma4_unified';
@@ -34,9 +36,11 @@ export interface SynthGeometry {
   mlpBits: AffineBits | null;
   /** null = no assistant. */
   assistant: { hidden: number; intermediate: number; heads: number; bits: AffineBits | null } | null;
+  /** E2B / E4B: per-layer inputs, KV sharing, a centroid-head assistant (planned by synthetic-gemma4-family.ts). */
+  eSeries?: ESeriesSynth;
 }
 
-export type SynthPreset = 'tiny' | '12b' | '31b';
+export type SynthPreset = 'tiny' | '12b' | '31b' | ESynthPreset;
 
 /** GEMMA4.md section 1 (12b, 31b) and the tiny-a fixture (tiny). */
 export const SYNTH_PRESETS: Readonly<Record<SynthPreset, SynthGeometry>> = {
@@ -94,6 +98,7 @@ export const SYNTH_PRESETS: Readonly<Record<SynthPreset, SynthGeometry>> = {
     mlpBits: null,
     assistant: { hidden: 1024, intermediate: 8192, heads: 32, bits: null },
   },
+  ...E_SYNTH_PRESETS,
 };
 
 export function synthGeometry(preset: SynthPreset, overrides: Partial<SynthGeometry> = {}): SynthGeometry {
@@ -120,6 +125,12 @@ export interface SyntheticPair {
 
 /** The files of both checkpoints (config.json, weights, index when sharded) as ByteSources. */
 export function syntheticCheckpoint(g: SynthGeometry, opts: SynthOptions = {}): SyntheticPair {
+  if (g.eSeries)
+    return syntheticESeries({ ...g, eSeries: g.eSeries }, opts, {
+      Planner,
+      files,
+      defaultShardBytes: DEFAULT_SHARD_BYTES,
+    });
   const seed = opts.seed ?? 0;
   const shard = opts.shardBytes ?? DEFAULT_SHARD_BYTES;
   const target = files(targetConfig(g), targetTensors(g, seed), shard);
@@ -221,11 +232,12 @@ function assistantConfig(g: SynthGeometry): Record<string, unknown> {
 type Gen =
   | { kind: 'words'; seed: number }
   | { kind: 'table'; seed: number; table: Uint16Array }
-  | { kind: 'table32'; seed: number; table: Float32Array };
+  | { kind: 'table32'; seed: number; table: Float32Array }
+  | { kind: 'ints'; data: Int32Array }; // exact values (an E-series assistant's token_ordering)
 
 export interface PlannedTensor {
   name: string;
-  dtype: 'U32' | 'BF16' | 'F32';
+  dtype: 'U32' | 'BF16' | 'F32' | 'I32';
   shape: number[];
   byteLength: number;
   gen: Gen;
@@ -254,7 +266,7 @@ const bf16Bits = (x: number): number => {
 const table = (f: (u: number) => number) => Uint16Array.from({ length: 256 }, (_, k) => bf16Bits(f((k + 0.5) / 256)));
 /** The same in f32 (tensors MLX keeps in float32, such as Qwen3.5's A_log). */
 const table32 = (f: (u: number) => number) => Float32Array.from({ length: 256 }, (_, k) => f((k + 0.5) / 256));
-const ELEMENT_BYTES = { U32: 4, BF16: 2, F32: 4 } as const;
+const ELEMENT_BYTES = { U32: 4, BF16: 2, F32: 4, I32: 4 } as const;
 
 /**
  * Uniform codes over L = 2^bits levels give w = s q + b mean 0, std s sqrt((L^2-1)/12) when b = -s (L-1)/2.
@@ -499,6 +511,10 @@ export class SyntheticFile implements ByteSource {
  * per word).
  */
 function generate(gen: Gen, first: number, count: number, scratch: Uint32Array): void {
+  if (gen.kind === 'ints') {
+    scratch.set(new Uint32Array(gen.data.buffer, gen.data.byteOffset + 4 * first, count));
+    return;
+  }
   const seed = gen.seed;
   if (gen.kind === 'words') {
     for (let j = 0; j < count; j++) scratch[j] = hash32((first + j + seed) | 0);
