@@ -7,6 +7,8 @@ import type { AssistantDescription, TargetDescription } from '../format/model-de
 import type { GpuContext } from '../gpu/device.ts';
 import { AssistantModel, type DraftConvention } from './assistant.ts';
 import { ETargetModel, isESeriesTarget } from './family/e-target.ts';
+import { isMoeTarget, MoETargetModel } from './family/moe-target.ts';
+import { MOE_ONLY_POLICIES, moePolicyByName } from './family/moe-policies.ts';
 import { familyPolicy } from './family-policies.ts';
 import { assistantSource, type DraftSource, type GenerateTarget, oracleSource } from './generate.ts';
 import type { GpuWeights } from './gpu-weights.ts';
@@ -52,7 +54,13 @@ export interface GenerationModels {
 
 /** Builds the target model (sized for the prompt, the new tokens and K) and its MTP drafter factory. */
 export function generationModels(ctx: GpuContext, w: GenerationWeights, o: GenerationSetupOptions): GenerationModels {
-  const policy = familyPolicy(w.family, o.policy);
+  // A Gemma 4 MoE target (26B-A4B) also takes moe-grouped (moe-policies.ts).
+  const moe = w.family === 'gemma4' && isMoeTarget(w.target.desc);
+  if (!moe && MOE_ONLY_POLICIES.has(o.policy))
+    throw new Error(
+      `policy ${o.policy} applies to Gemma 4 mixture-of-experts targets only; this target has no experts`,
+    );
+  const policy = moe ? moePolicyByName(o.policy) : familyPolicy(w.family, o.policy);
   const modelOpts = {
     maxContext: o.promptLength + o.maxNew + o.block,
     maxBlock: o.block,
@@ -77,9 +85,12 @@ export function generationModels(ctx: GpuContext, w: GenerationWeights, o: Gener
     };
   }
   // E2B / E4B run in their own engine (per-layer embeddings, KV sharing); their assistants read its donors' caches.
-  const target = isESeriesTarget(w.target.desc)
-    ? new ETargetModel(ctx, w.target, modelOpts)
-    : new TargetModel(ctx, w.target, modelOpts);
+  // 26B-A4B runs in the MoE engine (router and experts beside the dense MLP); its assistant is a dense one.
+  const target = moe
+    ? new MoETargetModel(ctx, w.target, modelOpts)
+    : isESeriesTarget(w.target.desc)
+      ? new ETargetModel(ctx, w.target, modelOpts)
+      : new TargetModel(ctx, w.target, modelOpts);
   const assistant = w.assistant;
   const why = assistant ? null : 'no MTP assistant is loaded (Gemma 4 targets draft with an assistant checkpoint)';
   const position = o.draftPosition ?? 'hf';

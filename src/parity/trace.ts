@@ -15,6 +15,8 @@ import {
 import { provenance } from './provenance.ts';
 import { QwenTargetModel } from '../model/qwen/target.ts';
 import { ETargetModel, isESeriesTarget } from '../model/family/e-target.ts';
+import { isMoeTarget, MoETargetModel } from '../model/family/moe-target.ts';
+import { MOE_ONLY_POLICIES, moePolicyByName } from '../model/family/moe-policies.ts';
 import type { QwenGpuWeights } from '../model/qwen/weights.ts';
 import { qwenPolicyByName } from '../model/qwen/policies.ts';
 import type { ForwardResult } from '../model/target.ts';
@@ -130,7 +132,7 @@ export interface TraceEnv {
   cancel?: CancelToken;
 }
 
-/** What the trace needs from a target model (TargetModel's contract, which QwenTargetModel and ETargetModel implement). */
+/** What the trace needs from a target model (TargetModel's contract; QwenTargetModel, ETargetModel, MoETargetModel). */
 interface TraceTarget<S extends { destroy(): void } = { destroy(): void }> {
   reset(): void;
   prefill(tokens: number[], o: { chunk?: number; policy?: Policy; logits: 'none' }): Promise<unknown>;
@@ -153,7 +155,12 @@ export async function runTrace(env: TraceEnv, opts: TraceOptions): Promise<Trace
   const t0 = performance.now();
   const desc = env.weights.desc;
   const qwen = 'family' in desc && desc.family === 'qwen3_5';
-  const policy = qwen ? qwenPolicyByName(opts.policy) : policyByName(opts.policy);
+  const moe = !qwen && isMoeTarget(desc as TargetDescription);
+  if (!qwen && !moe && MOE_ONLY_POLICIES.has(opts.policy))
+    throw new Error(
+      `policy ${opts.policy} applies to Gemma 4 mixture-of-experts targets only; this target has no experts`,
+    );
+  const policy = qwen ? qwenPolicyByName(opts.policy) : moe ? moePolicyByName(opts.policy) : policyByName(opts.policy);
   const K = opts.block;
   const n = opts.prefix + opts.traced + 1;
   const stream = opts.stream ?? defaultStream(n, desc.vocab);
@@ -174,9 +181,11 @@ export async function runTrace(env: TraceEnv, opts: TraceOptions): Promise<Trace
   const gemma = env.weights as GpuWeights<TargetDescription>;
   const model: TraceTarget = qwen
     ? new QwenTargetModel(env.ctx, env.weights as QwenGpuWeights, modelOpts)
-    : isESeriesTarget(gemma.desc)
-      ? new ETargetModel(env.ctx, gemma, modelOpts)
-      : new TargetModel(env.ctx, gemma, modelOpts);
+    : moe
+      ? new MoETargetModel(env.ctx, gemma, modelOpts)
+      : isESeriesTarget(gemma.desc)
+        ? new ETargetModel(env.ctx, gemma, modelOpts)
+        : new TargetModel(env.ctx, gemma, modelOpts);
   const timings = { totalMs: 0, prefillMs: 0, chainMs: 0, blockMs: 0 };
   const V = desc.vocab;
   try {

@@ -4,6 +4,7 @@ import type { DraftConvention } from '../../model/assistant.ts';
 import { generateClassic, generateMtp, oracleSource, roundEmitted, type GenerateResult } from '../../model/generate.ts';
 import { generationModels, type GenerationModels } from '../../model/generation-setup.ts';
 import { familyPolicy } from '../../model/family-policies.ts';
+import { MOE_ONLY_POLICIES } from '../../model/family/moe-policies.ts';
 import type { TextCodec } from '../../format/tokenizer.ts';
 import { isQwenDir, loadQwenTarget } from '../qwen-target.ts';
 import { choice, intList, intOption, requireString } from '../args.ts';
@@ -143,7 +144,8 @@ export const generate: Command = {
     }
     if (mode === 'mtp' && source === 'assistant' && !values.draft)
       throw new Error('--mode mtp with --draft-source assistant needs --draft DIR');
-    familyPolicy('gemma4', String(values.policy));
+    // moe-grouped is checked against the target once loaded (generationModels: MoE targets only)
+    if (!MOE_ONLY_POLICIES.has(String(values.policy))) familyPolicy('gemma4', String(values.policy));
     const m = await loadModels(targetDir, values.draft ? String(values.draft) : undefined);
     try {
       const prompt = promptOf(m.tokenizer, m.target.label);

@@ -45,8 +45,8 @@ export function isMoeTarget(desc: TargetDescription): boolean {
   return desc.config.moe !== null && desc.config.moe !== undefined;
 }
 
-/** The step options this engine takes: the dense ones except the chained greedy step. */
-export type MoeStepOptions = Omit<StepOptions, 'chained'>;
+/** The step options this engine takes: the dense engine's (StepOptions), chained greedy steps included. */
+export type MoeStepOptions = StepOptions;
 
 export interface MoeTargetOptions extends TargetOptions {
   /** The router convention (reference moe.ts RouterOrder); default 'mlx'. */
@@ -190,6 +190,37 @@ export class MoETargetModel {
     return r;
   }
 
+  /**
+   * Greedy classic decode of `count` tokens after `first`, each step's argmax fed to the next step's embedding on
+   * the GPU (TargetModel.decodeGreedy's contract: the same forward as decode(), read back once at the end), so
+   * MoETargetModel serves generate (GenerateTarget). Returns the `count` argmax tokens (the cache holds first and
+   * all but the last).
+   */
+  async decodeGreedy(first: number, count: number, o: MoeStepOptions = {}): Promise<number[]> {
+    if (count < 1) return [];
+    this.checkContext(this.cache.state.nextPos + count);
+    this.checkTokens([first]);
+    const out = storageBuffer(this.device, count * 4, 'greedy-tokens');
+    try {
+      this.device.queue.writeBuffer(this.ws.ids, 0, Uint32Array.of(first));
+      for (let i = 0; i < count; i++) {
+        await this.forward([first], this.cache.state.nextPos, 'step', {
+          ...o,
+          logits: 'none',
+          captures: undefined,
+          finalHidden: false,
+          chained: { argmaxOut: out, offset: 4 * i },
+        });
+        this.commit(1);
+      }
+      const [ids] = await readMany(this.device, [{ buffer: out, bytes: count * 4 }]);
+      await this.checkErrors(`running ${count} chained decode steps`);
+      return [...new Uint32Array(ids.buffer, ids.byteOffset, count)];
+    } finally {
+      out.destroy();
+    }
+  }
+
   snapshot(): CacheSnapshot {
     const rec = this.recorder('snapshot');
     const s = this.cache.snapshot(rec);
@@ -298,6 +329,12 @@ export class MoETargetModel {
     if (n > this.opts.maxContext) throw new Error(`sequence of ${n} tokens exceeds maxContext ${this.opts.maxContext}`);
   }
 
+  private checkTokens(tokens: number[]): void {
+    // embed.wgsl skips an id outside the table, which would leave the row's old values.
+    const bad = tokens.find((t) => !Number.isInteger(t) || t < 0 || t >= this.desc.vocab);
+    if (bad !== undefined) throw new Error(`token ${bad} outside [0, ${this.desc.vocab})`);
+  }
+
   private recorder(label: string): Recorder {
     this.device.pushErrorScope('out-of-memory');
     this.device.pushErrorScope('validation');
@@ -334,8 +371,7 @@ export class MoETargetModel {
     const kernels: HeadKernels = { split: policy.matmulSplit(M, kind), mlx: kind === 'step' ? policy.mlx : undefined };
     const rows: op.Rows = { M, round: this.round, prefill: kind === 'prefill', ...kernels };
     const ws = this.ws;
-    const bad = tokens.find((t) => !Number.isInteger(t) || t < 0 || t >= d.vocab);
-    if (bad !== undefined) throw new Error(`token ${bad} outside [0, ${d.vocab})`);
+    if (!o.chained) this.checkTokens(tokens); // chained: the ids buffer holds the previous step's argmax
     // Forced layer inputs are checked before anything is recorded (a throw must not leave a recorder open).
     const forcedInputs = d.layers.map((_, i) => o.layerInputs?.(i, p, M));
     forcedInputs.forEach((f, i) => {
@@ -369,7 +405,7 @@ export class MoETargetModel {
       extra: Partial<op.NormArgs> = {},
     ) => op.rmsnorm(rec, x, weight, out, this.dummy, { rows: nrows, D, eps: d.eps, round: this.round, ...extra });
 
-    this.device.queue.writeBuffer(ws.ids, 0, Uint32Array.from(tokens));
+    if (!o.chained) this.device.queue.writeBuffer(ws.ids, 0, Uint32Array.from(tokens));
     op.embed(rec, this.weights.embed, ws.ids, ws.h, d.embedScale, rows);
     const state = this.cache.state;
 
@@ -479,7 +515,8 @@ export class MoETargetModel {
     });
 
     const result: ForwardResult = { captures: new Map() };
-    const needHead = o.logits === 'all' || o.logits === 'last' || o.logits === 'argmax' || want('logits');
+    const needHead =
+      o.logits === 'all' || o.logits === 'last' || o.logits === 'argmax' || o.chained !== undefined || want('logits');
     if (needHead || o.finalHidden || want('final_norm')) {
       norm(ws.h, this.weights.finalNorm, ws.y, M, H);
       capture('final_norm', ws.y, M * H);
@@ -487,7 +524,13 @@ export class MoETargetModel {
     const first = o.logits === 'last' ? M - 1 : 0;
     const headInline = needHead && M - first <= this.opts.maxBlock;
     if (headInline) this.recordHead(rec, first, M - first, kernels);
+    if (o.chained) {
+      // The next chained step embeds this step's argmax; decodeGreedy reads the ids back after the last step.
+      rec.copy(ws.argmax, 0, ws.ids, 0, 4);
+      rec.copy(ws.argmax, 0, o.chained.argmaxOut, o.chained.offset, 4);
+    }
     this.submit(rec);
+    if (o.chained) return result;
 
     const reads: { buffer: GPUBuffer; bytes: number }[] = [];
     const readLogits = o.logits !== 'argmax';
