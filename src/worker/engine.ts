@@ -8,14 +8,15 @@ import { runSelfTest, type SelfTestResult } from '../gpu/selftest.ts';
 import { CancelToken, type ProgressFn } from '../util/cancel.ts';
 import { blobSource } from '../format/bytesource.ts';
 import { checkCompatibility } from '../format/compat.ts';
-import { checkpointFamily, openFamilyCheckpoint, type ModelFamily } from '../format/open-target.ts';
+import { checkpointFamily, openFamilyCheckpoint } from '../format/open-target.ts';
 import { uploadWeights, type GpuWeights } from '../model/gpu-weights.ts';
 import { uploadQwenWeights } from '../model/qwen/weights.ts';
 import type { AssistantDescription, TargetDescription } from '../format/model-description.ts';
 import type { CheckpointInfo, PerformanceSummary, ProbeReport } from '../parity/report.ts';
 import { pageBenchOptions, runBench, type BenchReport } from '../bench/run.ts';
 import { runProbe, type ProbeOptions } from '../parity/probe.ts';
-import { familyPolicyMenu } from '../model/family-policies.ts';
+import { familyPolicyMenu, type PolicyFamily } from '../model/family-policies.ts';
+import { MOE_POLICY_LIST } from '../model/family/moe-policies.ts';
 import { runTrace, type TraceOptions, type TraceReport } from '../parity/trace.ts';
 import type { DraftConvention } from '../model/assistant.ts';
 import { generateClassic, generateMtp, type GenerateResult } from '../model/generate.ts';
@@ -187,8 +188,12 @@ export class Engine {
     }
   }
 
-  /** The numerics policies (exact and the inexact variants) a family's targets take, for the run panel. */
-  policies(family: ModelFamily = 'gemma4'): { name: string; description: string }[] {
+  /**
+   * The numerics policies (exact and the inexact variants) a family's targets take, for the run panel; 'gemma4-moe':
+   * a Gemma 4 MoE target's (every Gemma 4 policy and moe-grouped).
+   */
+  policies(family: PolicyFamily = 'gemma4'): { name: string; description: string }[] {
+    if (family === 'gemma4-moe') return MOE_POLICY_LIST.map((p) => ({ name: p.name, description: p.description }));
     return familyPolicyMenu(family);
   }
 

@@ -24,6 +24,11 @@ export interface FamilyFacts {
   mtpHead?: string;
   /** Qwen3.5 without a usable head: why MTP drafting is unavailable (the format layer's words). */
   mtpUnavailable?: string;
+  /**
+   * Gemma 4 MoE targets (26B-A4B): the routed experts beside the dense MLP, e.g. "128 experts, top 8 (width 704) beside
+   * a dense MLP (2112)". Its presence also means the target takes the MoE policies (moe-grouped).
+   */
+  experts?: string;
 }
 
 export function loadedInfo(l: LoadedCheckpoint): CheckpointInfo {
@@ -31,7 +36,15 @@ export function loadedInfo(l: LoadedCheckpoint): CheckpointInfo {
 }
 
 export function familyFacts(l: LoadedCheckpoint): FamilyFacts {
-  if (l.family === 'gemma4') return { family: 'gemma4' };
+  if (l.family === 'gemma4') {
+    const d = l.ck.description;
+    const moe = d.config.moe;
+    if (d.role !== 'target' || !moe) return { family: 'gemma4' };
+    return {
+      family: 'gemma4',
+      experts: `${moe.numExperts} experts, top ${moe.topK} (width ${moe.intermediate}) beside a dense MLP (${d.intermediate})`,
+    };
+  }
   const d = l.ck.description;
   const linear = d.layers.filter((x) => x.type === 'linear').length;
   return {

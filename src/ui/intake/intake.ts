@@ -303,6 +303,7 @@ function summaryNodes(role: Role, s: LoadedSummary): HTMLElement[] {
     ['Loaded', `${fmtMs(s.loadMs)}${s.hasTokenizer ? ' · tokenizer found' : ''}`],
   ];
   if (qwen) kv.splice(1, 0, ['MTP', s.mtpHead ?? 'none: oracle drafts only']);
+  if (s.experts) kv.splice(2, 0, ['Experts', s.experts]); // a Gemma 4 MoE target: after Type and Layers
   const nodes: (HTMLElement | null)[] = [
     el('p', { class: 'loaded-name' }, el('strong', {}, s.label)),
     el(

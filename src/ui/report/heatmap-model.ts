@@ -7,6 +7,7 @@ import {
   FINAL_STAGES,
   LAYER_STAGES,
   LINEAR_STAGES,
+  MOE_STAGES,
   type FirstDivergence,
   type LayerKind,
   type RowDiff,
@@ -30,6 +31,25 @@ export const HYBRID_HEAT_STAGES: readonly Stage[] = [
   ...LAYER_STAGES.slice(4),
   ...FINAL_STAGES,
 ];
+
+/**
+ * Rows of a report with Gemma 4 MoE layers (26B-A4B): the attention stages and the dense MLP, then the router's scores
+ * and the experts' weighted sum (execution order, MoETargetModel.stageOrder), then the layer output and the final
+ * stages.
+ */
+export const MOE_HEAT_STAGES: readonly Stage[] = [
+  ...LAYER_STAGES.slice(0, 5),
+  ...MOE_STAGES,
+  ...LAYER_STAGES.slice(5),
+  ...FINAL_STAGES,
+];
+
+/** The heatmap's rows for a report's stages: MoE rows when it has router / experts stages, linear rows for Qwen3.5. */
+export function heatStagesOf(stages: readonly Pick<StageDiff, 'stage' | 'layerKind'>[]): readonly Stage[] {
+  if (stages.some((s) => s.layerKind === 'linear')) return HYBRID_HEAT_STAGES;
+  if (stages.some((s) => (MOE_STAGES as readonly string[]).includes(s.stage))) return MOE_HEAT_STAGES;
+  return HEAT_STAGES;
+}
 
 export interface HeatColumn {
   /** Layer index, or null for the head column (final_norm, logits). */
@@ -115,7 +135,7 @@ export function buildHeatmap(
   first: FirstDivergence | null,
 ): HeatGrid {
   const layerKinds = new Map<number, LayerKind | null>();
-  const heatStages = stages.some((s) => s.layerKind === 'linear') ? HYBRID_HEAT_STAGES : HEAT_STAGES;
+  const heatStages = heatStagesOf(stages);
   let hasHead = false;
   const positions = new Set<number>();
   for (const s of stages) {

@@ -92,7 +92,7 @@ export function drawHeatmap(
       ctx.fillRect(L.colX(i) + 0.5, y0 + r * L.cellH + 0.5, L.cellW - 1, L.cellH - 1);
     }
   }
-  // Separator between the per-layer stages (six, or eleven with Gated DeltaNet layers) and the final ones.
+  // Separator between the per-layer stages (six; eight with MoE layers, eleven with Gated DeltaNet layers) and the final ones.
   const right = L.colX(grid.columns.length - 1) + L.cellW;
   const layerRows = grid.stages.length - FINAL_STAGES.length;
   ctx.strokeStyle = '#8a93a0';

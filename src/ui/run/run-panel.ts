@@ -9,7 +9,7 @@ import type { ProbeReport } from '../../parity/report.ts';
 import type { TraceReport } from '../../parity/trace.ts';
 import type { LoadedSummary } from '../../worker/engine.ts';
 import { append, clear, el } from '../common/dom.ts';
-import type { ModelFamily } from '../../format/open-target.ts';
+import type { PolicyFamily } from '../../model/family-policies.ts';
 import { createJobRunner, type JobRunner } from './job-runner.ts';
 import { createProbeForm } from './probe-form.ts';
 import { createTraceForm } from './trace-form.ts';
@@ -148,11 +148,11 @@ export function createRunPanel(engine: EngineProxy, on: RunHandlers): RunPanel {
     on.busyChanged?.();
   }
 
-  // The policy menus list the loaded target's family's policies (Gemma 4's until a target is loaded); the
-  // latest request wins when targets of two families load in quick succession.
-  let policyFamily: ModelFamily | undefined;
+  // The policy menus list the loaded target's family's policies (Gemma 4's until a target is loaded; a Gemma 4 MoE
+  // target's add moe-grouped); the latest request wins when targets of two families load in quick succession.
+  let policyFamily: PolicyFamily | undefined;
   let policyRequest = 0;
-  const listPolicies = async (family: ModelFamily) => {
+  const listPolicies = async (family: PolicyFamily) => {
     const request = ++policyRequest;
     try {
       const list = await engine.policies(family);
@@ -168,7 +168,7 @@ export function createRunPanel(engine: EngineProxy, on: RunHandlers): RunPanel {
       );
     }
   };
-  const showPoliciesOf = (family: ModelFamily) => {
+  const showPoliciesOf = (family: PolicyFamily) => {
     if (family === policyFamily) return;
     policyFamily = family;
     void listPolicies(family);
@@ -179,7 +179,7 @@ export function createRunPanel(engine: EngineProxy, on: RunHandlers): RunPanel {
     root,
     refresh(s) {
       state = s;
-      showPoliciesOf(s.target?.family ?? 'gemma4');
+      showPoliciesOf(s.target?.experts ? 'gemma4-moe' : (s.target?.family ?? 'gemma4'));
       probe.setModel(s.target);
       trace.setModel(s.target);
       generate.setModels(s.target, s.assistant);
