@@ -13,6 +13,8 @@ import { roundToBf16 } from './dtype.ts';
 import type { AffineBits } from './quantization.ts';
 import { E_SYNTH_PRESETS, type ESeriesSynth, type ESynthPreset } from './synthetic-gemma4-family-presets.ts';
 import { syntheticESeries } from './synthetic-gemma4-family.ts';
+import { MOE_SYNTH_PRESETS, type MoeSynth, type MoeSynthPreset } from './synthetic-gemma4-moe-presets.ts';
+import { checkMoeGeometry, moeLayer, moeQuantOverrides, moeTextConfig } from './synthetic-gemma4-moe.ts';
 
 export interface SynthGeometry {
   modelType: 'gemma4' | 'gemma4_unified';
@@ -38,9 +40,11 @@ export interface SynthGeometry {
   assistant: { hidden: number; intermediate: number; heads: number; bits: AffineBits | null } | null;
   /** E2B / E4B: per-layer inputs, KV sharing, a centroid-head assistant (planned by synthetic-gemma4-family.ts). */
   eSeries?: ESeriesSynth;
+  /** 26B-A4B: router and stacked experts beside the dense MLP (planned by synthetic-gemma4-moe.ts). */
+  moe?: MoeSynth;
 }
 
-export type SynthPreset = 'tiny' | '12b' | '31b' | ESynthPreset;
+export type SynthPreset = 'tiny' | '12b' | '31b' | ESynthPreset | MoeSynthPreset;
 
 /** GEMMA4.md section 1 (12b, 31b) and the tiny-a fixture (tiny). */
 export const SYNTH_PRESETS: Readonly<Record<SynthPreset, SynthGeometry>> = {
@@ -99,6 +103,7 @@ export const SYNTH_PRESETS: Readonly<Record<SynthPreset, SynthGeometry>> = {
     assistant: { hidden: 1024, intermediate: 8192, heads: 32, bits: null },
   },
   ...E_SYNTH_PRESETS,
+  ...MOE_SYNTH_PRESETS,
 };
 
 export function synthGeometry(preset: SynthPreset, overrides: Partial<SynthGeometry> = {}): SynthGeometry {
@@ -131,6 +136,7 @@ export function syntheticCheckpoint(g: SynthGeometry, opts: SynthOptions = {}): 
       files,
       defaultShardBytes: DEFAULT_SHARD_BYTES,
     });
+  if (g.moe) checkMoeGeometry({ ...g, moe: g.moe });
   const seed = opts.seed ?? 0;
   const shard = opts.shardBytes ?? DEFAULT_SHARD_BYTES;
   const target = files(targetConfig(g), targetTensors(g, seed), shard);
@@ -197,11 +203,12 @@ function targetConfig(g: SynthGeometry): Record<string, unknown> {
         over[`language_model.model.layers.${i}.mlp.${p}`] = { group_size: g.groupSize, bits: g.mlpBits };
     }
   }
+  if (g.moe) Object.assign(over, moeQuantOverrides({ ...g, moe: g.moe }));
   const unified = g.modelType === 'gemma4_unified';
   return {
     model_type: g.modelType,
     architectures: [unified ? 'Gemma4UnifiedForConditionalGeneration' : 'Gemma4ForConditionalGeneration'],
-    text_config: textConfig(g, false),
+    text_config: { ...textConfig(g, false), ...(g.moe ? moeTextConfig(g.moe) : {}) },
     tie_word_embeddings: true,
     synthetic: true,
     ...quantBlock(g.bits, g, over),
@@ -359,6 +366,7 @@ function layer(p: Planner, pre: string, i: number, g: SynthGeometry, asst: boole
   p.linear(`${l}.mlp.up_proj`, I, H, mlpBits, g.groupSize);
   p.linear(`${l}.mlp.down_proj`, H, I, mlpBits, g.groupSize);
   p.vector(`${l}.post_feedforward_layernorm.weight`, H, 1, 0.2);
+  if (g.moe && !asst) moeLayer(p, l, { ...g, moe: g.moe });
   p.vector(`${l}.layer_scalar`, 1, 0.95, 0.1);
 }
 
