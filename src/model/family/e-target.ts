@@ -71,7 +71,9 @@ export class ETargetModel {
     this.device = ctx.device;
     const d = (this.desc = weights.desc);
     if (d.config.moe)
-      throw new Error(`${d.modelType}: mixture-of-experts targets do not run on the GPU yet (the CPU reference does)`);
+      throw new Error(
+        `${d.modelType}: mixture-of-experts targets run in MoETargetModel (src/model/family/moe-target.ts), not the E-series engine`,
+      );
     if (!!d.perLayer !== !!weights.perLayer)
       throw new Error(`${d.modelType}: per-layer embedding weights ${d.perLayer ? 'were not uploaded' : 'unexpected'}`);
     d.layers.forEach((l, i) => {
