@@ -413,5 +413,11 @@ function describeDrafter(
   }
   if (target.family === 'qwen3_5')
     return { kind: 'mtp-head', text: `the target's own MTP head (mtp.* of ${target.ck.label})` };
-  return { kind: 'assistant', text: `the MTP assistant ${assistant?.ck.label ?? ''}`.trim() };
+  // An E-series assistant scores only the tokens of its top centroids (use_ordered_embeddings): say so.
+  const d = assistant?.family === 'gemma4' ? assistant.ck.description : undefined;
+  const head =
+    d?.role === 'assistant' && d.centroidHead
+      ? ` (centroid head: ${d.centroidHead.numCentroids} centroids, top ${d.centroidHead.topK})`
+      : '';
+  return { kind: 'assistant', text: `the MTP assistant ${assistant?.ck.label ?? ''}`.trim() + head };
 }

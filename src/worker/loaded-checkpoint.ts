@@ -4,6 +4,7 @@
  * own `mtp.*` head.
  */
 import type { Checkpoint } from '../format/checkpoint.ts';
+import type { DecoderLayer } from '../format/model-description.ts';
 import type { ModelFamily } from '../format/open-target.ts';
 import type { Qwen35Checkpoint } from '../format/qwen3_5/index.ts';
 import type { GpuWeights } from '../model/gpu-weights.ts';
@@ -29,6 +30,17 @@ export interface FamilyFacts {
    * a dense MLP (2112)". Its presence also means the target takes the MoE policies (moe-grouped).
    */
   experts?: string;
+  /**
+   * Gemma 4 E-series targets (E2B / E4B): the per-layer embeddings, e.g. "64 per layer x 10 layers (table 512 x 640,
+   * 1 buffer)". The table's buffer count is how the uploader split it by row ranges to fit the binding limit.
+   */
+  perLayerInputs?: string;
+  /** The number of GPU buffers holding the per-layer table (E-series targets; more than one for an E4B-sized table). */
+  perLayerTableParts?: number;
+  /** E-series targets: which layers read an earlier layer's K/V, e.g. "4 of 10 (6-8 read 3, 9 reads 4); ...". */
+  kvShared?: string;
+  /** E-series assistants: the centroid LM head, e.g. "16 centroids, top 4 (32 tokens each: 128 scored)". */
+  centroidHead?: string;
 }
 
 export function loadedInfo(l: LoadedCheckpoint): CheckpointInfo {
@@ -38,12 +50,29 @@ export function loadedInfo(l: LoadedCheckpoint): CheckpointInfo {
 export function familyFacts(l: LoadedCheckpoint): FamilyFacts {
   if (l.family === 'gemma4') {
     const d = l.ck.description;
+    if (d.role === 'assistant') {
+      const c = d.centroidHead;
+      if (!c) return { family: 'gemma4' };
+      const per = d.vocab / c.numCentroids;
+      return {
+        family: 'gemma4',
+        centroidHead: `${c.numCentroids} centroids, top ${c.topK} (${per} tokens each: ${c.topK * per} of ${d.vocab} scored)`,
+      };
+    }
     const moe = d.config.moe;
-    if (d.role !== 'target' || !moe) return { family: 'gemma4' };
-    return {
-      family: 'gemma4',
-      experts: `${moe.numExperts} experts, top ${moe.topK} (width ${moe.intermediate}) beside a dense MLP (${d.intermediate})`,
-    };
+    const facts: FamilyFacts = { family: 'gemma4' };
+    if (moe)
+      facts.experts = `${moe.numExperts} experts, top ${moe.topK} (width ${moe.intermediate}) beside a dense MLP (${d.intermediate})`;
+    const table = l.weights.perLayer?.table.weight;
+    if (d.perLayer && table) {
+      const rows = d.perLayer.table.weight.shape[0];
+      const width = d.layers.length * d.perLayer.width;
+      const n = table.parts.length;
+      facts.perLayerInputs = `${d.perLayer.width} per layer × ${d.layers.length} layers (table ${rows} × ${width}, ${n} buffer${n === 1 ? '' : 's'})`;
+      facts.perLayerTableParts = n;
+    }
+    if (d.config.kvSharedLayers > 0) facts.kvShared = kvSharingText(d.layers, d.config.doubleWideMlp, d.intermediate);
+    return facts;
   }
   const d = l.ck.description;
   const linear = d.layers.filter((x) => x.type === 'linear').length;
@@ -53,6 +82,34 @@ export function familyFacts(l: LoadedCheckpoint): FamilyFacts {
     ...(d.mtp ? { mtpHead: `own head (mtp.*, ${d.config.mtp.numLayers || 1} layer)` } : {}),
     ...(d.mtpUnavailable ? { mtpUnavailable: d.mtpUnavailable } : {}),
   };
+}
+
+/**
+ * The KV-sharing structure in words: how many layers read an earlier layer's K/V, grouped by donor (the last cache
+ * owner of the reader's type), and the double-wide MLP of the shared layers when the config asks for it.
+ */
+function kvSharingText(layers: readonly DecoderLayer[], doubleWide: boolean, intermediate: number): string {
+  const readers = new Map<number, number[]>();
+  for (const [i, layer] of layers.entries())
+    if (layer.kvDonor !== undefined) readers.set(layer.kvDonor, [...(readers.get(layer.kvDonor) ?? []), i]);
+  const shared = [...readers.values()].flat().length;
+  const groups = [...readers.entries()].map(
+    ([donor, r]) => `${ranges(r)} read${r.length === 1 ? 's' : ''} ${donor} (${layers[donor].type})`,
+  );
+  const mlp = doubleWide ? `; double-wide MLP (${2 * intermediate}) on the shared layers` : '';
+  return `${shared} of ${layers.length} layers: ${groups.join(', ')}; ${layers.length - shared} own caches${mlp}`;
+}
+
+/** Sorted layer indices as ranges: [6, 7, 8] -> "6-8", [6, 8] -> "6, 8". */
+function ranges(xs: readonly number[]): string {
+  const out: string[] = [];
+  for (let i = 0; i < xs.length; ) {
+    let j = i;
+    while (j + 1 < xs.length && xs[j + 1] === xs[j] + 1) j++;
+    out.push(j > i ? `${xs[i]}–${xs[j]}` : `${xs[i]}`);
+    i = j + 1;
+  }
+  return out.join(', ');
 }
 
 export function destroyLoaded(l: LoadedCheckpoint | undefined): void {

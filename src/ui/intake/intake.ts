@@ -304,6 +304,10 @@ function summaryNodes(role: Role, s: LoadedSummary): HTMLElement[] {
   ];
   if (qwen) kv.splice(1, 0, ['MTP', s.mtpHead ?? 'none: oracle drafts only']);
   if (s.experts) kv.splice(2, 0, ['Experts', s.experts]); // a Gemma 4 MoE target: after Type and Layers
+  // A Gemma 4 E-series target (E2B / E4B) after Type and Layers; its assistant's centroid head after Type.
+  if (s.kvShared) kv.splice(2, 0, ['KV sharing', s.kvShared]);
+  if (s.perLayerInputs) kv.splice(2, 0, ['Per-layer inputs', s.perLayerInputs]);
+  if (s.centroidHead) kv.splice(1, 0, ['LM head', `centroid: ${s.centroidHead}`]);
   const nodes: (HTMLElement | null)[] = [
     el('p', { class: 'loaded-name' }, el('strong', {}, s.label)),
     el(

@@ -56,6 +56,11 @@ export interface HeatColumn {
   layer: number | null;
   kind: LayerKind | null;
   label: string;
+  /**
+   * A Gemma 4 KV-shared layer (E2B / E4B): it has no k / v projections and attends to an earlier layer's K/V, so its
+   * k and v rows are empty by construction rather than uncaptured.
+   */
+  kvShared?: boolean;
 }
 
 export interface HeatCell {
@@ -138,15 +143,25 @@ export function buildHeatmap(
   const heatStages = heatStagesOf(stages);
   let hasHead = false;
   const positions = new Set<number>();
+  // Gemma layers with a q stage and no k stage: the KV-shared layers of an E-series target (Qwen3.5's linear layers
+  // have neither and are not attention layers).
+  const withQ = new Set<number>();
+  const withK = new Set<number>();
   for (const s of stages) {
     if (s.layer === null) hasHead = true;
     else if (!layerKinds.has(s.layer) || layerKinds.get(s.layer) === null) layerKinds.set(s.layer, s.layerKind);
+    if (s.layer !== null && s.stage === 'q') withQ.add(s.layer);
+    if (s.layer !== null && s.stage === 'k') withK.add(s.layer);
     for (const r of s.rows) if (Number.isFinite(r.position)) positions.add(r.position);
   }
   // Every layer from 0 to the last one seen gets a column, so gaps (layers without captures) show as gaps.
   const last = layerKinds.size ? Math.max(...layerKinds.keys()) : -1;
   const columns: HeatColumn[] = [];
-  for (let l = 0; l <= last; l++) columns.push({ layer: l, kind: layerKinds.get(l) ?? null, label: String(l) });
+  for (let l = 0; l <= last; l++) {
+    const kind = layerKinds.get(l) ?? null;
+    const shared = (kind === 'sliding' || kind === 'full') && withQ.has(l) && !withK.has(l) && withK.size > 0;
+    columns.push({ layer: l, kind, label: String(l), ...(shared ? { kvShared: true } : {}) });
+  }
   if (hasHead) columns.push({ layer: null, kind: null, label: 'head' });
   const colOf = (layer: number | null) =>
     layer === null ? (hasHead ? columns.length - 1 : -1) : layer <= last ? layer : -1;
@@ -189,6 +204,8 @@ export function buildHeatmap(
 /** Sequential palette from pale amber to dark red; equal cells get a neutral grey-green. */
 export const EQUAL_COLOR = '#e3ece6';
 export const MISSING_COLOR = '#ffffff';
+/** The k and v cells of a KV-shared layer (no projections of its own), hatched over this tint. */
+export const SHARED_COLOR = '#eef1f5';
 const STOPS: [number, number, number][] = [
   [254, 224, 139],
   [253, 174, 97],

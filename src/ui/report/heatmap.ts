@@ -8,7 +8,7 @@ import { FINAL_STAGES, QWEN_STAGE_LABELS, STAGE_LABELS } from '../../parity/repo
 import { el } from '../common/dom.ts';
 import { FONT, onWidthChange, sizeCanvas } from '../common/canvas.ts';
 import { fmtInt, fmtPercent, fmtSci } from '../common/format.ts';
-import { heatColor, legendStops, MISSING_COLOR, type HeatCell, type HeatGrid } from './heatmap-model.ts';
+import { heatColor, legendStops, MISSING_COLOR, SHARED_COLOR, type HeatCell, type HeatGrid } from './heatmap-model.ts';
 
 /** Layer-kind strip: sliding (Gemma), full attention, linear (Qwen3.5 Gated DeltaNet). */
 export const KIND_COLOR = { sliding: '#9cc3ee', full: '#1f4e9a', linear: '#8fd0b8' } as const;
@@ -84,12 +84,18 @@ export function drawHeatmap(
   ctx.fillStyle = '#1b1f24';
   grid.stages.forEach((s, r) => ctx.fillText(s, x0 - 8, y0 + r * L.cellH + L.cellH / 2));
 
-  // Cells: white where nothing was captured, a neutral tint where equal, the palette where different.
+  // Cells: white where nothing was captured, a neutral tint where equal, the palette where different; a KV-shared
+  // layer's k and v cells hatched (it has no projections: it reads an earlier layer's K/V).
   for (let i = 0; i < grid.columns.length; i++) {
     for (let r = 0; r < grid.stages.length; r++) {
       const cell = grid.at(i, r);
-      ctx.fillStyle = cell ? heatColor(cell.level) : MISSING_COLOR;
-      ctx.fillRect(L.colX(i) + 0.5, y0 + r * L.cellH + 0.5, L.cellW - 1, L.cellH - 1);
+      const cx = L.colX(i) + 0.5;
+      const cy = y0 + r * L.cellH + 0.5;
+      if (!cell && isSharedKv(grid, i, r)) hatch(ctx, cx, cy, L.cellW - 1, L.cellH - 1);
+      else {
+        ctx.fillStyle = cell ? heatColor(cell.level) : MISSING_COLOR;
+        ctx.fillRect(cx, cy, L.cellW - 1, L.cellH - 1);
+      }
     }
   }
   // Separator between the per-layer stages (six; eight with MoE layers, eleven with Gated DeltaNet layers) and the final ones.
@@ -130,6 +136,11 @@ export function drawHeatmap(
   if (kinds.has('sliding')) swatch(KIND_COLOR.sliding, 'sliding layer');
   if (kinds.has('linear')) swatch(KIND_COLOR.linear, 'linear (Gated DeltaNet) layer');
   swatch(KIND_COLOR.full, 'full layer');
+  if (grid.columns.some((c) => c.kvShared)) {
+    const text = "KV-shared: no k, v (reads an earlier layer's)";
+    swatch(SHARED_COLOR, text); // then hatch the swatch it drew
+    hatch(ctx, lx - 22 - ctx.measureText(text).width + 0.5, ly - 5.5, 11, 11);
+  }
   if (first) {
     if (lx + 22 + ctx.measureText('first divergence').width > L.width) {
       lx = x0;
@@ -141,6 +152,31 @@ export function drawHeatmap(
     ctx.fillStyle = '#1b1f24';
     ctx.fillText('first divergence', lx + 16, ly);
   }
+  ctx.restore();
+}
+
+/** Whether (col, row) is the k or v cell of a KV-shared layer. */
+function isSharedKv(grid: HeatGrid, col: number, row: number): boolean {
+  const stage = grid.stages[row];
+  return grid.columns[col]?.kvShared === true && (stage === 'k' || stage === 'v');
+}
+
+/** A pale cell with thin diagonal lines: "nothing here by construction", unlike white "not captured". */
+function hatch(ctx: CanvasRenderingContext2D, x: number, y: number, w: number, h: number): void {
+  ctx.save();
+  ctx.fillStyle = SHARED_COLOR;
+  ctx.fillRect(x, y, w, h);
+  ctx.beginPath();
+  ctx.rect(x, y, w, h);
+  ctx.clip();
+  ctx.strokeStyle = '#b4bcc8';
+  ctx.lineWidth = 1;
+  ctx.beginPath();
+  for (let d = -h; d < w; d += 6) {
+    ctx.moveTo(x + d, y + h);
+    ctx.lineTo(x + d + h, y);
+  }
+  ctx.stroke();
   ctx.restore();
 }
 
@@ -164,6 +200,8 @@ export function describeCell(grid: HeatGrid, col: number, row: number, cell: Hea
   // A grid with Gated DeltaNet layers is a Qwen3.5 report: its attention layers' own labels (no v_norm).
   const labels = grid.columns.some((x) => x.kind === 'linear') ? QWEN_STAGE_LABELS : STAGE_LABELS;
   const where = `${c?.layer === null ? 'head' : `layer ${c?.layer}${c?.kind ? ` (${c.kind})` : ''}`} · ${labels[stage]}`;
+  if (!cell && isSharedKv(grid, col, row))
+    return `${where}: none (a KV-shared layer has no k_proj / v_proj; it attends to an earlier layer's K/V)`;
   if (!cell) return `${where}: not captured`;
   const d = cell.diff;
   const pos = Number.isFinite(d.position) ? ` at position ${d.position}` : ' over all positions';
