@@ -10,6 +10,7 @@ import { synth } from './commands/synth.ts';
 import { loadBench } from './commands/load-bench.ts';
 import { policies } from './commands/policies.ts';
 import { probe } from './commands/probe.ts';
+import { routers } from './commands/routers.ts';
 import { forward } from './commands/forward.ts';
 import { generate } from './commands/generate.ts';
 import { compare } from './commands/compare.ts';
@@ -26,6 +27,7 @@ const COMMANDS: Command[] = [
   compare,
   policies,
   probe,
+  routers,
   trace,
   synth,
   loadBench,

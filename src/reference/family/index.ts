@@ -35,3 +35,4 @@ export {
   type CentroidHeadResult,
 } from './centroid-head.ts';
 export { familyLayerRow, type FamilyLayer, type FamilyLayerOptions, type FamilyLayerCapture } from './layer.ts';
+export { referenceRouterComparison, type ReferenceRouterLayer, type RouterScale } from './router-compare.ts';
