@@ -11,6 +11,7 @@ import type { GpuWeights } from '../model/gpu-weights.ts';
 import type { QwenGpuWeights } from '../model/qwen/weights.ts';
 import type { CheckpointInfo } from '../parity/report.ts';
 import { checkpointInfo, qwenCheckpointInfo } from '../parity/summary.ts';
+import { fmtInt } from '../ui/common/format.ts';
 
 export type LoadedCheckpoint =
   | { family: 'gemma4'; ck: Checkpoint; weights: GpuWeights; loadMs: number }
@@ -56,7 +57,7 @@ export function familyFacts(l: LoadedCheckpoint): FamilyFacts {
       const per = d.vocab / c.numCentroids;
       return {
         family: 'gemma4',
-        centroidHead: `${c.numCentroids} centroids, top ${c.topK} (${per} tokens each: ${c.topK * per} of ${d.vocab} scored)`,
+        centroidHead: `${fmtInt(c.numCentroids)} centroids, top ${c.topK} (${per} tokens each: ${fmtInt(c.topK * per)} of ${fmtInt(d.vocab)} scored)`,
       };
     }
     const moe = d.config.moe;
@@ -68,7 +69,9 @@ export function familyFacts(l: LoadedCheckpoint): FamilyFacts {
       const rows = d.perLayer.table.weight.shape[0];
       const width = d.layers.length * d.perLayer.width;
       const n = table.parts.length;
-      facts.perLayerInputs = `${d.perLayer.width} per layer × ${d.layers.length} layers (table ${rows} × ${width}, ${n} buffer${n === 1 ? '' : 's'})`;
+      // The uploader splits a table larger than one binding by row ranges (E4B's 1.41 GB of codes: 2 on a 1 GiB limit).
+      const where = n === 1 ? '1 buffer' : `split across ${n} buffers by row range`;
+      facts.perLayerInputs = `${d.perLayer.width} per layer × ${d.layers.length} layers (table ${fmtInt(rows)} × ${fmtInt(width)}, ${where})`;
       facts.perLayerTableParts = n;
     }
     if (d.config.kvSharedLayers > 0) facts.kvShared = kvSharingText(d.layers, d.config.doubleWideMlp, d.intermediate);
