@@ -14,8 +14,9 @@ What it writes (.demo/ is git-ignored; the device call carries it):
   characters followed by one that does not start a new item), blank lines inside a fortune removed, attributions
   (`-- Author`) kept on their own line. Dropped: the ascii-art/art files, fortunes that are mostly not letters,
   over 1,200 characters, or exact duplicates (after normalization). About 2.5 MB.
-- `.demo/corpus.json`: source packages and versions (dpkg-query), files used, document and byte counts, and the
-  corpus's SHA-256 (train_demo.py copies it into training.json).
+- `.demo/corpus.json`: kind "fortunes" (train_demo.py picks the chat-form questions by kind), source packages and
+  versions (dpkg-query), files used, document and byte counts, and the corpus's SHA-256 (train_demo.py copies it
+  into training.json).
 - `.demo/tools/make_fixtures.py`: a copy of ../shared/tools/make_fixtures.py (../shared does not travel to the
   device machine; train_demo.py imports its quantize/export functions from here) and its SHA-256 in corpus.json.
 
@@ -132,6 +133,7 @@ def main():
     with open(corpus, "wb") as f:
         f.write(data)
     meta = {
+        "kind": "fortunes",
         "source": "Debian main packages " + ", ".join(f"{p} {v}" for p, v in versions.items())
         + " (fortune-mod data files, BSD licence: /usr/share/doc/fortunes/copyright)",
         "packages": versions,
