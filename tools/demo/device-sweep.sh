@@ -7,7 +7,7 @@
 #     apt-get update
 #     apt-get install -y --no-install-recommends fortunes fortunes-min $(python3 tools/demo/make_manpages.py --list)
 #     python3 tools/demo/make_corpus.py      # .demo/corpus.txt + corpus.json (fortunes), .demo/tools/make_fixtures.py
-#     python3 tools/demo/make_manpages.py    # .demo/manpages.txt.gz + manpages.json (~5 min on 2 cores)
+#     python3 tools/demo/make_manpages.py    # .demo/manpages.txt.gz + manpages.json (5-10 min on 2 cores)
 #   then through the device tool (kind nvidia-h200, carry [".demo"], timeout_s 600), from the repo root:
 #     bash tools/demo/device-sweep.sh
 #
@@ -29,6 +29,8 @@
 #                      the chosen recipe's, as tools/demo/device.sh writes them (see finish_run.sh)
 #   sweep-summary.json every recipe's arguments, losses, acceptance, readability, samples, demo prompt candidates
 #   recipes.tar.gz     every recipe's training.json, train.log, stdout.log and exit status, and this script's log
+#                      (written before the goldens, as are the demo tarballs: if the device's 600 s limit cuts the
+#                      goldens short, the models still come back; finish_run.sh's header says how to make them later)
 # Exit status: 0 if a recipe finished and its goldens were made; else the first failure's.
 #
 # Environment: RECIPES (default "fortunes-6ep man-3ep man-6ep"), TARGET_SECONDS (100), ASST_SECONDS (120),
@@ -107,18 +109,21 @@ echo "recipes done after $(( $(date +%s) - start )) s"
 
 rc=0
 chosen=$(python3 tools/demo/pick_recipe.py "$sweep" --summary "$OUT/sweep-summary.json" | tail -n 1) || rc=1
-if [ -n "$chosen" ] && [ "$rc" = 0 ]; then
-  bash tools/demo/finish_run.sh "$sweep/$chosen/demo" "$OUT" || rc=$?
-else
-  echo "no recipe finished: no model to pack"
-  for r in $RECIPES; do echo "== $r stdout (tail)"; tail -n 15 "$sweep/$r/stdout.log" 2>/dev/null; done
-fi
 files=(sweep.log)
 for r in $RECIPES; do
   for f in "$r/demo/training.json" "$r/demo/train.log" "$r/stdout.log" "$r/rc"; do [ -f "$sweep/$f" ] && files+=("$f"); done
 done
-echo "device-sweep.sh: packing; rc $rc after $(( $(date +%s) - start )) s"
-tar -czf "$OUT/recipes.tar.gz" -C "$sweep" "${files[@]}"
+tar -czf "$OUT/recipes.tar.gz" -C "$sweep" "${files[@]}"  # before the goldens: the device's time limit may come first
+if [ -n "$chosen" ] && [ "$rc" = 0 ]; then
+  el=$(( $(date +%s) - start ))
+  gt=$(( 585 - el ))  # what is left of the device's 600 s, less the packing
+  [ "$gt" -lt 30 ] && gt=30
+  echo "finish_run.sh on $chosen after $el s (goldens stopped after ${GOLDENS_TIMEOUT:-$gt} s)"
+  GOLDENS_TIMEOUT=${GOLDENS_TIMEOUT:-$gt} bash tools/demo/finish_run.sh "$sweep/$chosen/demo" "$OUT" || rc=$?
+else
+  echo "no recipe finished: no model to pack"
+  for r in $RECIPES; do echo "== $r stdout (tail)"; tail -n 15 "$sweep/$r/stdout.log" 2>/dev/null; done
+fi
 ls -l "$OUT"
 echo "device-sweep.sh: rc $rc after $(( $(date +%s) - start )) s"
 exit "$rc"
