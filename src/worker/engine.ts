@@ -30,7 +30,10 @@ import {
   loadedInfo,
   type FamilyFacts,
   type LoadedCheckpoint,
+  type LoadedDrafter,
 } from './loaded-checkpoint.ts';
+import { attachQwen35Drafter, QWEN35_MTP_DRAFTER_TYPE } from '../format/qwen3_5/drafter.ts';
+import { attachedTo, attachPageDrafter, configModelType, draftingWeights, openPageDrafter } from './qwen-drafter.ts';
 
 export type Role = 'target' | 'assistant';
 
@@ -46,12 +49,24 @@ export interface LoadedSummary extends CheckpointInfo, FamilyFacts {
   ignoredTensors: number;
   hasTokenizer: boolean;
   loadMs: number;
+  /**
+   * What this load did to the other zone's checkpoint, which its zone then shows: a split Qwen3.5 MTP drafter that
+   * attached to the new target (or was dropped, with attachQwen35Drafter's message), a target whose MTP line now
+   * names the drafter.
+   */
+  other?: OtherZone;
 }
+
+/** The other zone's new summary, or the message that says why its checkpoint was dropped. */
+export type OtherZone = { role: Role; summary: LoadedSummary } | { role: Role; error: string };
+
+/** What the target zone holds (a split drafter goes on the assistant zone only). */
+type LoadedTarget = Exclude<LoadedCheckpoint, LoadedDrafter>;
 
 export class Engine {
   private ctx: GpuContext | undefined;
   private readonly jobs = new Map<string, CancelToken>();
-  protected checkpoints: Partial<Record<Role, LoadedCheckpoint>> = {};
+  protected checkpoints: { target?: LoadedTarget; assistant?: LoadedCheckpoint } = {};
 
   /** Acquires the adapter and device (once). Throws a GpuError with an actionable message. */
   async init(): Promise<AdapterReport> {
@@ -96,9 +111,15 @@ export class Engine {
       const ctx = await this.gpu();
       const sources = folder.files.map((f) => blobSource(f.path, f.file));
       onProgress?.({ phase: 'open', done: 0, total: 1, detail: 'reading config.json and safetensors headers' });
-      if (role === 'assistant' && (await checkpointFamily(sources)) === 'qwen3_5')
+      const family = await checkpointFamily(sources);
+      // A Qwen3.5 folder on the assistant zone is a split MTP drafter (src/worker/qwen-drafter.ts).
+      if (role === 'assistant' && family === 'qwen3_5')
+        return await this.loadQwenDrafter(ctx, sources, folder.label, t0, token, onProgress);
+      if (role === 'target' && (await configModelType(sources)) === QWEN35_MTP_DRAFTER_TYPE)
         throw new FormatError(
-          `${folder.label}: a Qwen3.5 folder on the MTP assistant zone. A Qwen3.5 target drafts with its own mtp.* head: drop the target checkpoint (with its mtp.* tensors) on the target zone; split Qwen3.5 MTP drafter folders are not supported in the page yet.`,
+          `${folder.label}: a split Qwen3.5 MTP drafter (model_type "${QWEN35_MTP_DRAFTER_TYPE}") on the target zone. Drop it on the MTP assistant zone: it drafts for the Qwen3.5 target loaded here, in place of the target's own mtp.* head.`,
+          'config.json',
+          'model_type',
         );
       const opened = await openFamilyCheckpoint(sources, folder.label);
       const other = this.checkpoints[role === 'target' ? 'assistant' : 'target'];
@@ -112,7 +133,7 @@ export class Engine {
         }
         if (role === 'assistant' && other?.family === 'qwen3_5')
           throw new Error(
-            `${folder.label}: a Gemma 4 MTP assistant (model_type "${ck.modelType}") cannot draft for the loaded Qwen3.5 target ${other.ck.label}, which drafts with its own MTP head (mtp.*); load a Gemma 4 target first.`,
+            `${folder.label}: a Gemma 4 MTP assistant (model_type "${ck.modelType}") cannot draft for the loaded Qwen3.5 target ${other.ck.label}, which drafts with its own MTP head (mtp.*) or a split MTP drafter folder; load a Gemma 4 target first.`,
           );
         if (other?.family === 'gemma4') {
           const [t, a] = role === 'target' ? [ck, other.ck] : [other.ck, ck];
@@ -121,7 +142,13 @@ export class Engine {
       }
       destroyLoaded(this.checkpoints[role]);
       delete this.checkpoints[role];
-      let loaded: LoadedCheckpoint;
+      // A drafter attached to the target being replaced drafts for it no more.
+      const drafter = this.drafter();
+      if (role === 'target' && drafter?.attached) {
+        drafter.attached.upload.destroy();
+        drafter.attached = null;
+      }
+      let loaded: LoadedTarget | LoadedCheckpoint;
       if (opened.family === 'gemma4') {
         const ck = opened.checkpoint;
         const weights = await uploadWeights(ctx.device, ck.description, onProgress, token);
@@ -131,19 +158,103 @@ export class Engine {
         const weights = await uploadQwenWeights(ctx.device, ck.description, onProgress, token);
         loaded = { family: 'qwen3_5', ck, weights, loadMs: performance.now() - t0 };
       }
-      this.checkpoints[role] = loaded;
+      if (role === 'target') this.checkpoints.target = loaded as LoadedTarget;
+      else this.checkpoints.assistant = loaded;
+      // A drafter waiting on the assistant zone attaches to a new Qwen3.5 target now, or says why it cannot.
+      const consequence =
+        role === 'target' && drafter ? await this.attachWaitingDrafter(ctx, drafter, token, onProgress) : undefined;
       return {
-        ...loadedInfo(loaded),
-        ...familyFacts(loaded),
-        role,
-        tensors: loaded.ck.tensors.size,
-        ignoredTensors: loaded.ck.ignoredTensors,
-        hasTokenizer: loaded.ck.tokenizer !== undefined,
+        ...this.summaryOf(role)!,
         loadMs: performance.now() - t0,
+        ...(consequence ? { other: consequence } : {}),
       };
     } finally {
       this.endJob(jobId);
     }
+  }
+
+  /**
+   * A split Qwen3.5 MTP drafter folder dropped on the assistant zone: opened and, with a Qwen3.5 target loaded,
+   * checked against it (attachQwen35Drafter's message when it does not fit, leaving the previous assistant) and its
+   * head alone uploaded; without a target it waits. Refused beside a Gemma 4 target.
+   */
+  private async loadQwenDrafter(
+    ctx: GpuContext,
+    sources: ReturnType<typeof blobSource>[],
+    label: string,
+    t0: number,
+    token: CancelToken,
+    onProgress?: ProgressFn,
+  ): Promise<LoadedSummary> {
+    const ck = await openPageDrafter(sources, label);
+    const target = this.checkpoints.target;
+    if (target?.family === 'gemma4')
+      throw new Error(
+        `${label}: a split Qwen3.5 MTP drafter (model_type "${QWEN35_MTP_DRAFTER_TYPE}") cannot draft for the loaded Gemma 4 target ${target.ck.label}; load a Qwen3.5 target first (the drafter attaches to it).`,
+      );
+    // Checked before anything is replaced, so a drafter that does not fit leaves the previous assistant loaded.
+    if (target) attachQwen35Drafter(target.ck.description, target.ck.label, ck);
+    destroyLoaded(this.checkpoints.assistant);
+    delete this.checkpoints.assistant;
+    const attached = target ? await attachPageDrafter(ctx.device, target.ck, ck, onProgress, token) : null;
+    this.checkpoints.assistant = { family: 'qwen3_5_mtp', ck, attached, loadMs: performance.now() - t0 };
+    // The target's summary changes too: its MTP line names the drafter.
+    const targetSummary = target ? this.summaryOf('target') : undefined;
+    return {
+      ...this.summaryOf('assistant')!,
+      ...(targetSummary ? { other: { role: 'target' as const, summary: targetSummary } } : {}),
+    };
+  }
+
+  /**
+   * Attaches the waiting drafter to the target just loaded. A Qwen3.5 target it does not fit drops it (the message is
+   * attachQwen35Drafter's); beside a Gemma 4 target it keeps waiting.
+   */
+  private async attachWaitingDrafter(
+    ctx: GpuContext,
+    drafter: LoadedDrafter,
+    token: CancelToken,
+    onProgress?: ProgressFn,
+  ): Promise<OtherZone> {
+    const target = this.checkpoints.target;
+    if (target?.family === 'qwen3_5') {
+      try {
+        drafter.attached = await attachPageDrafter(ctx.device, target.ck, drafter.ck, onProgress, token);
+      } catch (e) {
+        if (!(e instanceof FormatError)) throw e;
+        destroyLoaded(drafter);
+        delete this.checkpoints.assistant;
+        return { role: 'assistant', error: e.message };
+      }
+    }
+    return { role: 'assistant', summary: this.summaryOf('assistant')! };
+  }
+
+  /** The summary a zone shows for its checkpoint now (undefined when the zone is empty). */
+  private summaryOf(role: Role): LoadedSummary | undefined {
+    const l = this.checkpoints[role];
+    if (!l) return undefined;
+    const counts =
+      l.family === 'qwen3_5_mtp'
+        ? { tensors: l.ck.tensors.size, ignoredTensors: 0, hasTokenizer: false }
+        : {
+            tensors: l.ck.tensors.size,
+            ignoredTensors: l.ck.ignoredTensors,
+            hasTokenizer: l.ck.tokenizer !== undefined,
+          };
+    return {
+      ...loadedInfo(l),
+      ...familyFacts(l, this.drafter()),
+      role,
+      ...counts,
+      loadMs: l.loadMs,
+    };
+  }
+
+  /** The split Qwen3.5 MTP drafter on the assistant zone, if that is what it holds. */
+  private drafter(): LoadedDrafter | undefined {
+    const a = this.checkpoints.assistant;
+    return a?.family === 'qwen3_5_mtp' ? a : undefined;
   }
 
   /** Whether a checkpoint of this role is loaded: after a failed load, the previous one survives only if the
@@ -208,8 +319,9 @@ export class Engine {
           ctx,
           weights: this.targetWeights(target),
           target: loadedInfo(target),
-          // A Gemma assistant loaded beside a Qwen3.5 target plays no part in its runs.
-          assistant: this.assistantFor(target) ? loadedInfo(this.assistantFor(target)!) : undefined,
+          // The assistant or split drafter that drafts for this target, recorded in the provenance (a Gemma
+          // assistant beside a Qwen3.5 target, or a drafter beside a Gemma 4 one, plays no part in its runs).
+          assistant: this.drafterInfoFor(target),
           platform: typeof navigator !== 'undefined' ? navigator.userAgent : 'unknown',
           onProgress,
           cancel: token,
@@ -248,7 +360,8 @@ export class Engine {
 
   /**
    * Free generation of one prompt, classic then MTP, and their diff. MTP drafts come from the family's
-   * drafter (Gemma 4: the loaded assistant; Qwen3.5: the target's own mtp.* head), or with `drafts: 'oracle'`
+   * drafter (Gemma 4: the loaded assistant; Qwen3.5: a split MTP drafter attached on the assistant zone, else the
+   * target's own mtp.* head), or with `drafts: 'oracle'`
    * from the classic run's own tokens with a fixed third of them wrong (generation-setup.ts), which needs no
    * drafter. The prompt is token ids, or text when the target folder has a tokenizer.json.
    */
@@ -279,9 +392,10 @@ export class Engine {
     const oracle = opts.drafts === 'oracle';
     if (!oracle && target.family === 'gemma4' && !assistant)
       throw new Error('Load the MTP assistant too (drop its folder on the assistant zone), or choose oracle drafts.');
-    if (!oracle && target.family === 'qwen3_5' && !target.weights.mtp)
+    const qwenWeights = target.family === 'qwen3_5' ? draftingWeights(target, this.drafter()) : undefined;
+    if (!oracle && target.family === 'qwen3_5' && !qwenWeights?.mtp)
       throw new Error(
-        `${target.ck.description.mtpUnavailable ?? `${target.ck.label} has no MTP head`}. Choose oracle drafts to run MTP generation without it.`,
+        `${target.ck.description.mtpUnavailable ?? `${target.ck.label} has no MTP head`}. Drop a split MTP drafter folder (qwen3_5_mtp) on the assistant zone, or choose oracle drafts to run MTP generation without a head.`,
       );
     const token = this.startJob(jobId);
     try {
@@ -301,7 +415,7 @@ export class Engine {
         );
       const weights: GenerationWeights =
         target.family === 'qwen3_5'
-          ? { family: 'qwen3_5', target: target.weights }
+          ? { family: 'qwen3_5', target: qwenWeights! }
           : {
               family: 'gemma4',
               target: target.weights as GpuWeights<TargetDescription>,
@@ -340,7 +454,7 @@ export class Engine {
             diff: diffGenerations(classic, mtp),
             classicText: tokenizer?.decode(classic.tokens),
             mtpText: tokenizer?.decode(mtp.tokens),
-            drafter: describeDrafter(target, assistant, oracle),
+            drafter: describeDrafter(target, assistant, this.drafter(), oracle),
           };
         } finally {
           drafter?.done();
@@ -353,14 +467,26 @@ export class Engine {
     }
   }
 
-  /** The loaded target's weights in the form the probe and the trace take (either family's). */
-  private targetWeights(t: LoadedCheckpoint) {
-    return t.family === 'qwen3_5' ? t.weights : (t.weights as GpuWeights<TargetDescription>);
+  /**
+   * The loaded target's weights in the form the probe and the trace take (either family's); a Qwen3.5 target's with
+   * the attached drafter's head, as the command line uploads `--target T --draft D`.
+   */
+  private targetWeights(t: LoadedTarget) {
+    return t.family === 'qwen3_5' ? draftingWeights(t, this.drafter()) : (t.weights as GpuWeights<TargetDescription>);
   }
 
-  /** The assistant that drafts for this target: a Gemma 4 target's loaded assistant; none for Qwen3.5. */
-  private assistantFor(t: LoadedCheckpoint): LoadedCheckpoint | undefined {
-    return t.family === 'gemma4' ? this.checkpoints.assistant : undefined;
+  /** The assistant that drafts for this target: a Gemma 4 target's loaded Gemma 4 assistant; none for Qwen3.5. */
+  private assistantFor(t: LoadedTarget): Extract<LoadedCheckpoint, { family: 'gemma4' }> | undefined {
+    const a = this.checkpoints.assistant;
+    return t.family === 'gemma4' && a?.family === 'gemma4' ? a : undefined;
+  }
+
+  /** The provenance entry of what drafts for `t`: its Gemma 4 assistant, or the split drafter attached to it. */
+  private drafterInfoFor(t: LoadedTarget): CheckpointInfo | undefined {
+    const a = this.assistantFor(t);
+    if (a) return loadedInfo(a);
+    const d = this.drafter();
+    return t.family === 'qwen3_5' && d && attachedTo(t.ck, d) ? loadedInfo(d) : undefined;
   }
 
   private requireTarget() {
@@ -372,6 +498,12 @@ export class Engine {
   unload(role: Role): void {
     destroyLoaded(this.checkpoints[role]);
     delete this.checkpoints[role];
+    // A drafter attached to the unloaded target waits for the next one.
+    const d = this.drafter();
+    if (role === 'target' && d?.attached) {
+      d.attached.upload.destroy();
+      d.attached = null;
+    }
   }
 
   /** Registers a cancellable job; the token is checked between GPU steps. */
@@ -394,23 +526,32 @@ export class Engine {
 
 /** What drafted in a generation run, as the page shows it. */
 export interface GenerationDrafter {
-  kind: 'assistant' | 'mtp-head' | 'oracle';
+  /** 'split-drafter': a split Qwen3.5 MTP drafter folder's head (it replaces the target's own when it has one). */
+  kind: 'assistant' | 'mtp-head' | 'split-drafter' | 'oracle';
   /** e.g. "MTP assistant assistant (gemma4_assistant)", "own MTP head of qwen-tiny (mtp.*)". */
   text: string;
 }
 
 function describeDrafter(
-  target: LoadedCheckpoint,
+  target: LoadedTarget,
   assistant: LoadedCheckpoint | undefined,
+  drafter: LoadedDrafter | undefined,
   oracle: boolean,
 ): GenerationDrafter {
+  const attached = target.family === 'qwen3_5' ? attachedTo(target.ck, drafter) : undefined;
   if (oracle) {
-    const why = target.family === 'qwen3_5' ? target.ck.description.mtpUnavailable : null;
+    // Why the target cannot draft itself, unless a split drafter could have drafted for it.
+    const why = target.family === 'qwen3_5' && !attached ? target.ck.description.mtpUnavailable : null;
     return {
       kind: 'oracle',
       text: `oracle drafts: the classic output with a fixed third of the drafts wrong${why ? ` (${why})` : ''}`,
     };
   }
+  if (attached && drafter)
+    return {
+      kind: 'split-drafter',
+      text: `the split MTP drafter ${drafter.ck.label} (${QWEN35_MTP_DRAFTER_TYPE}), ${attached.replacedOwnHead ? `in place of ${target.ck.label}'s own mtp.* head` : `for ${target.ck.label}, which has no mtp.* head of its own`}`,
+    };
   if (target.family === 'qwen3_5')
     return { kind: 'mtp-head', text: `the target's own MTP head (mtp.* of ${target.ck.label})` };
   // An E-series assistant scores only the tokens of its top centroids (use_ordered_embeddings): say so.

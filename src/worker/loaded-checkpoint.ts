@@ -1,21 +1,47 @@
 /**
  * A checkpoint the engine Worker holds, tagged with its model family (src/format/open-target.ts), and the
  * facts the page shows about it. Gemma 4: a target or an MTP assistant; Qwen3.5: a target, with or without its
- * own `mtp.*` head.
+ * own `mtp.*` head, or a split MTP drafter folder on the assistant zone.
  */
 import type { Checkpoint } from '../format/checkpoint.ts';
 import type { DecoderLayer } from '../format/model-description.ts';
 import type { ModelFamily } from '../format/open-target.ts';
+import type { Qwen35DrafterCheckpoint } from '../format/qwen3_5/drafter.ts';
+import type { Qwen35Description } from '../format/qwen3_5/description.ts';
 import type { Qwen35Checkpoint } from '../format/qwen3_5/index.ts';
 import type { GpuWeights } from '../model/gpu-weights.ts';
-import type { QwenGpuWeights } from '../model/qwen/weights.ts';
+import type { QwenGpuMtpHeadUpload, QwenGpuWeights } from '../model/qwen/weights.ts';
 import type { CheckpointInfo } from '../parity/report.ts';
 import { checkpointInfo, qwenCheckpointInfo } from '../parity/summary.ts';
 import { fmtInt } from '../ui/common/format.ts';
+import { attachedTo, drafterHeadText, drafterInfo, drafterStatus } from './qwen-drafter.ts';
 
 export type LoadedCheckpoint =
   | { family: 'gemma4'; ck: Checkpoint; weights: GpuWeights; loadMs: number }
-  | { family: 'qwen3_5'; ck: Qwen35Checkpoint; weights: QwenGpuWeights; loadMs: number };
+  | { family: 'qwen3_5'; ck: Qwen35Checkpoint; weights: QwenGpuWeights; loadMs: number }
+  | LoadedDrafter;
+
+/**
+ * A split Qwen3.5 MTP drafter folder on the assistant zone (src/worker/qwen-drafter.ts): opened, and attached (its head
+ * on the GPU) while a Qwen3.5 target it fits is loaded; `attached` null while it waits for one.
+ */
+export interface LoadedDrafter {
+  family: 'qwen3_5_mtp';
+  ck: Qwen35DrafterCheckpoint;
+  attached: AttachedHead | null;
+  loadMs: number;
+}
+
+/** A drafter's head checked against a target and uploaded beside it. */
+export interface AttachedHead {
+  /** The target checkpoint it was checked against: it drafts for that one only. */
+  target: Qwen35Checkpoint;
+  /** The target's description with the drafter's head as its MTP head (attachQwen35Drafter). */
+  desc: Qwen35Description;
+  upload: QwenGpuMtpHeadUpload;
+  /** Whether the target has an mtp.* head of its own, which this one replaces. */
+  replacedOwnHead: boolean;
+}
 
 /** What the page's model summary adds to CheckpointInfo for a family. */
 export interface FamilyFacts {
@@ -42,13 +68,23 @@ export interface FamilyFacts {
   kvShared?: string;
   /** E-series assistants: the centroid LM head, e.g. "16 centroids, top 4 (32 tokens each: 128 scored)". */
   centroidHead?: string;
+  /** Qwen3.5 targets: the label of the split MTP drafter whose head drafts for it (in place of its own). */
+  mtpDrafter?: string;
+  /** Split Qwen3.5 MTP drafters: which target the head drafts for, or that it waits for one. */
+  drafter?: string;
 }
 
 export function loadedInfo(l: LoadedCheckpoint): CheckpointInfo {
+  if (l.family === 'qwen3_5_mtp') return drafterInfo(l.ck, l.attached);
   return l.family === 'qwen3_5' ? qwenCheckpointInfo(l.ck) : checkpointInfo(l.ck);
 }
 
-export function familyFacts(l: LoadedCheckpoint): FamilyFacts {
+/**
+ * The facts of `l` for its zone's summary. `drafter`: the split MTP drafter on the assistant zone, which changes what
+ * a Qwen3.5 target says about its MTP head when it is attached to it.
+ */
+export function familyFacts(l: LoadedCheckpoint, drafter?: LoadedDrafter): FamilyFacts {
+  if (l.family === 'qwen3_5_mtp') return { family: 'qwen3_5', drafter: drafterStatus(l) };
   if (l.family === 'gemma4') {
     const d = l.ck.description;
     if (d.role === 'assistant') {
@@ -79,9 +115,13 @@ export function familyFacts(l: LoadedCheckpoint): FamilyFacts {
   }
   const d = l.ck.description;
   const linear = d.layers.filter((x) => x.type === 'linear').length;
+  const layerKinds = `${linear} Gated DeltaNet (linear), ${d.layers.length - linear} full attention`;
+  const a = attachedTo(l.ck, drafter);
+  if (a && drafter)
+    return { family: 'qwen3_5', layerKinds, mtpHead: drafterHeadText(drafter.ck, a), mtpDrafter: drafter.ck.label };
   return {
     family: 'qwen3_5',
-    layerKinds: `${linear} Gated DeltaNet (linear), ${d.layers.length - linear} full attention`,
+    layerKinds,
     ...(d.mtp ? { mtpHead: `own head (mtp.*, ${d.config.mtp.numLayers || 1} layer)` } : {}),
     ...(d.mtpUnavailable ? { mtpUnavailable: d.mtpUnavailable } : {}),
   };
@@ -116,5 +156,6 @@ function ranges(xs: readonly number[]): string {
 }
 
 export function destroyLoaded(l: LoadedCheckpoint | undefined): void {
-  l?.weights.destroy();
+  if (l?.family === 'qwen3_5_mtp') l.attached?.upload.destroy();
+  else l?.weights.destroy();
 }

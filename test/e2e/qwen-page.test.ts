@@ -152,7 +152,7 @@ describe('a Qwen3.5 checkpoint in the page (qwen-tiny)', () => {
       // Asked for the head anyway: the format layer's reason, and how to run without it.
       await runGeneration(page, 'mtp');
       expect(await page.getByTestId('generate-error').textContent()).toMatch(
-        /^qwen-no-mtp: no mtp\.\* tensors in model\.safetensors, .*Choose oracle drafts to run MTP generation without it\.$/,
+        /^qwen-no-mtp: no mtp\.\* tensors in model\.safetensors, .*Drop a split MTP drafter folder \(qwen3_5_mtp\) on the assistant zone, or choose oracle drafts to run MTP generation without a head\.$/,
       );
       await screenshot(page, '31-qwen-no-mtp-refused');
 

@@ -1,5 +1,5 @@
 import { linearTensors, type Linear } from '../../format/model-description.ts';
-import type { Qwen35Description, Qwen35Layer } from '../../format/qwen3_5/description.ts';
+import type { Qwen35Description, Qwen35Layer, Qwen35MtpHead } from '../../format/qwen3_5/description.ts';
 import { readTensorBytes, toFloat64, type TensorRef } from '../../format/safetensors.ts';
 import { uploadBuffer } from '../../gpu/buffers.ts';
 import { withErrorScopes } from '../../gpu/device.ts';
@@ -94,15 +94,7 @@ const layerTensors = (l: Qwen35Layer) => [...layerLinears(l).flatMap(linearTenso
 /** Every tensor the Qwen GPU target and its MTP head read. */
 export function qwenGpuTensors(d: Qwen35Description): TensorRef[] {
   const heads = d.tieWordEmbeddings ? [d.embed] : [d.embed, d.lmHead];
-  const mtp = d.mtp
-    ? [
-        d.mtp.preFcNormEmbedding,
-        d.mtp.preFcNormHidden,
-        d.mtp.norm,
-        ...linearTensors(d.mtp.fc),
-        ...layerTensors(d.mtp.layer),
-      ]
-    : [];
+  const mtp = d.mtp ? qwenMtpHeadTensors(d.mtp) : [];
   return [...heads.flatMap(linearTensors), d.finalNorm, ...d.layers.flatMap(layerTensors), ...mtp];
 }
 
@@ -127,13 +119,8 @@ export async function uploadQwenWeights(
   }
 }
 
-async function uploadAll(
-  device: GPUDevice,
-  up: TensorUploader,
-  own: GPUBuffer[],
-  desc: Qwen35Description,
-  total: number,
-): Promise<QwenGpuWeights> {
+/** The per-tensor uploaders both uploads use: linears as stored, bf16 RMSNorm weights, small vectors widened to f32. */
+function uploaders(device: GPUDevice, up: TensorUploader, own: GPUBuffer[]) {
   const linear = async (l: Linear): Promise<GpuLinear> => {
     if (l.kind !== 'affine') return { desc: l, weight: await up.upload(l.weight) };
     if (!SUPPORTED_BITS.has(l.bits))
@@ -194,27 +181,83 @@ async function uploadAll(
       kNorm: await norm(l.kNorm),
     };
   };
+  const head = async (m: Qwen35MtpHead): Promise<QwenGpuMtpHead> => ({
+    preFcNormEmbedding: await norm(m.preFcNormEmbedding),
+    preFcNormHidden: await norm(m.preFcNormHidden),
+    fc: await linear(m.fc),
+    layer: (await layer(m.layer)) as QwenGpuAttentionLayer,
+    norm: await norm(m.norm),
+  });
+  return { linear, norm, layer, head };
+}
+
+async function uploadAll(
+  device: GPUDevice,
+  up: TensorUploader,
+  own: GPUBuffer[],
+  desc: Qwen35Description,
+  total: number,
+): Promise<QwenGpuWeights> {
+  const u = uploaders(device, up, own);
   const layers: QwenGpuLayer[] = [];
-  for (const l of desc.layers) layers.push(await layer(l));
-  const m = desc.mtp;
-  const mtp: QwenGpuMtpHead | null = m
-    ? {
-        preFcNormEmbedding: await norm(m.preFcNormEmbedding),
-        preFcNormHidden: await norm(m.preFcNormHidden),
-        fc: await linear(m.fc),
-        layer: (await layer(m.layer)) as QwenGpuAttentionLayer,
-        norm: await norm(m.norm),
-      }
-    : null;
-  const embed = await linear(desc.embed);
+  for (const l of desc.layers) layers.push(await u.layer(l));
+  const mtp = desc.mtp ? await u.head(desc.mtp) : null;
+  const embed = await u.linear(desc.embed);
   return {
     desc,
     embed,
-    lmHead: desc.tieWordEmbeddings ? embed : await linear(desc.lmHead),
+    lmHead: desc.tieWordEmbeddings ? embed : await u.linear(desc.lmHead),
     layers,
     mtp,
-    finalNorm: await norm(desc.finalNorm),
+    finalNorm: await u.norm(desc.finalNorm),
     bytes: total,
     destroy: () => [...up.buffers, ...own].forEach((b) => b.destroy()),
   };
+}
+
+/** The tensors of an MTP head (its own; it shares the target's embedding and LM head). */
+export function qwenMtpHeadTensors(m: Qwen35MtpHead): TensorRef[] {
+  return [m.preFcNormEmbedding, m.preFcNormHidden, m.norm, ...linearTensors(m.fc), ...layerTensors(m.layer)];
+}
+
+/** An MTP head uploaded on its own (a split drafter folder's, src/format/qwen3_5/drafter.ts), beside a loaded target. */
+export interface QwenGpuMtpHeadUpload {
+  head: QwenGpuMtpHead;
+  bytes: number;
+  destroy(): void;
+}
+
+/**
+ * Uploads only an MTP head: the page attaches a split drafter folder to a Qwen3.5 target already on the GPU, so
+ * the target (27B: 15 GB) is not uploaded again. `m` is the head as attachQwen35Drafter described it (checked
+ * against the target's geometry); the result goes in place of the target weights' `mtp` (withQwenMtpHead).
+ */
+export async function uploadQwenMtpHead(
+  device: GPUDevice,
+  m: Qwen35MtpHead,
+  onProgress?: ProgressFn,
+  cancel?: CancelToken,
+): Promise<QwenGpuMtpHeadUpload> {
+  const total = qwenMtpHeadTensors(m).reduce((a, t) => a + t.byteLength, 0);
+  const up = new TensorUploader(device, total, onProgress, cancel);
+  const own: GPUBuffer[] = [];
+  try {
+    const head = await withErrorScopes(device, `uploading the MTP head of ${m.label}`, () =>
+      uploaders(device, up, own).head(m),
+    );
+    return { head, bytes: total, destroy: () => [...up.buffers, ...own].forEach((b) => b.destroy()) };
+  } catch (e) {
+    [...up.buffers, ...own].forEach((b) => b.destroy());
+    throw e;
+  }
+}
+
+/**
+ * The target's weights with another MTP head drafting (`desc` is the target's description with that head attached):
+ * the same buffers, not a copy, so destroying the result's target buffers is the target's business (its own
+ * destroy); the head's buffers belong to its QwenGpuMtpHeadUpload.
+ */
+export function withQwenMtpHead(target: QwenGpuWeights, desc: Qwen35Description, head: QwenGpuMtpHead): QwenGpuWeights {
+  if (desc.mtp === null) throw new Error(`${desc.modelType}: withQwenMtpHead needs a description with an MTP head`);
+  return { ...target, desc, mtp: head, destroy: target.destroy };
 }

@@ -357,7 +357,7 @@ export function createGenerationView(): { root: HTMLElement; show(run: Generatio
           arm(
             r.mtp,
             r.classic,
-            `MTP (K = ${o.block}, ${byAssistant ? `draft position ${o.draftPosition}` : r.drafter?.kind === 'oracle' ? 'oracle drafts' : 'own MTP head'})`,
+            `MTP (K = ${o.block}, ${byAssistant ? `draft position ${o.draftPosition}` : r.drafter?.kind === 'oracle' ? 'oracle drafts' : r.drafter?.kind === 'split-drafter' ? 'split MTP drafter' : 'own MTP head'})`,
             first,
             r.mtpText,
             'mtp',

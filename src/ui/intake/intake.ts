@@ -24,7 +24,7 @@ const ROLE_TEXT: Record<Role, { title: string; hint: string }> = {
   },
   assistant: {
     title: 'MTP assistant',
-    hint: 'Drop the Gemma 4 assistant (drafter) folder here — optional for the probe; Qwen3.5 drafts with its own head',
+    hint: 'Drop the Gemma 4 assistant (drafter) folder here — optional for the probe; or a split Qwen3.5 MTP drafter folder (qwen3_5_mtp) to draft in place of the target’s own head',
   },
 };
 
@@ -46,6 +46,10 @@ interface Zone {
   loaded(s: LoadedSummary): void;
   failed(message: string, still: LoadedSummary | undefined): void;
   cancelled(still: LoadedSummary | undefined): void;
+  /** Shows a new summary of the checkpoint already loaded here (another zone's load changed it). */
+  refresh(s: LoadedSummary): void;
+  /** Another zone's load dropped this zone's checkpoint: the message says why. */
+  dropped(message: string): void;
 }
 
 export function createIntake(engine: EngineProxy, onChange: () => void): Intake {
@@ -71,6 +75,16 @@ export function createIntake(engine: EngineProxy, onChange: () => void): Intake 
         .finally(progress.close);
       state[role] = summary;
       z.loaded(summary);
+      // The load changed the other zone's checkpoint: a split drafter attached to the new target (or was dropped for
+      // not fitting it), or the target's MTP line now names the drafter.
+      const other = summary.other;
+      if (other && 'summary' in other) {
+        state[other.role] = other.summary;
+        zones[other.role].refresh(other.summary);
+      } else if (other) {
+        delete state[other.role];
+        zones[other.role].dropped(other.error);
+      }
       void rememberCheckpoint(recentEntry(role, summary, folder)).then(recent.render);
       return true;
     } catch (e) {
@@ -176,11 +190,12 @@ function createZone(role: Role, load: (folder: PickedFolder) => Promise<unknown>
     clear(status);
     append(status, el('p', { class: 'error', role: 'alert', 'data-testid': `${role}-error` }, message));
   }
-  // data-load-count changes each time a load settles (loaded, failed or cancelled): tests wait on it.
+  // data-load-count changes each time a load of this zone settles (loaded, failed or cancelled): tests wait on it.
+  // Changes made by the other zone's load (refresh, dropped) set the state without counting.
   let settled = 0;
-  const setState = (s: string) => {
+  const setState = (s: string, counted = true) => {
     zone.setAttribute('data-state', s);
-    if (s !== 'loading') zone.setAttribute('data-load-count', String(++settled));
+    if (s !== 'loading' && counted) zone.setAttribute('data-load-count', String(++settled));
   };
 
   let running: LoadProgress | undefined;
@@ -207,6 +222,17 @@ function createZone(role: Role, load: (folder: PickedFolder) => Promise<unknown>
       setState('error');
       showError(message);
       showSummary(still);
+    },
+    refresh(s: LoadedSummary) {
+      if (zone.getAttribute('data-state') === 'loading') return; // this zone's own load shows its result
+      setState('loaded', false);
+      showSummary(s);
+    },
+    dropped(message: string) {
+      if (zone.getAttribute('data-state') === 'loading') return;
+      setState('error', false);
+      showError(message);
+      showSummary(undefined);
     },
     cancelled(still: LoadedSummary | undefined) {
       choose.disabled = false;
@@ -285,14 +311,23 @@ function loadProgress(role: Role, title: string, folder: PickedFolder, cancel: (
 
 /** The loaded checkpoint's name and facts (type, geometry, quantization, size, digest, load time). */
 function summaryNodes(role: Role, s: LoadedSummary): HTMLElement[] {
-  const qwen = s.family === 'qwen3_5';
+  // A split Qwen3.5 MTP drafter: one full-attention layer after fc, with its own full KV cache.
+  const drafter = s.drafter !== undefined;
+  const qwen = s.family === 'qwen3_5' && !drafter;
   const kv: [string, string][] = [
     ['Type', s.modelType],
-    ['Layers', qwen && s.layerKinds ? `${fmtInt(s.layers)}: ${s.layerKinds}` : fmtInt(s.layers)],
+    [
+      'Layers',
+      drafter
+        ? '1 (fc, then one full-attention layer)'
+        : qwen && s.layerKinds
+          ? `${fmtInt(s.layers)}: ${s.layerKinds}`
+          : fmtInt(s.layers),
+    ],
     ['Hidden', fmtInt(s.hidden)],
     ['Heads', fmtInt(s.heads)],
     // Qwen3.5 has no sliding ring: Gated DeltaNet layers carry a recurrent state, full layers a linear KV cache.
-    ['Window', qwen ? 'none (recurrent state + full KV cache)' : fmtInt(s.window)],
+    ['Window', drafter ? 'none (full KV cache)' : qwen ? 'none (recurrent state + full KV cache)' : fmtInt(s.window)],
     ['Vocab', fmtInt(s.vocab)],
     ['Quantization', s.quantization],
     [
@@ -308,6 +343,7 @@ function summaryNodes(role: Role, s: LoadedSummary): HTMLElement[] {
   if (s.kvShared) kv.splice(2, 0, ['KV sharing', s.kvShared]);
   if (s.perLayerInputs) kv.splice(2, 0, ['Per-layer inputs', s.perLayerInputs]);
   if (s.centroidHead) kv.splice(1, 0, ['LM head', `centroid: ${s.centroidHead}`]);
+  if (s.drafter !== undefined) kv.splice(1, 0, ['Drafts', s.drafter]);
   const nodes: (HTMLElement | null)[] = [
     el('p', { class: 'loaded-name' }, el('strong', {}, s.label)),
     el(

@@ -68,11 +68,13 @@ export function createGenerateForm(
     el('option', { value: 'hf' }, 'hf'),
     el('option', { value: 'mlxcel' }, 'mlxcel'),
   );
-  // Qwen3.5 targets draft with their own MTP head, or (without one, or by choice) with oracle drafts.
+  // Qwen3.5 targets draft with their own MTP head or a split drafter's (on the assistant zone), or (without one, or by
+  // choice) with oracle drafts.
+  const headOption = el('option', { value: 'mtp', 'data-testid': 'generate-drafts-head' }, "target's own MTP head");
   const drafts = el(
     'select',
     { 'data-testid': 'generate-drafts' },
-    el('option', { value: 'mtp' }, "target's own MTP head"),
+    headOption,
     el('option', { value: 'oracle' }, 'oracle (classic output, a third wrong)'),
   );
   const draftsLabel = el('label', { hidden: true }, 'Drafts ', drafts);
@@ -124,16 +126,19 @@ export function createGenerateForm(
     qwen = target?.family === 'qwen3_5';
     draftsLabel.hidden = !qwen;
     positionLabel.hidden = qwen;
-    // A new Qwen3.5 target starts on its head when it has one, on oracle drafts when it has none.
-    if (qwen && target && target.digest !== draftsFor) drafts.value = target.mtpHead ? 'mtp' : 'oracle';
-    draftsFor = qwen ? target?.digest : undefined;
+    // A new Qwen3.5 target, or a new head for it (a split drafter attached or dropped), starts on the head when it has
+    // one, on oracle drafts when it has none.
+    const key = qwen && target ? `${target.digest} ${target.mtpHead ?? ''}` : undefined;
+    if (qwen && target && key !== draftsFor) drafts.value = target.mtpHead ? 'mtp' : 'oracle';
+    draftsFor = key;
+    headOption.textContent = target?.mtpDrafter ? `split MTP drafter ${target.mtpDrafter}` : "target's own MTP head";
     draftsNote.hidden = !(qwen && target?.mtpUnavailable);
     draftsNote.textContent =
       qwen && target?.mtpUnavailable
         ? `${target.mtpUnavailable}. Oracle drafts run MTP generation without the head.`
         : '';
     about.textContent = qwen
-      ? "Greedy decode twice: classic (one token per forward), then MTP: the target's own MTP head (mtp.*) drafts K − 1 tokens from its post-norm hidden state, one verify forward of K rows accepts the longest matching prefix and rolls the recurrent state back to it. Oracle drafts replay the classic output with a fixed third of the drafts wrong."
+      ? "Greedy decode twice: classic (one token per forward), then MTP: the MTP head (the target's own mtp.*, or a split drafter folder's on the assistant zone) drafts K − 1 tokens from its post-norm hidden state, one verify forward of K rows accepts the longest matching prefix and rolls the recurrent state back to it. Oracle drafts replay the classic output with a fixed third of the drafts wrong."
       : 'Greedy decode twice: classic (one token per forward), then MTP (the assistant drafts K − 1 tokens, one verify forward of K rows accepts the longest matching prefix). ' +
         'Draft position: "hf" lets the drafter see W + 1 keys (the ring\'s evicted entry, as transformers), "mlxcel" W keys.';
   };

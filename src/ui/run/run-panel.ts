@@ -140,10 +140,14 @@ export function createRunPanel(engine: EngineProxy, on: RunHandlers): RunPanel {
         : 'Load a target checkpoint first.';
     probeJob.allow(!other && !needTarget, other || needTarget);
     traceJob.allow(!other && !needTarget, other || needTarget);
-    // A Qwen3.5 target drafts with its own MTP head (or oracle drafts): it needs no assistant.
+    // A Qwen3.5 target drafts with its own MTP head, a split drafter or oracle drafts: it needs no assistant. A Gemma 4
+    // target needs a Gemma 4 assistant (a split Qwen3.5 drafter on the assistant zone does not draft for it).
+    const gemmaAssistant = s.assistant !== undefined && s.assistant.drafter === undefined;
     const needAssistant =
       needTarget ||
-      (s.assistant || s.target?.family === 'qwen3_5' ? '' : 'Load the MTP assistant too: generation drafts with it.');
+      (gemmaAssistant || s.target?.family === 'qwen3_5'
+        ? ''
+        : 'Load the MTP assistant too: generation drafts with it.');
     generateJob.allow(!other && !needAssistant, other || needAssistant);
     on.busyChanged?.();
   }
