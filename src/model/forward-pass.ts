@@ -147,6 +147,33 @@ export class ForwardPass {
     });
   }
 
+  /**
+   * Layer i's whole attention block over its own cache, as a layer that owns its K/V records it (dense and MoE
+   * layers; the E-series' shared layers read a donor's): q, k, v, their captures, the cache write, attention,
+   * o_proj and the post-attention norm. Returns the group sums the MLP's gate and up share.
+   */
+  selfAttention(i: number): op.GroupSums | undefined {
+    const l = this.e.desc.layers[i];
+    const kv = this.e.cache.layers[i];
+    const { M, ws } = this;
+    const kvw = l.numKvHeads * l.headDim;
+    const xs = this.attentionInput(i);
+    this.projectQ(i, xs);
+    // A sliding layer's step or block rows go straight to its staging rows (KvCache: attention reads
+    // them there, commit() moves the accepted ones into the ring); a buffer copy would end the pass.
+    const staged = l.type === 'sliding' && this.kind !== 'prefill';
+    const [kOut, vOut] = staged ? [kv.kStage, kv.vStage] : [ws.k, ws.v];
+    this.projectKv(i, xs, kOut, vOut);
+    this.capture(`q.${i}`, ws.q, M * l.numHeads * l.headDim);
+    this.capture(`k.${i}`, kOut, M * kvw);
+    this.capture(`v.${i}`, vOut, M * kvw);
+    if (l.type === 'full') this.writeFullRows(i, kv);
+    this.attend(i, kv, ws.k, ws.v);
+    if (l.type === 'sliding' && this.kind === 'prefill')
+      this.e.cache.commitPrefillRows(this.rec, i, ws.k, ws.v, this.p, M);
+    return this.attentionOut(i);
+  }
+
   /** Layer i's q: q_proj (into ws.attn, free until attention), q_norm and RoPE into ws.q. */
   projectQ(i: number, xs: op.GroupSums | undefined): void {
     const l = this.e.desc.layers[i];

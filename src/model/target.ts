@@ -65,32 +65,15 @@ export class TargetModel extends TargetCore {
   }
 
   protected override recordLayer(f: ForwardPass, i: number): op.GroupSums | undefined {
-    const l = this.desc.layers[i];
     const w = this.weights.layers[i];
-    const kv = this.cache.layers[i];
     const { M, ws } = f;
-    const H = this.desc.hidden;
-    const kvw = l.numKvHeads * l.headDim;
-
-    // Attention block.
-    const xsAttn = f.attentionInput(i);
-    f.projectQ(i, xsAttn);
-    // A sliding layer's step or block rows go straight to its staging rows (KvCache: attention reads
-    // them there, commit() moves the accepted ones into the ring); a buffer copy would end the pass.
-    const staged = l.type === 'sliding' && f.kind !== 'prefill';
-    const [kOut, vOut] = staged ? [kv.kStage, kv.vStage] : [ws.k, ws.v];
-    f.projectKv(i, xsAttn, kOut, vOut);
-    f.capture(`q.${i}`, ws.q, M * l.numHeads * l.headDim);
-    f.capture(`k.${i}`, kOut, M * kvw);
-    f.capture(`v.${i}`, vOut, M * kvw);
-    if (l.type === 'full') f.writeFullRows(i, kv);
-    f.attend(i, kv, ws.k, ws.v);
-    if (l.type === 'sliding' && f.kind === 'prefill') this.cache.commitPrefillRows(f.rec, i, ws.k, ws.v, f.p, M);
-    const xsMlp = f.attentionOut(i);
-
+    const xsMlp = f.selfAttention(i);
     // MLP block, then the post-feedforward residual, fused with the next layer's input norm (and its q/k/v group sums).
     f.mlp(i, xsMlp);
-    return f.norm(ws.a, w.postFfNorm, ws.h, M, H, { residual: { postScale: w.layerScalar }, ...f.fuseNext(i) });
+    return f.norm(ws.a, w.postFfNorm, ws.h, M, this.desc.hidden, {
+      residual: { postScale: w.layerScalar },
+      ...f.fuseNext(i),
+    });
   }
 }
 
