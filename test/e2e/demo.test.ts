@@ -3,7 +3,7 @@
  * click loads it with its tokenizer and suggested text prompt; the generation tab runs classic vs MTP (K = 4,
  * exact) on that prompt, readable text and the rounds table; a trace with an inexact policy
  * (ring-chronological) shows decided positions. Screenshots: 24-demo-generation, 25-demo-rounds, 26-demo-trace (whole page), 27-demo-trace-report.
- * The acceptance rate is shown, not bounded (the assistant drafts ~15% right).
+ * The acceptance is bounded below by issue 18's 40% of drafts: the CLI accepts 21 of 33 on this prompt (K = 4, hf).
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
@@ -50,13 +50,26 @@ describe('the demo model in the page', () => {
       expect(await page.getByTestId('generation-summary').textContent()).toMatch(
         /^MTP output is identical to classic greedy decode: 32 tokens, same SHA-256$/,
       );
-      // The classic continuation recites its corpus (tools/demo: Debian's fortunes): readable English.
+      // The classic continuation is manual-page English (tools/demo: Debian's manual pages and fortunes), the same
+      // 32 tokens as `npm run cli -- generate` gives on lavapipe.
       const text = (await page.getByTestId('classic-text').textContent()) ?? '';
       expect(await page.getByTestId('mtp-text').textContent()).toBe(text);
-      expect(text.replace(/\s+/g, ' ')).toContain('It is not the responsibility of UFO skeptics to prove');
+      expect(text.replace(/\s+/g, ' ')).toContain(
+        'is set to the file descriptor, the file is not specified in the file descriptor. The value of the file is the number of bytes in the file descriptor.',
+      );
       const counters = await page.getByTestId('mtp-counters').textContent();
       console.log(`demo generation in the page: ${counters}`);
-      const rounds = Number(await page.getByTestId('mtp-counters').locator('[data-counter="rounds"]').textContent());
+      const counter = async (k: string) =>
+        Number(
+          ((await page.getByTestId('mtp-counters').locator(`[data-counter="${k}"]`).textContent()) ?? '').replace(
+            /\D/g,
+            '',
+          ),
+        );
+      const rounds = await counter('rounds');
+      const drafted = await counter('drafted');
+      expect(drafted).toBe(3 * rounds);
+      expect((await counter('accepted')) / drafted, counters ?? '').toBeGreaterThanOrEqual(0.4);
       expect(await page.getByTestId('mtp-rounds-table').locator('tbody tr').count()).toBe(rounds);
       await screenshot(page, '24-demo-generation');
       await page.getByTestId('mtp-rounds').screenshot({ path: 'test-results/screenshots/25-demo-rounds.png' });
