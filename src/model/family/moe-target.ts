@@ -1,6 +1,7 @@
 /**
- * The Gemma 4 MoE target (26B-A4B; docs/GEMMA4-FAMILY.md section 6) on the GPU: the dense forward of
- * src/model/target.ts with each layer's feed-forward half replaced by the MoE block,
+ * The Gemma 4 MoE target (26B-A4B; docs/GEMMA4-FAMILY.md section 6) on the GPU: the dense forward (TargetCore,
+ * src/model/target-core.ts, with ForwardPass's layer blocks) with each layer's feed-forward half replaced by the
+ * MoE block,
  *   dense   = post_ff_norm_1( mlp( pre_ff_norm(h1) ) )
  *   experts = post_ff_norm_2( sum_k w_k down_e(gelu_tanh(gate_e x) * up_e x) ),  x = pre_ff_norm_2(h1)
  *   h       = (h1 + post_ff_norm(dense + experts)) * layer_scalar
@@ -11,20 +12,14 @@
  * MoeTargetOptions (default { order: 'mlx', scaleProduct: 'mlx-bf16' }: the router's norm weight is MLX's bf16 product).
  */
 import type { TargetDescription } from '../../format/model-description.ts';
-import { readMany, storageBuffer, uploadBuffer } from '../../gpu/buffers.ts';
 import type { GpuContext } from '../../gpu/device.ts';
-import { GpuError } from '../../gpu/errors.ts';
-import { KernelCache } from '../../gpu/kernels.ts';
-import { Recorder } from '../../gpu/recorder.ts';
 import { captureName, finalStages, type StageStep } from '../../parity/localize.ts';
 import type { Stage } from '../../parity/report.ts';
-import { createAttentionScratch } from '../attention-op.ts';
+import type { ForwardPass } from '../forward-pass.ts';
 import type { GpuWeights } from '../gpu-weights.ts';
-import { KvCache, type CacheSnapshot } from '../kv-cache.ts';
-import * as op from '../ops.ts';
-import { EXACT, type AttentionPlan } from '../policy.ts';
-import { RopeTables } from '../rope-tables.ts';
-import type { ForwardResult, StepOptions, TargetOptions } from '../target.ts';
+import type * as op from '../ops.ts';
+import type { StepOptions, TargetOptions } from '../target.ts';
+import { TargetCore, type TargetLayout } from '../target-core.ts';
 import {
   MAX_EXPERTS,
   MAX_TOP_K,
@@ -33,9 +28,6 @@ import {
   type GpuRouterScale,
   type MoeWorkspace,
 } from './moe-ops.ts';
-
-/** Layers recorded per submit within one forward (as src/model/target.ts). */
-const SUBMIT_LAYERS = 6;
 
 /** A MoE layer's localization stages: the attention layer's, with the router and experts before the layer output. */
 export const MOE_LAYER_STAGES: readonly Stage[] = ['q', 'k', 'v', 'attn', 'mlp', 'router', 'experts', 'layer'];
@@ -55,201 +47,38 @@ export interface MoeTargetOptions extends TargetOptions {
   routerScale?: GpuRouterScale;
 }
 
-export class MoETargetModel {
-  readonly desc: TargetDescription;
-  readonly cache: KvCache;
-  readonly kernels: KernelCache;
-  private readonly ropes: RopeTables;
-  private readonly device: GPUDevice;
-  private readonly round: boolean;
-  private readonly R: number;
-  private readonly ws: Record<string, GPUBuffer> = {};
+/**
+ * TargetCore (caches, workspace, forward, LM head, greedy decoding, lens) with the MoE layer in recordLayer: the
+ * dense engine's attention block and dense MLP, then the router and the experts on h1 and the MoE block's norms.
+ * Every layer owns its K/V cache; the dense MLP is d.intermediate wide.
+ */
+export class MoETargetModel extends TargetCore<MoeTargetOptions> {
   private readonly moeWs: MoeWorkspace;
-  private readonly dummy: GPUBuffer;
-  private readonly attnScratch: ReturnType<typeof createAttentionScratch>;
-  private readonly scopes: Promise<GPUError | null>[] = [];
 
-  constructor(
-    ctx: GpuContext,
-    readonly weights: GpuWeights<TargetDescription>,
-    readonly opts: MoeTargetOptions,
-  ) {
-    this.device = ctx.device;
-    const d = (this.desc = weights.desc);
-    const moe = d.config.moe;
-    if (!moe) throw new Error(`${d.modelType}: not a mixture-of-experts target (enable_moe_block is not set)`);
-    if (d.perLayer || d.config.kvSharedLayers > 0)
-      throw new Error(
-        `${d.modelType}: MoE with per-layer embeddings or KV sharing is not a Gemma 4 variant this engine runs`,
-      );
-    if (moe.numExperts > MAX_EXPERTS || moe.topK > MAX_TOP_K)
-      throw new Error(
-        `${d.modelType}: ${moe.numExperts} experts, top ${moe.topK}: the router kernel holds at most ${MAX_EXPERTS} experts and top ${MAX_TOP_K}`,
-      );
-    weights.layers.forEach((l, i) => {
-      if (!l.moe)
-        throw new Error(`layer ${i}: MoE weights were not uploaded (every layer of a MoE target has the block)`);
-    });
-    this.kernels = new KernelCache(this.device);
-    this.round = opts.precision === 'bf16';
-    this.cache = new KvCache(this.device, d, opts.maxContext, opts.maxBlock);
-    this.ropes = new RopeTables(this.device, opts.maxContext);
-    this.R = Math.max(opts.prefillChunk, opts.maxBlock);
+  constructor(ctx: GpuContext, weights: GpuWeights<TargetDescription>, opts: MoeTargetOptions) {
+    super(ctx, weights, opts, moeLayout(weights));
+    const d = this.desc;
+    const moe = d.config.moe!;
     const R = this.R;
-    const qw = Math.max(...d.layers.map((l) => l.numHeads * l.headDim));
-    const kvw = Math.max(...d.layers.map((l) => l.numKvHeads * l.headDim));
-    const heads = Math.max(...d.layers.map((l) => l.numHeads));
-    this.attnScratch = createAttentionScratch(
-      this.device,
-      { heads, qWidth: qw, maxKeys: Math.max(d.window, opts.maxContext), prefillRows: R, stepRows: opts.maxBlock },
-      'attn',
-    );
-    const f = (name: string, floats: number) => (this.ws[name] = storageBuffer(this.device, floats * 4, name));
     const H = d.hidden;
-    f('h', R * H);
-    f('xn', R * H);
-    f('q', R * qw);
-    f('kraw', R * kvw);
-    f('vraw', R * kvw);
-    f('k', R * kvw);
-    f('v', R * kvw);
-    f('attn', R * qw);
-    f('a', R * H);
-    f('g', R * d.intermediate);
-    f('u', R * d.intermediate);
-    f('d', R * H);
-    f('y', R * H);
-    f('headIn', opts.maxBlock * H);
-    f('logits', opts.maxBlock * d.vocab);
     const E = moe.numExperts;
     const k = moe.topK;
     const I = moe.intermediate;
+    const add = (name: string, floats: number) => this.work.add(name, floats);
+    // dense + experts: post_ff_norm_1(mlp) + post_ff_norm_2(experts), before the post-feedforward norm
+    add('d', R * H);
     this.moeWs = {
-      rx: f('moe.rx', R * H),
-      ex: f('moe.ex', R * H),
-      scores: f('moe.scores', R * E),
-      ids: f('moe.ids', R * k),
-      weights: f('moe.weights', R * k),
-      counts: f('moe.counts', R * k),
-      g: f('moe.g', R * k * I),
-      u: f('moe.u', R * k * I),
-      ys: f('moe.ys', R * k * H),
-      out: f('moe.out', R * H),
+      rx: add('moe.rx', R * H),
+      ex: add('moe.ex', R * H),
+      scores: add('moe.scores', R * E),
+      ids: add('moe.ids', R * k),
+      weights: add('moe.weights', R * k),
+      counts: add('moe.counts', R * k),
+      g: add('moe.g', R * k * I),
+      u: add('moe.u', R * k * I),
+      ys: add('moe.ys', R * k * H),
+      out: add('moe.out', R * H),
     };
-    this.ws.ids = storageBuffer(this.device, R * 4, 'ids');
-    this.ws.argmax = storageBuffer(this.device, opts.maxBlock * 4, 'argmax');
-    this.dummy = storageBuffer(this.device, 16, 'dummy');
-  }
-
-  /** Prefill `tokens` from position 0 in chunks of opts.prefillChunk (or `chunk`), then lay out the rings. */
-  async prefill(tokens: number[], o: MoeStepOptions & { chunk?: number } = {}): Promise<ForwardResult> {
-    if (this.cache.state.nextPos !== 0) throw new Error('prefill needs an empty cache (call reset())');
-    this.checkContext(tokens.length);
-    const chunk = Math.min(o.chunk ?? this.opts.prefillChunk, this.R);
-    const out: ForwardResult = { captures: new Map() };
-    const logitRows: Float32Array[] = [];
-    const argmaxRows: number[] = [];
-    const hidden: Float32Array[] = [];
-    for (let p = 0; p < tokens.length; p += chunk) {
-      const isLast = p + chunk >= tokens.length;
-      const want = o.logits === 'all' ? 'all' : o.logits === 'last' && isLast ? 'last' : 'none';
-      const r = await this.forward(tokens.slice(p, p + chunk), p, 'prefill', { ...o, logits: want });
-      if (r.logits) logitRows.push(r.logits);
-      if (r.argmax) argmaxRows.push(...r.argmax);
-      if (r.finalHidden) hidden.push(r.finalHidden);
-      for (const [k, v] of r.captures) out.captures.set(k, out.captures.has(k) ? concat([out.captures.get(k)!, v]) : v);
-    }
-    const rec = this.recorder('finish-prefill');
-    this.cache.finishPrefill(rec, tokens.length);
-    this.submit(rec);
-    if (logitRows.length) out.logits = concat(logitRows);
-    if (argmaxRows.length) out.argmax = Uint32Array.from(argmaxRows);
-    if (hidden.length) out.finalHidden = concat(hidden);
-    return out;
-  }
-
-  /** A chain step (one token) or a verify block (K tokens) at nextPos; call commit(accepted) afterwards. */
-  async step(tokens: number[], o: MoeStepOptions = {}): Promise<ForwardResult> {
-    if (tokens.length > this.opts.maxBlock)
-      throw new Error(`block of ${tokens.length} rows exceeds maxBlock ${this.opts.maxBlock}`);
-    this.checkContext(this.cache.state.nextPos + tokens.length);
-    return this.forward(tokens, this.cache.state.nextPos, 'step', { logits: 'all', ...o });
-  }
-
-  /** Keeps the first `accepted` rows of the last step (rollback of the rest). */
-  commit(accepted: number, blockStart = this.cache.state.nextPos): void {
-    const rec = this.recorder('commit');
-    this.cache.commit(rec, blockStart, accepted);
-    this.submit(rec);
-  }
-
-  /** Classic decode of one token: step + commit. */
-  async decode(token: number, o: MoeStepOptions = {}): Promise<ForwardResult> {
-    const r = await this.step([token], o);
-    this.commit(1);
-    return r;
-  }
-
-  /**
-   * Greedy classic decode of `count` tokens after `first`, each step's argmax fed to the next step's embedding on
-   * the GPU (TargetModel.decodeGreedy's contract: the same forward as decode(), read back once at the end), so
-   * MoETargetModel serves generate (GenerateTarget). Returns the `count` argmax tokens (the cache holds first and
-   * all but the last).
-   */
-  async decodeGreedy(first: number, count: number, o: MoeStepOptions = {}): Promise<number[]> {
-    if (count < 1) return [];
-    this.checkContext(this.cache.state.nextPos + count);
-    this.checkTokens([first]);
-    const out = storageBuffer(this.device, count * 4, 'greedy-tokens');
-    try {
-      this.device.queue.writeBuffer(this.ws.ids, 0, Uint32Array.of(first));
-      for (let i = 0; i < count; i++) {
-        await this.forward([first], this.cache.state.nextPos, 'step', {
-          ...o,
-          logits: 'none',
-          captures: undefined,
-          finalHidden: false,
-          chained: { argmaxOut: out, offset: 4 * i },
-        });
-        this.commit(1);
-      }
-      const [ids] = await readMany(this.device, [{ buffer: out, bytes: count * 4 }]);
-      await this.checkErrors(`running ${count} chained decode steps`);
-      return [...new Uint32Array(ids.buffer, ids.byteOffset, count)];
-    } finally {
-      out.destroy();
-    }
-  }
-
-  snapshot(): CacheSnapshot {
-    const rec = this.recorder('snapshot');
-    const s = this.cache.snapshot(rec);
-    this.submit(rec);
-    return s;
-  }
-
-  restore(s: CacheSnapshot): void {
-    const rec = this.recorder('restore');
-    this.cache.restore(rec, s);
-    this.submit(rec);
-  }
-
-  reset(): void {
-    this.cache.reset();
-  }
-
-  async idle(): Promise<void> {
-    await this.device.queue.onSubmittedWorkDone();
-  }
-
-  destroy(): void {
-    Object.values(this.ws).forEach((b) => b.destroy());
-    this.attnScratch.buffers.forEach((b) => b.destroy());
-    this.cache.layers.forEach((l) =>
-      [l.k, l.v, l.kStage, l.vStage, l.kEvicted, l.vEvicted].forEach((b) => b.destroy()),
-    );
-    this.ropes.destroy();
-    this.dummy.destroy();
   }
 
   /**
@@ -266,312 +95,60 @@ export class MoETargetModel {
     return [...out, ...finalStages()];
   }
 
-  /** Logit lens: final norm + LM head applied to hidden rows [M, H]. Uses the workspace: call between forwards. */
-  async lens(hidden: Float32Array, M: number): Promise<Float32Array> {
-    const d = this.desc;
-    if (M > this.R) throw new Error(`lens of ${M} rows exceeds the workspace (${this.R})`);
-    this.device.queue.writeBuffer(this.ws.h, 0, hidden.buffer, hidden.byteOffset, M * d.hidden * 4);
-    const rec = this.recorder('lens');
-    op.rmsnorm(rec, this.ws.h, this.weights.finalNorm, this.ws.y, this.dummy, {
-      rows: M,
-      D: d.hidden,
-      eps: d.eps,
-      round: this.round,
-    });
-    this.submit(rec);
-    const { logits } = await this.head(0, M, {});
-    await this.checkErrors('running the logit lens');
-    return logits;
-  }
-
-  private async head(
-    first: number,
-    M: number,
-    kernels: HeadKernels,
-  ): Promise<{ logits: Float32Array; argmax: Uint32Array }> {
-    const V = this.desc.vocab;
-    const logitChunks: Float32Array[] = [];
-    const ids: number[] = [];
-    for (let r0 = first; r0 < M; r0 += this.opts.maxBlock) {
-      const n = Math.min(this.opts.maxBlock, M - r0);
-      const rec = this.recorder('lm-head');
-      this.recordHead(rec, r0, n, kernels);
-      this.submit(rec);
-      const [lg, am] = await readMany(this.device, [
-        { buffer: this.ws.logits, bytes: n * V * 4 },
-        { buffer: this.ws.argmax, bytes: n * 4 },
-      ]);
-      logitChunks.push(new Float32Array(lg.buffer, lg.byteOffset, n * V));
-      ids.push(...new Uint32Array(am.buffer, am.byteOffset, n));
-    }
-    return { logits: concat(logitChunks), argmax: Uint32Array.from(ids) };
-  }
-
-  /** LM head (tied embedding) + softcap + argmax for n rows of ws.y from row r0, as the dense engine. */
-  private recordHead(rec: Recorder, r0: number, n: number, kernels: HeadKernels): void {
-    const d = this.desc;
-    const ws = this.ws;
-    rec.copy(ws.y, r0 * d.hidden * 4, ws.headIn, 0, n * d.hidden * 4);
-    op.matmul(
-      rec,
-      this.weights.embed,
-      ws.headIn,
-      ws.logits,
-      { M: n, round: this.round, ...kernels },
-      d.hidden,
-      d.vocab,
-    );
-    if (d.finalSoftcap !== null) op.softcap(rec, ws.logits, n * d.vocab, d.finalSoftcap, this.round);
-    op.argmax(rec, ws.logits, ws.argmax, n, d.vocab);
-  }
-
-  private checkContext(n: number): void {
-    if (n > this.opts.maxContext) throw new Error(`sequence of ${n} tokens exceeds maxContext ${this.opts.maxContext}`);
-  }
-
-  private checkTokens(tokens: number[]): void {
+  protected override checkTokens(tokens: number[]): void {
     // embed.wgsl skips an id outside the table, which would leave the row's old values.
     const bad = tokens.find((t) => !Number.isInteger(t) || t < 0 || t >= this.desc.vocab);
     if (bad !== undefined) throw new Error(`token ${bad} outside [0, ${this.desc.vocab})`);
   }
 
-  private recorder(label: string): Recorder {
-    this.device.pushErrorScope('out-of-memory');
-    this.device.pushErrorScope('validation');
-    return new Recorder(this.device, this.kernels, label);
-  }
-
-  private submit(rec: Recorder): void {
-    rec.submit();
-    this.scopes.push(this.device.popErrorScope(), this.device.popErrorScope());
-  }
-
-  private async checkErrors(what: string): Promise<void> {
-    const errors = await Promise.all(this.scopes.splice(0));
-    const e = errors.find((x) => x !== null);
-    if (!e) return;
-    const oom = e.constructor?.name === 'GPUOutOfMemoryError' || /out of memory/i.test(e.message);
-    throw new GpuError(
-      oom ? 'out-of-memory' : 'validation',
-      `${oom ? 'Out of GPU memory' : 'WebGPU error'} while ${what}: ${e.message}`,
-    );
-  }
-
-  private async forward(
-    tokens: number[],
-    p: number,
-    kind: 'prefill' | 'step',
-    o: MoeStepOptions,
-  ): Promise<ForwardResult> {
-    const M = tokens.length;
+  protected override recordLayer(f: ForwardPass, i: number): op.GroupSums | undefined {
     const d = this.desc;
+    const w = this.weights.layers[i];
+    const moe = w.moe!;
+    const { M, ws } = f;
     const H = d.hidden;
-    const L = d.layers.length;
-    const policy = o.policy ?? EXACT;
-    const kernels: HeadKernels = { split: policy.matmulSplit(M, kind), mlx: kind === 'step' ? policy.mlx : undefined };
-    const rows: op.Rows = { M, round: this.round, prefill: kind === 'prefill', ...kernels };
-    const ws = this.ws;
-    if (!o.chained) this.checkTokens(tokens); // chained: the ids buffer holds the previous step's argmax
-    // Forced layer inputs are checked before anything is recorded (a throw must not leave a recorder open).
-    const forcedInputs = d.layers.map((_, i) => o.layerInputs?.(i, p, M));
-    forcedInputs.forEach((f, i) => {
-      if (f && f.length !== M * H) throw new Error(`layerInputs(${i}): ${f.length} values, expected ${M} rows x ${H}`);
-    });
-    // moe-grouped groups the rows of verify blocks (chain steps have one row: nothing to group; prefill both arms alike)
+    const moeWs = this.moeWs;
+    // Attention block as the dense engine's; it leaves h1 in ws.h, pre_ff_norm(h1) in ws.xn and the MLP's group sums.
+    const xs = f.selfAttention(i);
+    // Dense MLP ("shared expert"), then the routed experts, both on h1 (ws.h).
+    f.mlp(i, xs);
     const order = this.opts.router ?? 'mlx';
-    const moeRun = {
-      rows,
+    moeExperts(f.rec, moe, ws.h, moeWs, {
+      rows: f.rows,
       eps: d.eps,
       order,
       scale: this.opts.routerScale ?? (order === 'mlx' ? 'mlx-bf16' : 'transformers'),
-      grouped: kind === 'step' && M > 1 && policy.moeGrouped === true,
-      dummy: this.dummy,
-    };
-    const rec = this.recorder(kind);
-    const captures = new Map<string, { buf: GPUBuffer; floats: number }>();
-    const want = (name: string) => o.captures === 'all' || (o.captures?.has(name) ?? false);
-    const capture = (name: string, src: GPUBuffer, floats: number) => {
-      if (!want(name)) return;
-      const buf = storageBuffer(this.device, floats * 4, `cap.${name}`); // destroyed after readback
-      rec.copy(src, 0, buf, 0, floats * 4);
-      captures.set(name, { buf, floats });
-    };
-    const norm = (
-      x: GPUBuffer,
-      weight: GPUBuffer | null,
-      out: GPUBuffer,
-      nrows: number,
-      D: number,
-      extra: Partial<op.NormArgs> = {},
-    ) => op.rmsnorm(rec, x, weight, out, this.dummy, { rows: nrows, D, eps: d.eps, round: this.round, ...extra });
-
-    if (!o.chained) this.device.queue.writeBuffer(ws.ids, 0, Uint32Array.from(tokens));
-    op.embed(rec, this.weights.embed, ws.ids, ws.h, d.embedScale, rows);
-    const state = this.cache.state;
-
-    let inputNormed: { sums: op.GroupSums | undefined } | undefined; // set when layer i's input norm already ran
-    d.layers.forEach((l, i) => {
-      const w = this.weights.layers[i];
-      const moe = w.moe!;
-      const kv = this.cache.layers[i];
-      const qw = l.numHeads * l.headDim;
-      const kvw = l.numKvHeads * l.headDim;
-      const rope = this.ropes.get(l.rope, l.headDim);
-
-      const forced = forcedInputs[i];
-      if (forced) {
-        const src = uploadBuffer(this.device, forced, `forced-input.${i}`); // written before this submit runs
-        rec.temporaries.push(src);
-        rec.copy(src, 0, ws.h, 0, M * H * 4);
-      }
-
-      // Attention block, as the dense engine.
-      const xsAttn = inputNormed
-        ? inputNormed.sums
-        : norm(ws.h, w.inputNorm, ws.xn, M, H, { sums: { lin: w.qProj, rows, slot: 'attn' } });
-      op.matmul(rec, w.qProj, ws.xn, ws.attn, rows, undefined, undefined, undefined, xsAttn);
-      norm(ws.attn, w.qNorm, ws.q, M * l.numHeads, l.headDim, { rope: { table: rope, heads: l.numHeads, pos0: p } });
-      const staged = l.type === 'sliding' && kind !== 'prefill';
-      const [kOut, vOut] = staged ? [kv.kStage, kv.vStage] : [ws.k, ws.v];
-      op.matmul(rec, w.kProj!, ws.xn, ws.kraw, rows, undefined, undefined, undefined, xsAttn);
-      norm(ws.kraw, w.kNorm, kOut, M * l.numKvHeads, l.headDim, {
-        rope: { table: rope, heads: l.numKvHeads, pos0: p },
-      });
-      let vSrc = ws.kraw; // k_eq_v: V = v_norm(raw K projection)
-      if (w.vProj) {
-        op.matmul(rec, w.vProj, ws.xn, ws.vraw, rows, undefined, undefined, undefined, xsAttn);
-        vSrc = ws.vraw;
-      }
-      norm(vSrc, null, vOut, M * l.numKvHeads, l.headDim);
-      capture(`q.${i}`, ws.q, M * qw);
-      capture(`k.${i}`, kOut, M * kvw);
-      capture(`v.${i}`, vOut, M * kvw);
-
-      const rowBytes = kvw * 4;
-      let plan: AttentionPlan;
-      let kStage: GPUBuffer, vStage: GPUBuffer, base: number;
-      if (l.type === 'full') {
-        rec.copy(ws.k, 0, kv.k, p * rowBytes, M * rowBytes);
-        rec.copy(ws.v, 0, kv.v, p * rowBytes, M * rowBytes);
-        plan = kind === 'prefill' ? { mode: 'linear', split: 0 } : policy.fullStep(M);
-        [kStage, vStage, base] = [kv.k, kv.v, 0];
-      } else if (kind === 'prefill') {
-        plan = { mode: 'chrono', split: 0 };
-        [kStage, vStage, base] = [ws.k, ws.v, 0];
-      } else {
-        plan = policy.slidingStep(M, d.window, p);
-        [kStage, vStage, base] = [kv.kStage, kv.vStage, state.base];
-      }
-      op.attention(rec, {
-        M,
-        heads: l.numHeads,
-        kvHeads: l.numKvHeads,
-        d: l.headDim,
-        mode: plan.mode,
-        split: plan.split,
-        window: d.window,
-        base,
-        p,
-        round: this.round,
-        q: ws.q,
-        kCache: kv.k,
-        vCache: kv.v,
-        kStage,
-        vStage,
-        out: ws.attn,
-        scratch: kind === 'prefill' ? this.attnScratch.prefill : this.attnScratch.step,
-      });
-      if (l.type === 'sliding' && kind === 'prefill') this.cache.commitPrefillRows(rec, i, ws.k, ws.v, p, M);
-      op.matmul(rec, w.oProj, ws.attn, ws.a, rows);
-      capture(`attn.${i}`, ws.a, M * H);
-      // h1 = h + post_attn_norm(attn), with pre_ff_norm(h1) and the dense MLP's group sums fused in
-      const xsMlp = norm(ws.a, w.postAttnNorm, ws.h, M, H, {
-        residual: { postScale: 1 },
-        nextNorm: { weight: w.preFfNorm, out: ws.xn },
-        sums: { lin: w.gate, rows, slot: 'mlp' },
-      });
-
-      // Dense MLP ("shared expert"), then the routed experts, both on h1 (ws.h).
-      op.gateUp(rec, w.gate, w.up, ws.xn, ws.g, ws.u, rows, xsMlp);
-      op.matmul(rec, w.down, ws.g, ws.a, rows);
-      capture(`mlp.${i}`, ws.a, M * H);
-      moeExperts(rec, moe, ws.h, this.moeWs, moeRun);
-      capture(`router.${i}`, this.moeWs.scores, M * moe.numExperts);
-      capture(`router_weights.${i}`, this.moeWs.weights, M * moe.topK);
-      capture(`router_ids.${i}`, this.moeWs.ids, M * moe.topK); // u32 ids: read the capture's bytes as Uint32Array
-      capture(`experts.${i}`, this.moeWs.out, M * H);
-      // dense + experts = post_ff_norm_1(mlp) + post_ff_norm_2(experts), then the residual and layer_scalar
-      norm(ws.a, moe.postFfNorm1, ws.d, M, H);
-      norm(this.moeWs.out, moe.postFfNorm2, ws.d, M, H, { residual: { postScale: 1 } });
-      const next = i + 1 < L && !forcedInputs[i + 1] ? this.weights.layers[i + 1] : undefined;
-      const fuseNext = next
-        ? { nextNorm: { weight: next.inputNorm, out: ws.xn }, sums: { lin: next.qProj, rows, slot: 'attn' } }
-        : {};
-      const carried = norm(ws.d, w.postFfNorm, ws.h, M, H, { residual: { postScale: w.layerScalar }, ...fuseNext });
-      inputNormed = next ? { sums: carried } : undefined;
-      capture(`layer.${i}`, ws.h, M * H);
-      // Submit every SUBMIT_LAYERS layers, as the dense engine (where the commands go, not what they compute).
-      if ((i + 1) % SUBMIT_LAYERS === 0 && i + 1 < L) rec.submit();
+      // moe-grouped groups the rows of verify blocks (chain steps have one row: nothing to group; prefill both arms alike)
+      grouped: f.kind === 'step' && M > 1 && f.policy.moeGrouped === true,
+      dummy: this.work.dummy,
     });
-
-    const result: ForwardResult = { captures: new Map() };
-    const needHead =
-      o.logits === 'all' || o.logits === 'last' || o.logits === 'argmax' || o.chained !== undefined || want('logits');
-    if (needHead || o.finalHidden || want('final_norm')) {
-      norm(ws.h, this.weights.finalNorm, ws.y, M, H);
-      capture('final_norm', ws.y, M * H);
-    }
-    const first = o.logits === 'last' ? M - 1 : 0;
-    const headInline = needHead && M - first <= this.opts.maxBlock;
-    if (headInline) this.recordHead(rec, first, M - first, kernels);
-    if (o.chained) {
-      // The next chained step embeds this step's argmax; decodeGreedy reads the ids back after the last step.
-      rec.copy(ws.argmax, 0, ws.ids, 0, 4);
-      rec.copy(ws.argmax, 0, o.chained.argmaxOut, o.chained.offset, 4);
-    }
-    this.submit(rec);
-    if (o.chained) return result;
-
-    const reads: { buffer: GPUBuffer; bytes: number }[] = [];
-    const readLogits = o.logits !== 'argmax';
-    if (headInline) {
-      if (readLogits) reads.push({ buffer: ws.logits, bytes: (M - first) * d.vocab * 4 });
-      reads.push({ buffer: ws.argmax, bytes: (M - first) * 4 });
-    }
-    if (o.finalHidden) reads.push({ buffer: ws.y, bytes: M * H * 4 });
-    for (const c of captures.values()) reads.push({ buffer: c.buf, bytes: c.floats * 4 });
-    const got = await readMany(this.device, reads);
-    let at = 0;
-    const f32 = (b: Uint8Array) => new Float32Array(b.buffer, b.byteOffset, b.byteLength / 4);
-    if (headInline) {
-      if (readLogits) result.logits = f32(got[at++]);
-      result.argmax = new Uint32Array(got[at].buffer, got[at++].byteOffset, M - first);
-    } else if (needHead) {
-      const h = await this.head(first, M, kernels);
-      result.logits = h.logits;
-      result.argmax = h.argmax;
-    }
-    if (o.finalHidden) result.finalHidden = f32(got[at++]);
-    for (const [name, c] of captures) {
-      result.captures.set(name, f32(got[at++]));
-      c.buf.destroy();
-    }
-    if (want('logits') && result.logits) result.captures.set('logits', result.logits);
-    await this.checkErrors(`running a ${kind} forward of ${M} rows at position ${p}`);
-    return result;
+    f.capture(`router.${i}`, moeWs.scores, M * moe.numExperts);
+    f.capture(`router_weights.${i}`, moeWs.weights, M * moe.topK);
+    f.capture(`router_ids.${i}`, moeWs.ids, M * moe.topK); // u32 ids: read the capture's bytes as Uint32Array
+    f.capture(`experts.${i}`, moeWs.out, M * H);
+    // dense + experts = post_ff_norm_1(mlp) + post_ff_norm_2(experts), then the residual and layer_scalar
+    f.norm(ws.a, moe.postFfNorm1, ws.d, M, H);
+    f.norm(moeWs.out, moe.postFfNorm2, ws.d, M, H, { residual: { postScale: 1 } });
+    return f.norm(ws.d, w.postFfNorm, ws.h, M, H, { residual: { postScale: w.layerScalar }, ...f.fuseNext(i) });
   }
 }
 
-/** The policy's matmul variant for a forward (split-K or MLX's kernels), which the LM head shares. */
-type HeadKernels = Pick<op.Rows, 'split' | 'mlx'>;
-
-function concat(parts: Float32Array[]): Float32Array {
-  if (parts.length === 1) return parts[0];
-  const out = new Float32Array(parts.reduce((a, p) => a + p.length, 0));
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.length;
-  }
-  return out;
+/** Checks the MoE weights against their description before anything is allocated; every layer owns its cache. */
+function moeLayout(weights: GpuWeights<TargetDescription>): TargetLayout {
+  const d = weights.desc;
+  const moe = d.config.moe;
+  if (!moe) throw new Error(`${d.modelType}: not a mixture-of-experts target (enable_moe_block is not set)`);
+  if (d.perLayer || d.config.kvSharedLayers > 0)
+    throw new Error(
+      `${d.modelType}: MoE with per-layer embeddings or KV sharing is not a Gemma 4 variant this engine runs`,
+    );
+  if (moe.numExperts > MAX_EXPERTS || moe.topK > MAX_TOP_K)
+    throw new Error(
+      `${d.modelType}: ${moe.numExperts} experts, top ${moe.topK}: the router kernel holds at most ${MAX_EXPERTS} experts and top ${MAX_TOP_K}`,
+    );
+  weights.layers.forEach((l, i) => {
+    if (!l.moe)
+      throw new Error(`layer ${i}: MoE weights were not uploaded (every layer of a MoE target has the block)`);
+  });
+  return { cacheLayers: d.layers.length, mlpWidth: d.intermediate };
 }
