@@ -62,6 +62,9 @@ gpu_class_tests=(test/gpu/kernels-matmul.test.ts test/gpu/kernels-attention.test
   test/gpu/target-golden.test.ts test/gpu/assistant.test.ts test/gpu/trace.test.ts test/gpu/bench.test.ts)
 # ... and equals the exact kernel of the GPU class (coop, fused attention) there.
 gpu_class_tests+=(test/gpu/policy-twins.test.ts)
+# The other families' engines take the same GPU-class kernels on a real GPU: their goldens and block == chain too.
+gpu_class_tests+=(test/gpu/gemma4-e-golden.test.ts test/gpu/gemma4-e-exactness.test.ts test/gpu/gemma4-moe-golden.test.ts
+  test/gpu/gemma4-moe-exactness.test.ts test/gpu/qwen-target.test.ts test/gpu/qwen-probe.test.ts)
 rerun=()
 for f in "${gpu_class_tests[@]}"; do report_has "$results/vitest.json" "$f" && rerun+=("$f"); done
 if [ ${#rerun[@]} -gt 0 ]; then
