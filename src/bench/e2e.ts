@@ -1,24 +1,30 @@
 /**
- * End-to-end figures on a small synthetic model (a real geometry with few layers, generated in memory
- * by src/format/synthetic.ts and uploaded like a checkpoint): prefill tokens/s, ms per chain token
- * (decode = step + commit), ms per verify block (step of K + commit), and dispatches and submits per
- * token from TargetModel.stats. Timed with the wall clock around each awaited call, readback of the
- * logits included: what a caller of the engine waits for. Browser-safe.
+ * End-to-end figures on a small synthetic model (a preset's real geometry with few layers, generated in
+ * memory and uploaded like a checkpoint, src/bench/e2e-model.ts; any family: dense, E-series, MoE, Qwen3.5):
+ * prefill tokens/s, ms per chain token (decode = step + commit), ms per verify block (step of K + commit), and
+ * dispatches and submits per token (the engine's TargetStats where it keeps them, else every Recorder's, counted
+ * through the RecorderTally). Timed with the wall clock around each awaited call, readback of the logits
+ * included: what a caller of the engine waits for. Browser-safe.
  */
 import type { GpuContext } from '../gpu/device.ts';
 import { pseudoRandomTokens } from '../util/prng.ts';
 import { openCheckpoint } from '../format/checkpoint.ts';
 import { linearTensors, type Linear, type TargetDescription } from '../format/model-description.ts';
 import { synthGeometry, syntheticCheckpoint, type SynthPreset } from '../format/synthetic.ts';
-import { uploadWeights } from '../model/gpu-weights.ts';
-import { TargetModel } from '../model/target.ts';
 import { runProbe } from '../parity/probe.ts';
-import { checkpointInfo } from '../parity/summary.ts';
 import type { ProbeReport } from '../parity/report.ts';
 import { KernelProfiler, type KernelTime } from '../gpu/profiler.ts';
+import type { KernelCache } from '../gpu/kernels.ts';
+import { type RecorderTally, setRecorderTally } from '../gpu/recorder.ts';
+import { generationModels } from '../model/generation-setup.ts';
+import type { TargetStats } from '../model/forward-pass.ts';
+import { QWEN_POLICIES } from '../model/qwen/policies.ts';
+import { buildE2EModel, type E2EModel, type E2EPreset } from './e2e-model.ts';
 
 export interface E2EOptions {
-  preset: SynthPreset;
+  /** Any synthetic preset (src/bench/e2e-model.ts): the 12B by default, a family's (e4b, 26b-a4b, qwen36-27b ...). */
+  preset: E2EPreset;
+  /** Layers of the cut model (e2e-model.ts says which counts keep each family's structure). */
   layers: number;
   /** Override the vocabulary (LM head rows); default: the preset's. */
   vocab?: number;
@@ -34,6 +40,10 @@ export interface E2EOptions {
 
 export interface E2EResult {
   model: string;
+  preset: E2EPreset;
+  family: E2EModel['family'];
+  /** The engine that ran (TargetModel, ETargetModel, MoETargetModel, QwenTargetModel). */
+  engine: string;
   layers: number;
   layerTypes: string[];
   vocab: number;
@@ -48,9 +58,12 @@ export interface E2EResult {
     dispatchesPerToken: number;
     submitsPerToken: number;
     context: number;
-    /** decodeBytesPerToken at this context, and that over the fastest token's time (GB/s). */
-    bytesPerToken: number;
-    effectiveGBps: number;
+    /**
+     * decodeBytesPerToken at this context, and that over the fastest token's time (GB/s); only for dense Gemma
+     * targets, whose traffic decodeBytesPerToken models (not per-layer tables, routed experts or recurrent state).
+     */
+    bytesPerToken?: number;
+    effectiveGBps?: number;
     breakdown: StepBreakdown;
   };
   verify: {
@@ -78,9 +91,11 @@ export interface E2EResult {
  * GPU time per kernel from separately profiled tokens (each dispatch in its own timestamped pass).
  */
 export interface StepBreakdown {
-  encodeMs: number;
+  /** Recording and waiting: from the engine's TargetStats; absent for engines that keep none (see phasesNote). */
+  encodeMs?: number;
   submitMs: number;
-  waitMs: number;
+  waitMs?: number;
+  phasesNote?: string;
   bindGroupsPerToken: number;
   /** Sum of the kernels' GPU times per profiled token. */
   gpuMs?: number;
@@ -148,56 +163,97 @@ export async function presetDecodeBytes(preset: SynthPreset, context: number): P
   return decodeBytesPerToken(ck.description as TargetDescription, context);
 }
 
+/** What the bench drives on a target engine of any family (the members every family's engine has). */
+interface BenchTarget {
+  prefill(tokens: number[], o: { logits: 'none' }): Promise<unknown>;
+  decode(token: number): Promise<unknown>;
+  step(tokens: number[]): Promise<unknown>;
+  commit(accepted: number): void;
+  snapshot(): { destroy(): void };
+  restore(s: { destroy(): void }): void;
+  /** TargetCore engines (every Gemma 4 target): their own counters, and a profiler property their recorders take. */
+  stats?: TargetStats;
+  profiler?: KernelProfiler;
+  kernels?: KernelCache;
+  /** QwenTargetModel keeps its KernelCache on its engine. */
+  engine?: { kernels: KernelCache };
+}
+
+function benchTarget(t: object): BenchTarget {
+  const missing = ['prefill', 'decode', 'step', 'commit', 'snapshot', 'restore'].filter(
+    (m) => typeof (t as Record<string, unknown>)[m] !== 'function',
+  );
+  if (missing.length) throw new Error(`bench: the ${t.constructor.name} engine lacks ${missing.join(', ')}`);
+  return t as BenchTarget;
+}
+
+/** Counters of work submitted so far: the engine's TargetStats, else the open RecorderTally's. */
+interface Counts {
+  dispatches: number;
+  submits: number;
+  submitMs: number;
+  encodeMs?: number;
+  waitMs?: number;
+}
+
+/** The probe's inexact policy for a family: mlx-metal where it applies, else Qwen3.5's own gdn-chunked. */
+function inexactPolicy(family: E2EModel['family']): string {
+  return family === 'qwen3_5' && !QWEN_POLICIES.has('mlx-metal') ? 'gdn-chunked' : 'mlx-metal';
+}
+
 export async function benchEndToEnd(ctx: GpuContext, o: E2EOptions): Promise<E2EResult> {
   const log = o.log ?? (() => {});
-  const g = synthGeometry(o.preset, { layers: o.layers, assistant: null, ...(o.vocab ? { vocab: o.vocab } : {}) });
-  const ck = await openCheckpoint(
-    syntheticCheckpoint(g, { seed: o.seed ?? 0 }).target,
-    `synthetic ${o.preset} x${o.layers}`,
-  );
-  const desc = ck.description as TargetDescription;
   const t0 = performance.now();
-  const weights = await uploadWeights(ctx.device, desc);
+  const m = await buildE2EModel(ctx, o.preset, o.layers, { vocab: o.vocab, seed: o.seed });
   await ctx.device.queue.onSubmittedWorkDone();
   const uploadSeconds = (performance.now() - t0) / 1000;
   log(
-    `e2e: synthetic ${o.preset} with ${o.layers} layers (${desc.layers.map((l) => l.type).join(', ')}), ${(weights.bytes / 1e9).toFixed(2)} GB uploaded in ${uploadSeconds.toFixed(1)} s`,
+    `e2e: synthetic ${o.preset} with ${o.layers} layers (${m.layerTypes.join(', ')}), ${(m.weightBytes / 1e9).toFixed(2)} GB uploaded in ${uploadSeconds.toFixed(1)} s`,
   );
-  const context = o.promptTokens + Math.max(o.chainTokens, o.blocks * o.block);
-  const model = new TargetModel(ctx, weights, {
-    maxContext: context + 8,
-    maxBlock: Math.max(8, o.block),
-    prefillChunk: Math.min(64, Math.max(o.promptTokens, 8)),
-    precision: 'f32',
-  });
+  const tally: RecorderTally = { dispatches: 0, submits: 0, submitMs: 0 };
+  let g: ReturnType<typeof generationModels> | undefined;
   try {
-    const V = desc.vocab;
-    const s = model.stats;
+    // The engine the family's `generate` runs (src/model/generation-setup.ts), sized for the prompt, the timed
+    // tokens (the untimed first token and the profiled ones included) and the verify blocks.
+    g = generationModels(ctx, m.weights, {
+      promptLength: o.promptTokens,
+      maxNew: Math.max(o.chainTokens + 3, o.blocks * o.block) + 8,
+      block: Math.max(8, o.block),
+      policy: 'exact',
+      precision: 'f32',
+    });
+    const model = benchTarget(g.target);
+    const engine = (g.target as object).constructor.name;
+    const kernels = model.kernels ?? model.engine?.kernels;
+    if (!kernels) throw new Error(`bench: the ${engine} engine exposes no KernelCache`);
+    const stats = model.stats;
+    if (!stats) setRecorderTally(tally);
+    const counts = (): Counts =>
+      stats ? { ...stats } : { dispatches: tally.dispatches, submits: tally.submits, submitMs: tally.submitMs };
+    const V = m.vocab;
     const prompt = tokens(o.promptTokens, 11, V);
-    let d0 = s.dispatches,
-      u0 = s.submits;
+    let c0 = counts();
     let t = performance.now();
     await model.prefill(prompt, { logits: 'none' });
     await ctx.device.queue.onSubmittedWorkDone();
     const prefillSeconds = (performance.now() - t) / 1000;
+    let c1 = counts();
     const prefill = {
       tokens: o.promptTokens,
       seconds: prefillSeconds,
       tokensPerSecond: o.promptTokens / prefillSeconds,
-      dispatches: s.dispatches - d0,
-      submits: s.submits - u0,
+      dispatches: c1.dispatches - c0.dispatches,
+      submits: c1.submits - c0.submits,
     };
-    log(`e2e: prefill ${o.promptTokens} tokens in ${prefillSeconds.toFixed(2)} s`);
+    log(`e2e: prefill ${o.promptTokens} tokens in ${prefillSeconds.toFixed(2)} s (${engine})`);
     const snap = model.snapshot();
     // One untimed chain token first: it compiles the step's pipelines and creates its bind groups.
     await model.decode(tokens(1, 21, V)[0]);
     model.restore(snap);
 
     const chainMs: number[] = [];
-    d0 = s.dispatches;
-    u0 = s.submits;
-    const s0 = { ...s };
-    const bg0 = model.kernels.bindGroups.created;
+    c0 = counts();
+    const bg0 = kernels.bindGroups.created;
     for (const tok of tokens(o.chainTokens, 22, V)) {
       t = performance.now();
       await model.decode(tok);
@@ -205,32 +261,38 @@ export async function benchEndToEnd(ctx: GpuContext, o: E2EOptions): Promise<E2E
       chainMs.push(performance.now() - t);
       log(`e2e: chain token ${chainMs.length}/${o.chainTokens}: ${chainMs[chainMs.length - 1].toFixed(0)} ms`);
     }
-    const bytesPerToken = decodeBytesPerToken(desc, o.promptTokens);
+    c1 = counts();
+    const dense = m.gemma && !m.gemma.perLayer && !m.gemma.config.moe ? m.gemma : null;
+    const bytesPerToken = dense ? decodeBytesPerToken(dense, o.promptTokens) : undefined;
     const minMs = Math.min(...chainMs);
-    const per = (k: 'encodeMs' | 'submitMs' | 'waitMs') => (s[k] - s0[k]) / o.chainTokens;
+    const per = (k: 'encodeMs' | 'submitMs' | 'waitMs') => {
+      const a = c0[k];
+      const b = c1[k];
+      return a === undefined || b === undefined ? undefined : (b - a) / o.chainTokens;
+    };
     const breakdown: StepBreakdown = {
       encodeMs: per('encodeMs'),
-      submitMs: per('submitMs'),
+      submitMs: per('submitMs')!,
       waitMs: per('waitMs'),
-      bindGroupsPerToken: (model.kernels.bindGroups.created - bg0) / o.chainTokens,
+      bindGroupsPerToken: (kernels.bindGroups.created - bg0) / o.chainTokens,
+      ...(stats ? {} : { phasesNote: `${engine} keeps no recording / waiting timers; submits timed by the bench` }),
     };
     const chain = {
       tokens: o.chainTokens,
       msPerToken: mean(chainMs),
       minMs,
-      dispatchesPerToken: (s.dispatches - d0) / o.chainTokens,
-      submitsPerToken: (s.submits - u0) / o.chainTokens,
+      dispatchesPerToken: (c1.dispatches - c0.dispatches) / o.chainTokens,
+      submitsPerToken: (c1.submits - c0.submits) / o.chainTokens,
       context: o.promptTokens,
       bytesPerToken,
-      effectiveGBps: bytesPerToken / (minMs / 1000) / 1e9,
+      effectiveGBps: bytesPerToken === undefined ? undefined : bytesPerToken / (minMs / 1000) / 1e9,
       breakdown,
     };
-    Object.assign(breakdown, await profileChain(ctx, model, tokens(2, 44, V)));
+    Object.assign(breakdown, await profileChain(ctx, model, tally, tokens(2, 44, V)));
 
     model.restore(snap);
     const blockMs: number[] = [];
-    d0 = s.dispatches;
-    u0 = s.submits;
+    c0 = counts();
     for (let b = 0; b < o.blocks; b++) {
       const block = tokens(o.block, 33 + b, V);
       t = performance.now();
@@ -240,11 +302,14 @@ export async function benchEndToEnd(ctx: GpuContext, o: E2EOptions): Promise<E2E
       blockMs.push(performance.now() - t);
       log(`e2e: verify block ${b + 1}/${o.blocks} (K = ${o.block}): ${blockMs[b].toFixed(0)} ms`);
     }
+    c1 = counts();
     snap.destroy();
+    g.destroy();
+    g = undefined;
     const probe: ProbePhases[] = [];
-    for (const policy of o.probe === false ? [] : ['exact', 'mlx-metal']) {
+    for (const policy of o.probe === false ? [] : ['exact', inexactPolicy(m.family)]) {
       const r = await runProbe(
-        { ctx, weights, target: checkpointInfo(ck), platform: 'bench' },
+        { ctx, weights: m.weights.target, target: m.info, platform: 'bench' },
         { block: o.block, lengths: [o.promptTokens, o.promptTokens], policy, precision: 'f32', localize: true },
       );
       probe.push(phases(r));
@@ -257,15 +322,18 @@ export async function benchEndToEnd(ctx: GpuContext, o: E2EOptions): Promise<E2E
       msPerBlock,
       minMs: Math.min(...blockMs),
       msPerToken: msPerBlock / o.block,
-      dispatchesPerBlock: (s.dispatches - d0) / o.blocks,
-      submitsPerBlock: (s.submits - u0) / o.blocks,
+      dispatchesPerBlock: (c1.dispatches - c0.dispatches) / o.blocks,
+      submitsPerBlock: (c1.submits - c0.submits) / o.blocks,
     };
     return {
-      model: `synthetic ${g.modelType} ${o.preset} geometry, ${o.layers} layer${o.layers === 1 ? '' : 's'}`,
+      model: m.label,
+      preset: o.preset,
+      family: m.family,
+      engine,
       layers: o.layers,
-      layerTypes: desc.layers.map((l) => l.type),
+      layerTypes: m.layerTypes,
       vocab: V,
-      weightBytes: weights.bytes,
+      weightBytes: m.weightBytes,
       uploadSeconds,
       timing: 'wall-clock',
       prefill,
@@ -275,20 +343,26 @@ export async function benchEndToEnd(ctx: GpuContext, o: E2EOptions): Promise<E2E
       probe,
     };
   } finally {
-    model.destroy();
-    weights.destroy();
+    setRecorderTally(undefined);
+    g?.destroy();
+    m.destroy();
   }
 }
 
-/** GPU time per kernel over a few chain tokens, each dispatch timestamped (see StepBreakdown). */
+/**
+ * GPU time per kernel over a few chain tokens, each dispatch timestamped (see StepBreakdown): TargetCore engines
+ * take the profiler as a property, the others through the RecorderTally their recorders read it from.
+ */
 async function profileChain(
   ctx: GpuContext,
-  model: TargetModel,
+  model: BenchTarget,
+  tally: RecorderTally,
   toks: number[],
 ): Promise<Pick<StepBreakdown, 'gpuMs' | 'kernels' | 'gpuNote'>> {
   if (!ctx.device.features.has('timestamp-query')) return { gpuNote: 'no timestamp-query on this adapter' };
   const profiler = new KernelProfiler(ctx.device);
-  model.profiler = profiler;
+  if (model.stats) model.profiler = profiler;
+  else tally.profiler = profiler;
   try {
     for (const t of toks) await model.decode(t);
     await ctx.device.queue.onSubmittedWorkDone();
@@ -297,7 +371,8 @@ async function profileChain(
     const kernels = profiler.times(toks.length);
     return { kernels, gpuMs: kernels.reduce((a, k) => a + k.ms, 0) };
   } finally {
-    model.profiler = undefined;
+    if (model.stats) model.profiler = undefined;
+    tally.profiler = undefined;
     profiler.destroy();
   }
 }

@@ -20,6 +20,7 @@ import {
 } from './kernels.ts';
 import { isSoftwareAdapter } from '../gpu/kernel-class.ts';
 import { benchEndToEnd, presetDecodeBytes, type E2EOptions, type E2EResult } from './e2e.ts';
+import type { SynthPreset } from '../format/synthetic.ts';
 
 export const BENCH_VERSION = 1;
 
@@ -413,22 +414,26 @@ export async function runBench(ctx: GpuContext, opts: BenchOptions): Promise<Ben
       dispatchesPerToken: e2e?.chain.dispatchesPerToken,
       e2eModel: e2e ? `${e2e.model}, vocab ${e2e.vocab}` : undefined,
       chainTokensPerSecond: e2e ? 1000 / e2e.chain.msPerToken : undefined,
-      breakdown: e2e
-        ? {
-            encodeMs: e2e.chain.breakdown.encodeMs,
-            submitMs: e2e.chain.breakdown.submitMs,
-            waitMs: e2e.chain.breakdown.waitMs,
-            gpuMs: e2e.chain.breakdown.gpuMs,
-          }
-        : undefined,
+      // Only engines with TargetStats time recording and waiting (every Gemma 4 target, on TargetCore).
+      breakdown:
+        e2e?.chain.breakdown.encodeMs !== undefined && e2e.chain.breakdown.waitMs !== undefined
+          ? {
+              encodeMs: e2e.chain.breakdown.encodeMs,
+              submitMs: e2e.chain.breakdown.submitMs,
+              waitMs: e2e.chain.breakdown.waitMs,
+              gpuMs: e2e.chain.breakdown.gpuMs,
+            }
+          : undefined,
       submitsPerToken: e2e?.chain.submitsPerToken,
       decodeEffectiveGBps: e2e?.chain.effectiveGBps,
-      decodeBwRatio: e2e ? e2e.chain.effectiveGBps / y.copyGBps : undefined,
+      decodeBwRatio: e2e?.chain.effectiveGBps !== undefined ? e2e.chain.effectiveGBps / y.copyGBps : undefined,
     };
     if (e2e && opts.e2e && isSoftwareAdapter(ctx.report)) {
       notes.push('no decode projection: this is a software adapter (a CPU), whose efficiency says nothing about a GPU');
+    } else if (e2e && opts.e2e && summary.decodeBwRatio === undefined) {
+      notes.push(`no decode projection: decode traffic is modelled for dense Gemma targets, not ${e2e.model}`);
     } else if (e2e && opts.e2e) {
-      const bytesPerToken = await presetDecodeBytes(opts.e2e.preset, e2e.chain.context);
+      const bytesPerToken = await presetDecodeBytes(opts.e2e.preset as SynthPreset, e2e.chain.context);
       const bw = REFERENCE_DEVICE.bandwidthGBps;
       summary.projection = {
         device: REFERENCE_DEVICE.name,
@@ -534,7 +539,7 @@ export function formatBench(b: BenchReport): string {
     const e = b.e2e;
     out.push('');
     out.push(
-      `end to end: ${e.model} (${e.layerTypes.join(', ')}), vocab ${e.vocab}, ${(e.weightBytes / 1e9).toFixed(2)} GB of weights`,
+      `end to end: ${e.model} (${e.layerTypes.join(', ')}), vocab ${e.vocab}, ${(e.weightBytes / 1e9).toFixed(2)} GB of weights${e.engine === 'TargetModel' ? '' : `; engine ${e.engine}`}`,
     );
     out.push(
       ...table(
@@ -568,6 +573,7 @@ export function formatBench(b: BenchReport): string {
     out.push(
       `chain token breakdown (wall ms per token): recording ${fx(bd.encodeMs, 2)}, submit ${fx(bd.submitMs, 2)}, waiting for results ${fx(bd.waitMs, 2)}; ${fx(bd.bindGroupsPerToken, 1)} bind groups created per token`,
     );
+    if (bd.phasesNote) out.push(`(${bd.phasesNote})`);
     if (bd.kernels) {
       out.push(`GPU time per chain token (profiled, each dispatch timestamped): ${fx(bd.gpuMs, 3)} ms`);
       out.push(
@@ -621,9 +627,16 @@ export function formatBench(b: BenchReport): string {
     out.push(
       `  ${fx(s.msPerChainToken, 1)} ms per chain token, ${fx(s.msPerVerifyBlock, 1)} ms per verify block, ${fx(s.prefillTokensPerSecond)} prefill tokens/s, ${fx(s.dispatchesPerToken, 1)} dispatches and ${fx(s.submitsPerToken, 1)} submits per chain token`,
     );
-    out.push(
-      `  chain decode reads ${fx(b.e2e.chain.bytesPerToken / 1e6, 1)} MB per token: ${fx(s.decodeEffectiveGBps)} GB/s effective (fastest token) = ${fx(s.decodeBwRatio, 3)} x copy bandwidth`,
-    );
+    const bytes = b.e2e.chain.bytesPerToken;
+    if (bytes !== undefined)
+      out.push(
+        `  chain decode reads ${fx(bytes / 1e6, 1)} MB per token: ${fx(s.decodeEffectiveGBps)} GB/s effective (fastest token) = ${fx(s.decodeBwRatio, 3)} x copy bandwidth`,
+      );
+    // Families whose decode traffic is not modelled get their tokens/s and block ratio in place of it.
+    else
+      out.push(
+        `  ${fx(s.chainTokensPerSecond, 1)} chain tokens/s, verify block / chain token ${fx(b.e2e.blockVsChain, 2)} x (${b.e2e.model}, ${b.e2e.engine})`,
+      );
   }
   const pr = s.projection;
   if (pr)

@@ -158,3 +158,26 @@ export const E_SYNTH_PRESETS: Readonly<Record<ESynthPreset, ESeriesPresetGeometr
 export function isESynthPreset(name: string): name is ESynthPreset {
   return Object.hasOwn(E_SYNTH_PRESETS, name);
 }
+
+/**
+ * An E-series preset cut to `layers` layers (bench runs and H200 smoke tests at real widths, fewer layers): the
+ * layer pattern is kept in whole periods of slidingPerFull sliding + 1 full layer, so the model still ends on a
+ * full layer, and the KV-shared layers stay a suffix of whole periods in the preset's proportion (E2B 20 of 35 =
+ * 4 of 7 periods, E4B 18 of 42 = 3 of 7), at least one period owned and one shared: every shared layer type then
+ * has a donor of its type among the owners, and the shared layers include one sliding and one full layer. The
+ * smallest cut is two periods (E2B 10 layers, 5 shared; E4B 12, 6 shared). The preset's own layer count returns
+ * the preset unchanged.
+ */
+export function eSeriesTruncated(preset: ESynthPreset, layers: number): ESeriesPresetGeometry {
+  const g = E_SYNTH_PRESETS[preset];
+  if (layers === g.layers) return g;
+  const period = g.eSeries.slidingPerFull + 1;
+  if (!Number.isInteger(layers) || layers < 2 * period || layers % period !== 0)
+    throw new Error(
+      `${preset}: ${layers} layers do not keep the E-series structure; it is cut in whole periods of ${period} layers (${period - 1} sliding, 1 full) with at least one owning and one KV-shared period: ${2 * period}, ${3 * period}, ... or ${g.layers}`,
+    );
+  if (layers > g.layers) throw new Error(`${preset}: ${layers} layers exceed the preset's ${g.layers}`);
+  const periods = layers / period;
+  const sharedPeriods = Math.min(periods - 1, Math.max(1, Math.round((periods * g.eSeries.kvSharedLayers) / g.layers)));
+  return { ...g, layers, eSeries: { ...g.eSeries, kvSharedLayers: sharedPeriods * period } };
+}

@@ -23,6 +23,26 @@ export function checkParams(shader: string, binding: Binding | undefined): void 
   }
 }
 
+/**
+ * Dispatches and queue submits of every Recorder while a tally is open, and a profiler every new Recorder takes:
+ * how the bench (src/bench/e2e.ts) measures an engine that keeps no TargetStats of its own (the Qwen3.5
+ * target). Process-wide, so opened only around a measurement and closed after it.
+ */
+export interface RecorderTally {
+  dispatches: number;
+  submits: number;
+  /** Wall time inside submit() (parameter writes, finish, queue.submit). */
+  submitMs: number;
+  profiler?: KernelProfiler;
+}
+
+let tally: RecorderTally | undefined;
+
+/** Opens (or with undefined closes) the process-wide RecorderTally. */
+export function setRecorderTally(t: RecorderTally | undefined): void {
+  tally = t;
+}
+
 const SLOT = 256; // >= minUniformBufferOffsetAlignment on every adapter we know (the spec maximum)
 const SLOTS_PER_ARENA = 256;
 
@@ -51,6 +71,8 @@ export class Recorder {
   dispatches = 0;
   /** When set, every dispatch runs in its own pass with timestamps (src/gpu/profiler.ts). */
   profiler?: KernelProfiler;
+  /** Dispatches since the last submit, for the tally (owners may reset `dispatches` themselves). */
+  private unsubmitted = 0;
 
   constructor(
     readonly device: GPUDevice,
@@ -58,6 +80,7 @@ export class Recorder {
     label = 'forward',
   ) {
     this.encoder = device.createCommandEncoder({ label });
+    this.profiler = tally?.profiler;
   }
 
   /**
@@ -109,6 +132,7 @@ export class Recorder {
       dispatch(this.device, this.pass, pipeline, bindings, workgroups, this.kernels.bindGroups);
     }
     this.dispatches++;
+    this.unsubmitted++;
   }
 
   copy(src: GPUBuffer, srcOffset: number, dst: GPUBuffer, dstOffset: number, size: number): void {
@@ -124,6 +148,7 @@ export class Recorder {
 
   /** Writes the parameter arenas, submits, and starts a fresh encoder for further recording. */
   submit(): void {
+    const t0 = tally ? performance.now() : 0;
     this.endPass();
     this.profiler?.resolve(this.encoder);
     for (const a of this.arenas) this.device.queue.writeBuffer(a.buffer, 0, a.data, 0, a.used * SLOT);
@@ -134,5 +159,11 @@ export class Recorder {
     const done = this.temporaries.splice(0);
     if (done.length) void this.device.queue.onSubmittedWorkDone().then(() => done.forEach((b) => b.destroy()));
     this.encoder = this.device.createCommandEncoder({ label: 'forward' });
+    if (tally) {
+      tally.dispatches += this.unsubmitted;
+      tally.submits++;
+      tally.submitMs += performance.now() - t0;
+    }
+    this.unsubmitted = 0;
   }
 }

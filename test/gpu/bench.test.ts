@@ -99,15 +99,15 @@ describe('bench module (tiny shapes)', () => {
     for (const v of [s.copyGBps, s.fmaF32Gflops, s.matvec4bitBwRatio, s.k4VsM1, s.prefillFlopRatio, s.msPerChainToken])
       expect(finitePositive(v)).toBe(true);
     // decode traffic, effective bandwidth and the projection are consistent with each other
-    expect(e.chain.effectiveGBps).toBeCloseTo(e.chain.bytesPerToken / (e.chain.minMs / 1000) / 1e9, 6);
-    expect(s.decodeBwRatio).toBeCloseTo(e.chain.effectiveGBps / s.copyGBps, 6);
+    expect(e.chain.effectiveGBps).toBeCloseTo(e.chain.bytesPerToken! / (e.chain.minMs / 1000) / 1e9, 6);
+    expect(s.decodeBwRatio).toBeCloseTo(e.chain.effectiveGBps! / s.copyGBps, 6);
     // a CPU adapter's efficiency says nothing about a GPU: no projection, and a note that says why
     expect(isSoftwareAdapter(ctx.report)).toBe(true);
     expect(s.projection).toBeUndefined();
     expect(report.notes.some((n) => n.startsWith('no decode projection'))).toBe(true);
     // the chain token's breakdown: CPU phases measured, bind groups cached after the first token
     const bd = e.chain.breakdown;
-    for (const v of [bd.encodeMs, bd.submitMs, bd.waitMs]) expect(v >= 0 && Number.isFinite(v)).toBe(true);
+    for (const v of [bd.encodeMs!, bd.submitMs, bd.waitMs!]) expect(v >= 0 && Number.isFinite(v)).toBe(true);
     expect(bd.bindGroupsPerToken).toBe(0);
     if (ctx.device.features.has('timestamp-query') && !bd.gpuNote) {
       expect(bd.kernels!.length).toBeGreaterThan(3);

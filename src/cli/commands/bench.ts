@@ -3,6 +3,7 @@ import { nodeGpuContext } from '../node-gpu.ts';
 import { intList, intOption } from '../args.ts';
 import { defaultBenchOptions, formatBench, runBench } from '../../bench/run.ts';
 import type { AffineKernel } from '../../bench/kernels.ts';
+import { defaultE2ELayers, E2E_PRESETS, isE2EPreset } from '../../bench/e2e-model.ts';
 import type { Command } from '../command.ts';
 import { setCoopFeatures, setCoopThreads } from '../../model/ops.ts';
 
@@ -13,14 +14,22 @@ export const bench: Command = {
   summary:
     'Throughput of the adapter (copy GB/s, FMA GFLOP/s), of each kernel class at 12B (31B) shapes as ratios to it, and end to end on a small synthetic model.',
   usage:
-    'bench [--quick] [--full] [--json FILE] [--no-e2e] [--wall-clock] [--layers N] [--prefill-rows N] [--compare lanes,coop,tile,affine] [--compare-head] [--no-subgroups] [--coop-threads N] [--coop-features 1|2] [--rows 1,4,8] [--no-kernels]',
+    'bench [--quick] [--full] [--json FILE] [--no-e2e] [--e2e-preset P] [--e2e-layers N] [--wall-clock] [--prefill-rows N] [--compare lanes,coop,tile,affine] [--compare-head] [--no-subgroups] [--coop-threads N] [--coop-features 1|2] [--rows 1,4,8] [--no-kernels]',
   options: {
     quick: { type: 'boolean', help: 'short form (about a minute on a 2-core CPU adapter)' },
     full: { type: 'boolean', help: 'also the 31B shapes' },
     json: { type: 'string', help: 'write the whole result as JSON to this file' },
     'no-e2e': { type: 'boolean', help: 'skip the end-to-end part' },
     'wall-clock': { type: 'boolean', help: 'time kernels with the wall clock even when timestamp-query exists' },
-    layers: { type: 'string', help: 'layers of the end-to-end synthetic model (12B geometry)' },
+    'e2e-preset': {
+      type: 'string',
+      help: `geometry of the end-to-end synthetic model: ${E2E_PRESETS.join(', ')} (default 12b); its family's engine runs it`,
+    },
+    'e2e-layers': {
+      type: 'string',
+      help: 'layers of the end-to-end model (default 2; E-series and Qwen3.5: the smallest cut that keeps their structure)',
+    },
+    layers: { type: 'string', help: 'same as --e2e-layers' },
     prompt: { type: 'string', help: 'end-to-end prompt tokens (prefill)' },
     'prefill-rows': {
       type: 'string',
@@ -52,7 +61,14 @@ export const bench: Command = {
     const o = defaultBenchOptions(v.quick === true, v.full === true);
     if (v['no-e2e']) o.e2e = null;
     if (v['wall-clock']) o.timestamps = false;
-    const layers = intOption(v, 'layers', 1, 64);
+    const preset = v['e2e-preset'];
+    if (typeof preset === 'string' && o.e2e) {
+      if (!isE2EPreset(preset))
+        throw new Error(`--e2e-preset: unknown preset "${preset}" (expected ${E2E_PRESETS.join(', ')})`);
+      o.e2e.preset = preset;
+      o.e2e.layers = defaultE2ELayers(preset);
+    }
+    const layers = intOption(v, 'e2e-layers', 1, 128) ?? intOption(v, 'layers', 1, 128);
     if (layers !== undefined && o.e2e) o.e2e.layers = layers;
     const prompt = intOption(v, 'prompt', 1, 4096);
     if (prompt !== undefined && o.e2e) o.e2e.promptTokens = prompt;

@@ -149,6 +149,21 @@ export function qwenSynthGeometry(preset: QwenSynthPreset, overrides: Partial<Qw
   return g;
 }
 
+/**
+ * A preset cut to `layers` layers at its real widths (bench runs at real shapes with fewer layers): whole groups
+ * of interval - 1 Gated DeltaNet layers and one full-attention layer, so the linear : full proportion and the
+ * last layer's type stay the model's (qwen36-27b / qwen35-9b: 4 layers = 3 linear + 1 full).
+ */
+export function qwenTruncated(preset: QwenSynthPreset, layers: number, overrides: Partial<QwenSynthGeometry> = {}) {
+  const base = QWEN_SYNTH_PRESETS[preset];
+  const n = base.interval;
+  if (!Number.isInteger(layers) || layers < n || layers % n !== 0 || layers > base.layers)
+    throw new Error(
+      `${preset}: ${layers} layers do not keep the ${n - 1} linear : 1 full pattern; use a multiple of ${n} up to ${base.layers}`,
+    );
+  return qwenSynthGeometry(preset, { ...overrides, layers });
+}
+
 /** The constraints the Qwen3.5 loader and the MLX layout put on a geometry, said before any file is made. */
 export function checkQwenGeometry(g: QwenSynthGeometry): void {
   const bad: string[] = [];
