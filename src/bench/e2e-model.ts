@@ -68,6 +68,13 @@ export interface E2EModel {
   destroy(): void;
 }
 
+/** Throws (with the valid counts) when `layers` breaks the preset's family structure; generates nothing. */
+export function checkE2ELayers(preset: E2EPreset, layers: number): void {
+  if (isQwenSynthPreset(preset)) qwenTruncated(preset, layers);
+  else if (isESynthPreset(preset)) eSeriesTruncated(preset, layers);
+  else if (!Number.isInteger(layers) || layers < 1) throw new Error(`${preset}: layers must be a positive integer`);
+}
+
 /** Geometry and files of the preset cut to `layers` (refused with the reason when the cut breaks the family). */
 function synthesize(
   preset: E2EPreset,

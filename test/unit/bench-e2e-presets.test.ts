@@ -4,7 +4,7 @@
  * whole linear : full groups (qwenTruncated), and the default layer count per preset. Geometry only, no GPU.
  */
 import { describe, expect, it } from 'vitest';
-import { defaultE2ELayers, E2E_PRESETS, isE2EPreset } from '../../src/bench/e2e-model.ts';
+import { checkE2ELayers, defaultE2ELayers, E2E_PRESETS, isE2EPreset } from '../../src/bench/e2e-model.ts';
 import { qwenLayerTypes, qwenTruncated } from '../../src/format/qwen3_5/synthetic.ts';
 import { openCheckpoint } from '../../src/format/checkpoint.ts';
 import type { TargetDescription } from '../../src/format/model-description.ts';
@@ -80,6 +80,14 @@ describe('qwenTruncated', () => {
 });
 
 describe('bench end-to-end presets', () => {
+  it('checks a cut before anything is generated: every default passes, broken cuts name the family rule', () => {
+    for (const p of E2E_PRESETS) expect(() => checkE2ELayers(p, defaultE2ELayers(p))).not.toThrow();
+    expect(() => checkE2ELayers('e4b', 13)).toThrow(/whole periods of 6 layers/);
+    expect(() => checkE2ELayers('qwen36-27b', 3)).toThrow(/multiple of 4/);
+    expect(() => checkE2ELayers('26b-a4b', 3)).not.toThrow();
+    expect(() => checkE2ELayers('12b', 0)).toThrow(/positive integer/);
+  });
+
   it('lists every family and picks the smallest structural cut by default', () => {
     for (const p of ['12b', 'e2b', 'e4b', '26b-a4b', 'qwen36-27b', 'qwen35-9b', 'qwen-tiny'])
       expect(isE2EPreset(p)).toBe(true);

@@ -3,7 +3,7 @@ import { nodeGpuContext } from '../node-gpu.ts';
 import { intList, intOption } from '../args.ts';
 import { defaultBenchOptions, formatBench, runBench } from '../../bench/run.ts';
 import type { AffineKernel } from '../../bench/kernels.ts';
-import { defaultE2ELayers, E2E_PRESETS, isE2EPreset } from '../../bench/e2e-model.ts';
+import { checkE2ELayers, defaultE2ELayers, E2E_PRESETS, isE2EPreset } from '../../bench/e2e-model.ts';
 import type { Command } from '../command.ts';
 import { setCoopFeatures, setCoopThreads } from '../../model/ops.ts';
 
@@ -70,6 +70,7 @@ export const bench: Command = {
     }
     const layers = intOption(v, 'e2e-layers', 1, 128) ?? intOption(v, 'layers', 1, 128);
     if (layers !== undefined && o.e2e) o.e2e.layers = layers;
+    if (o.e2e) checkE2ELayers(o.e2e.preset, o.e2e.layers); // before the kernel figures, not after
     const prompt = intOption(v, 'prompt', 1, 4096);
     if (prompt !== undefined && o.e2e) o.e2e.promptTokens = prompt;
     o.prefillRows = intOption(v, 'prefill-rows', 0, 8192) ?? o.prefillRows;
