@@ -25,9 +25,9 @@ export function stageLinears(desc: TargetDescription, layer: number | null, stag
     v: [l.vProj ?? l.kProj], // k_eq_v: V is the normed raw K projection
     attn: [l.oProj],
     mlp: [l.gate, l.up, l.down],
-    // E-series: the per-layer input path runs after the MLP and first shows in the layer output; the model-level
-    // projection of the per-layer inputs, in layer 0's.
-    layer: l.perLayerInput
+    // E-series: the per-layer input path runs after the MLP and first shows in the layer's ple capture (the
+    // contribution as added); the model-level projection of the per-layer inputs, in layer 0's.
+    ple: l.perLayerInput
       ? [
           ...(layer === 0 && desc.perLayer ? [desc.perLayer.modelProjection] : []),
           l.perLayerInput.gate,

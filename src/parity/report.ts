@@ -18,11 +18,17 @@ export const LINEAR_STAGES = ['proj', 'conv', 'recurrence', 'gated_norm', 'out',
 export const FINAL_STAGES = ['final_norm', 'logits'] as const;
 /** A Gemma 4 MoE layer's own stages (26B-A4B, src/model/family/moe-target.ts): between the MLP and the layer output. */
 export const MOE_STAGES = ['router', 'experts'] as const;
+/**
+ * A Gemma 4 E-series layer's own stage (E2B / E4B, src/model/family/e-target.ts): the per-layer input's contribution,
+ * between the MLP and the layer output.
+ */
+export const PLE_STAGES = ['ple'] as const;
 export type LayerStage = (typeof LAYER_STAGES)[number];
 export type LinearStage = (typeof LINEAR_STAGES)[number];
 export type FinalStage = (typeof FINAL_STAGES)[number];
 export type MoeStage = (typeof MOE_STAGES)[number];
-export type Stage = LayerStage | LinearStage | MoeStage | FinalStage;
+export type PleStage = (typeof PLE_STAGES)[number];
+export type Stage = LayerStage | LinearStage | MoeStage | PleStage | FinalStage;
 /** A layer's kind in a report: Gemma's sliding / full, Qwen3.5's full and linear (Gated DeltaNet). */
 export type LayerKind = 'sliding' | 'full' | 'linear';
 
@@ -40,6 +46,7 @@ export const STAGE_LABELS: Record<Stage, string> = {
   out: 'Gated DeltaNet output (out_proj)',
   router: 'router scores (router.proj)',
   experts: 'experts output (weighted sum, before post_feedforward_layernorm_2)',
+  ple: 'per-layer input (gate, GeLU product, projection, post_per_layer_input_norm; before layer_scalar)',
   final_norm: 'final norm',
   logits: 'LM head logits',
 };

@@ -52,9 +52,9 @@ describe('npm run cli probe on gemma4-e-tiny', () => {
     expect(validateReport(r)).toEqual([]);
     const stagesOf = (layer: number) =>
       r.draws[0].stages.filter((s: { layer: number }) => s.layer === layer).map((s: { stage: string }) => s.stage);
-    expect(stagesOf(5)).toEqual(['q', 'k', 'v', 'attn', 'mlp', 'layer']);
-    expect(stagesOf(6)).toEqual(['q', 'attn', 'mlp', 'layer']);
-    expect(stagesOf(9)).toEqual(['q', 'attn', 'mlp', 'layer']);
+    expect(stagesOf(5)).toEqual(['q', 'k', 'v', 'attn', 'mlp', 'ple', 'layer']);
+    expect(stagesOf(6)).toEqual(['q', 'attn', 'mlp', 'ple', 'layer']);
+    expect(stagesOf(9)).toEqual(['q', 'attn', 'mlp', 'ple', 'layer']);
     expect(r.draws[0].lens).toHaveLength(10);
     expect(r.draws[0].ring.window).toBe(16);
   });

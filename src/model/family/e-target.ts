@@ -16,6 +16,7 @@ import { cacheOwners } from '../../format/kv-sharing.ts';
 import { storageBuffer } from '../../gpu/buffers.ts';
 import type { GpuContext } from '../../gpu/device.ts';
 import { captureName, finalStages, type StageStep } from '../../parity/localize.ts';
+import type { Stage } from '../../parity/report.ts';
 import { familyConstants, type FamilyConstants } from '../../reference/family/constants.ts';
 import type { ForwardPass } from '../forward-pass.ts';
 import type { GpuWeights } from '../gpu-weights.ts';
@@ -91,15 +92,15 @@ export class ETargetModel extends TargetCore {
 
   /**
    * The localization stages in execution order: q, k, v (owners only: a shared layer computes no K/V), attention,
-   * MLP and layer output per layer, then final norm and logits.
+   * MLP, the per-layer input (layers with one: its contribution as added to the residual, before layer_scalar) and
+   * layer output per layer, then final norm and logits.
    */
   stageOrder(): StageStep[] {
     const out: StageStep[] = [];
     this.desc.layers.forEach((l, i) => {
-      const stages =
-        this.donors[i] === i
-          ? (['q', 'k', 'v', 'attn', 'mlp', 'layer'] as const)
-          : (['q', 'attn', 'mlp', 'layer'] as const);
+      const stages: Stage[] = this.donors[i] === i ? ['q', 'k', 'v', 'attn', 'mlp'] : ['q', 'attn', 'mlp'];
+      if (l.perLayerInput) stages.push('ple');
+      stages.push('layer');
       for (const stage of stages) out.push({ layer: i, layerKind: l.type, stage, capture: captureName(i, stage) });
     });
     return [...out, ...finalStages()];
@@ -178,7 +179,8 @@ export class ETargetModel extends TargetCore {
     });
     ple.contribution(f.rec, pl, ws.h, ws.pleInputs, ws.pleGate, ws.a, i, d.layers.length, rows, xsGate);
     if (f.want(`ple.${i}`)) {
-      // The contribution as added (act.ple.i): a separate norm into the capture, the residual is untouched.
+      // The contribution as added (act.ple.i; the `ple` localization stage): a separate norm into the capture, the
+      // residual is untouched (ws.y is free until the final norm).
       f.norm(ws.a, pl.postNorm, ws.y, M, H);
       f.capture(`ple.${i}`, ws.y, M * H);
     }

@@ -8,6 +8,7 @@ import {
   LAYER_STAGES,
   LINEAR_STAGES,
   MOE_STAGES,
+  PLE_STAGES,
   type FirstDivergence,
   type LayerKind,
   type RowDiff,
@@ -44,10 +45,26 @@ export const MOE_HEAT_STAGES: readonly Stage[] = [
   ...FINAL_STAGES,
 ];
 
-/** The heatmap's rows for a report's stages: MoE rows when it has router / experts stages, linear rows for Qwen3.5. */
+/**
+ * Rows of a report with Gemma 4 E-series per-layer inputs (E2B / E4B): the attention stages and the MLP, then the
+ * per-layer input's contribution (execution order, ETargetModel.stageOrder), then the layer output and the final stages.
+ */
+export const PLE_HEAT_STAGES: readonly Stage[] = [
+  ...LAYER_STAGES.slice(0, 5),
+  ...PLE_STAGES,
+  ...LAYER_STAGES.slice(5),
+  ...FINAL_STAGES,
+];
+
+/**
+ * The heatmap's rows for a report's stages: MoE rows when it has router / experts stages, E-series rows when it has
+ * per-layer input stages, linear rows for Qwen3.5.
+ */
 export function heatStagesOf(stages: readonly Pick<StageDiff, 'stage' | 'layerKind'>[]): readonly Stage[] {
+  const has = (own: readonly string[]) => stages.some((s) => own.includes(s.stage));
   if (stages.some((s) => s.layerKind === 'linear')) return HYBRID_HEAT_STAGES;
-  if (stages.some((s) => (MOE_STAGES as readonly string[]).includes(s.stage))) return MOE_HEAT_STAGES;
+  if (has(MOE_STAGES)) return MOE_HEAT_STAGES;
+  if (has(PLE_STAGES)) return PLE_HEAT_STAGES;
   return HEAT_STAGES;
 }
 

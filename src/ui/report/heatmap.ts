@@ -98,7 +98,8 @@ export function drawHeatmap(
       }
     }
   }
-  // Separator between the per-layer stages (six; eight with MoE layers, eleven with Gated DeltaNet layers) and the final ones.
+  // Separator between the per-layer stages (six; seven with per-layer inputs, eight with MoE layers, eleven with Gated
+  // DeltaNet layers) and the final ones.
   const right = L.colX(grid.columns.length - 1) + L.cellW;
   const layerRows = grid.stages.length - FINAL_STAGES.length;
   ctx.strokeStyle = '#8a93a0';

@@ -10,6 +10,7 @@ import {
   LAYER_STAGES,
   LINEAR_STAGES,
   MOE_STAGES,
+  PLE_STAGES,
   REPORT_SCHEMA,
   validateReport,
   type CheckpointInfo,
@@ -35,8 +36,15 @@ export const LIMITS = { draws: 64, rows: 512, layers: 1024, stages: 16_384, wind
 type Obj = Record<string, unknown>;
 const obj = (v: unknown): Obj => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Obj) : {});
 const arr = (v: unknown, max: number): unknown[] => (Array.isArray(v) ? v.slice(0, max) : []);
-// Every stage a report may hold: attention layers', Qwen3.5 linear layers', Gemma 4 MoE layers' (router, experts), final.
-const ALL_STAGES: readonly string[] = [...LAYER_STAGES, ...LINEAR_STAGES, ...MOE_STAGES, ...FINAL_STAGES];
+// Every stage a report may hold: attention layers', Qwen3.5 linear layers', Gemma 4 MoE layers' (router, experts),
+// E-series layers' (the per-layer input), final.
+const ALL_STAGES: readonly string[] = [
+  ...LAYER_STAGES,
+  ...LINEAR_STAGES,
+  ...MOE_STAGES,
+  ...PLE_STAGES,
+  ...FINAL_STAGES,
+];
 const isStage = (v: unknown): v is Stage => typeof v === 'string' && ALL_STAGES.includes(v);
 const kind = (v: unknown): LayerKind | null => (v === 'sliding' || v === 'full' || v === 'linear' ? v : null);
 const layerIndex = (v: unknown): number | null => {
