@@ -170,8 +170,13 @@ fn gated_norm(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
 // ---- the chunked (WY) form: policy gdn-chunked, verify blocks only ---------------------------------
 // Rows per chunk (transformers' and fla's chunk_size): a verify block of K <= 64 tokens is one chunk.
 const CHUNK: u32 = 64u;
-// Lower triangle of a CHUNK x CHUNK matrix, diagonal included: CHUNK (CHUNK + 1) / 2.
-const TRI: u32 = 2080u;
+// The most rows this kernel takes (ops.gdnRecurrenceChunked refuses more): a verify block, K <= 16 everywhere
+// in the lab, so one chunk. The per-invocation arrays are sized for these rows, not for a whole chunk: sized
+// for 64 (three 2080-float triangles, ~28 KB per invocation) the NVIDIA Vulkan driver failed to create the
+// pipeline (VK_ERROR_UNKNOWN, H200, 2026-12-01). For M <= ROWS_MAX the arithmetic is the same either way.
+const ROWS_MAX: u32 = 16u;
+// Lower triangle of a ROWS_MAX x ROWS_MAX matrix, diagonal included: ROWS_MAX (ROWS_MAX + 1) / 2.
+const TRI: u32 = 136u;
 
 fn tri(t: u32, s: u32) -> u32 { return t * (t + 1u) / 2u + s; }
 
@@ -199,16 +204,16 @@ fn recurrence_chunked(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgr
   let sFloats = P.Hv * P.Dk * P.Dv;
   var col: array<f32, DK_MAX>; // S0[:, j], then the state after each chunk
   for (var e = 0u; e < P.Dk; e++) { col[e] = S[sb + e * P.Dv]; }
-  var G: array<f32, CHUNK>;
-  var eG: array<f32, CHUNK>;
-  var beta: array<f32, CHUNK>;
+  var G: array<f32, ROWS_MAX>;
+  var eG: array<f32, ROWS_MAX>;
+  var beta: array<f32, ROWS_MAX>;
   var Pd: array<f32, TRI>;
   var A: array<f32, TRI>;
   var QK: array<f32, TRI>;
-  var u: array<f32, CHUNK>;
-  var w: array<f32, CHUNK>;
-  var wS: array<vec2<f32>, CHUNK>;
-  var vn: array<f32, CHUNK>;
+  var u: array<f32, ROWS_MAX>;
+  var w: array<f32, ROWS_MAX>;
+  var wS: array<vec2<f32>, ROWS_MAX>;
+  var vn: array<f32, ROWS_MAX>;
   for (var c0 = 0u; c0 < P.M; c0 += CHUNK) {
     let L = min(CHUNK, P.M - c0);
     var cum = 0.0;

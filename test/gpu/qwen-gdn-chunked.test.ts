@@ -65,7 +65,7 @@ describe(`gdn-chunked: the chunked recurrence kernel vs its f32 emulation (${ADA
       [1, false],
       [4, false],
       [8, true],
-      [70, false],
+      [16, false],
     ] as const) {
       it(`${tag}, M ${M}${round ? ', bf16 outputs' : ''}: o and every staged state equal the emulation byte for byte`, async () => {
         const x = inputs(g, M, 31 * M + g.Dk);
@@ -76,6 +76,13 @@ describe(`gdn-chunked: the chunked recurrence kernel vs its f32 emulation (${ADA
         expectSameBytes('S untouched', bytesOf(got.S), bytesOf(Float32Array.from(x.S)));
       });
     }
+
+    it(`${tag}: more rows than a verify block (${qop.GDN_CHUNKED_ROWS_MAX}) are refused, not overrun`, async () => {
+      const M = qop.GDN_CHUNKED_ROWS_MAX + 1;
+      await expect(runChunked(g, inputs(g, M, 7), false)).rejects.toThrow(
+        `gdn-chunked runs verify blocks of at most ${qop.GDN_CHUNKED_ROWS_MAX} rows, not ${M}`,
+      );
+    });
 
     it(`${tag}: a block's rows differ from the token-by-token kernel's, within rounding of them`, async () => {
       const M = 4;

@@ -134,6 +134,9 @@ export function gdnLogGates(
   rec.run('gated_delta.wgsl', 'log_gates', {}, b, groups(a.M * g.Hv));
 }
 
+/** gated_delta.wgsl ROWS_MAX: the most rows recurrence_chunked takes (a verify block; its arrays are sized for it). */
+export const GDN_CHUNKED_ROWS_MAX = 16;
+
 /**
  * The gated delta rule over M tokens in the chunked (WY) form (gated_delta.wgsl recurrence_chunked), the
  * inexact policy gdn-chunked's verify arm: o [M, Hv, Dv] and the state after each token in row t of
@@ -155,6 +158,8 @@ export function gdnRecurrenceChunked(
   },
 ): void {
   if (g.Dk > GDN_DK_MAX) throw new Error(`Gated DeltaNet key head dim ${g.Dk} exceeds ${GDN_DK_MAX}`);
+  if (a.M > GDN_CHUNKED_ROWS_MAX)
+    throw new Error(`gdn-chunked runs verify blocks of at most ${GDN_CHUNKED_ROWS_MAX} rows, not ${a.M}`);
   const p = gdnParams(rec, g, { M: a.M, stage: true, round: a.round });
   const u = undefined;
   const b = [p, u, u, a.c, u, u, a.qk, u, u, u, u, a.gb, a.S, a.stage, a.o, u, u, u, a.lg];
