@@ -1,11 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testGpu } from './gpu-context.ts';
-import { bytesEqual, rowBytes, tinyModel, tinyWeights, tokens } from './tiny-model.ts';
-import { readBytes } from '../../src/gpu/buffers.ts';
+import { tinyModel, tinyWeights, tokens } from './tiny-model.ts';
+import { expectBlocksEqualChain, expectCacheLayersEqual, runRollbackSchedule } from './helpers/exactness.ts';
 import type { GpuContext } from '../../src/gpu/device.ts';
 import type { GpuWeights } from '../../src/model/gpu-weights.ts';
 import type { TargetDescription } from '../../src/format/model-description.ts';
-import type { TargetModel } from '../../src/model/target.ts';
 
 /**
  * The numerics contract under policy `exact`: a verify block's logits rows are byte-identical to
@@ -13,12 +12,6 @@ import type { TargetModel } from '../../src/model/target.ts';
  * The tiny-a window is 16: prompts of 5 (< W), 16 (= W) and 40 (wrapped twice) tokens.
  */
 const V = 1024;
-
-async function chainRows(model: TargetModel, block: number[]): Promise<Float32Array[]> {
-  const rows: Float32Array[] = [];
-  for (const t of block) rows.push((await model.decode(t)).logits!);
-  return rows;
-}
 
 describe('exact policy: block rows == chain rows, byte for byte', () => {
   let ctx: GpuContext;
@@ -34,20 +27,7 @@ describe('exact policy: block rows == chain rows, byte for byte', () => {
       it(`${precision}, prompt ${P}: K = 2, 3, 4, 8`, async () => {
         const model = tinyModel(ctx, weights, precision);
         await model.prefill(tokens(P, P), { logits: 'none' });
-        const snap = model.snapshot();
-        for (const K of [2, 3, 4, 8]) {
-          const block = tokens(K, 1000 + K);
-          model.restore(snap);
-          const chain = await chainRows(model, block);
-          model.restore(snap);
-          const verify = (await model.step(block)).logits!;
-          model.commit(K);
-          for (let j = 0; j < K; j++) {
-            const same = bytesEqual(rowBytes(chain[j], 0, V), rowBytes(verify, j, V));
-            expect(same, `${precision} P=${P} K=${K}: row ${j} differs`).toBe(true);
-          }
-        }
-        snap.destroy();
+        await expectBlocksEqualChain(model, tokens, V, `${precision} P=${P}`);
         model.destroy();
       });
     }
@@ -78,36 +58,12 @@ describe('exact policy: block rows == chain rows, byte for byte', () => {
         [8, 8],
         [8, 6],
       ];
-      let seed = 1;
-      for (const [K, accepted] of schedule) {
-        const block = tokens(K, seed++);
-        const verify = (await model.step(block)).logits!;
-        model.commit(accepted);
-        // The chain model decodes only what was accepted; its rows must equal the verify rows.
-        for (let j = 0; j < accepted; j++) {
-          const row = (await chainModel.decode(block[j])).logits!;
-          expect(bytesEqual(rowBytes(row, 0, V), rowBytes(verify, j, V)), `${precision} block K=${K} row ${j}`).toBe(
-            true,
-          );
-        }
-      }
+      // The chain model decodes only what was accepted; its rows must equal the verify rows.
+      await runRollbackSchedule(model, chainModel, schedule, tokens, V, precision);
       expect(model.cache.state).toEqual(chainModel.cache.state);
       expect(model.cache.state.nextPos).toBeGreaterThan(3 * model.cache.window);
-      for (let i = 0; i < model.cache.layers.length; i++) {
-        const a = model.cache.layers[i];
-        const b = chainModel.cache.layers[i];
-        // Sliding rings are compared whole; full caches up to nextPos (rows past it are dead).
-        const bytes = (a.type === 'sliding' ? a.slots : model.cache.state.nextPos) * a.rowFloats * 4;
-        for (const [x, y] of [
-          [a.k, b.k],
-          [a.v, b.v],
-        ] as const) {
-          expect(
-            bytesEqual(await readBytes(ctx.device, x, bytes), await readBytes(ctx.device, y, bytes)),
-            `${precision} layer ${i} ${a.type}`,
-          ).toBe(true);
-        }
-      }
+      // Sliding rings are compared whole; full caches up to nextPos (rows past it are dead).
+      await expectCacheLayersEqual(ctx, model, chainModel, precision);
       model.destroy();
       chainModel.destroy();
     }

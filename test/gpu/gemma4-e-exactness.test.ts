@@ -8,7 +8,6 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GpuContext } from '../../src/gpu/device.ts';
-import { readBytes } from '../../src/gpu/buffers.ts';
 import type { TargetDescription } from '../../src/format/model-description.ts';
 import { ETargetModel } from '../../src/model/family/e-target.ts';
 import { uploadWeights, type GpuWeights } from '../../src/model/gpu-weights.ts';
@@ -16,6 +15,7 @@ import type { Precision } from '../../src/model/target.ts';
 import { openCheckpointDir } from '../../src/node/file-source.ts';
 import { GEMMA4_E_TINY } from '../support/fixtures.ts';
 import { testGpu } from './gpu-context.ts';
+import { chainRows, expectBlocksEqualChain, expectCacheLayersEqual, runRollbackSchedule } from './helpers/exactness.ts';
 import { bytesEqual, rowBytes, tokens } from './tiny-model.ts';
 
 const V = 512;
@@ -23,12 +23,6 @@ const ids = (n: number, seed: number) => tokens(n, seed, V);
 
 function eModel(ctx: GpuContext, w: GpuWeights<TargetDescription>, precision: Precision, prefillChunk = 64) {
   return new ETargetModel(ctx, w, { maxContext: 160, maxBlock: 8, prefillChunk, precision });
-}
-
-async function chainRows(model: ETargetModel, block: number[]): Promise<Float32Array[]> {
-  const rows: Float32Array[] = [];
-  for (const t of block) rows.push((await model.decode(t)).logits!);
-  return rows;
 }
 
 describe('E-series exact policy: block rows == chain rows, byte for byte (gemma4-e-tiny)', () => {
@@ -49,20 +43,7 @@ describe('E-series exact policy: block rows == chain rows, byte for byte (gemma4
       it(`${precision}, prompt ${P}: K = 2, 3, 4, 8`, async () => {
         const model = eModel(ctx, weights, precision);
         await model.prefill(ids(P, P), { logits: 'none' });
-        const snap = model.snapshot();
-        for (const K of [2, 3, 4, 8]) {
-          const block = ids(K, 1000 + K);
-          model.restore(snap);
-          const chain = await chainRows(model, block);
-          model.restore(snap);
-          const verify = (await model.step(block)).logits!;
-          model.commit(K);
-          for (let j = 0; j < K; j++) {
-            const same = bytesEqual(rowBytes(chain[j], 0, V), rowBytes(verify, j, V));
-            expect(same, `${precision} P=${P} K=${K}: row ${j} differs`).toBe(true);
-          }
-        }
-        snap.destroy();
+        await expectBlocksEqualChain(model, ids, V, `${precision} P=${P}`);
         model.destroy();
       });
     }
@@ -93,35 +74,11 @@ describe('E-series exact policy: block rows == chain rows, byte for byte (gemma4
         [8, 8],
         [8, 6],
       ];
-      let seed = 1;
-      for (const [K, accepted] of schedule) {
-        const block = ids(K, seed++);
-        const verify = (await model.step(block)).logits!;
-        model.commit(accepted);
-        for (let j = 0; j < accepted; j++) {
-          const row = (await chainModel.decode(block[j])).logits!;
-          expect(bytesEqual(rowBytes(row, 0, V), rowBytes(verify, j, V)), `${precision} block K=${K} row ${j}`).toBe(
-            true,
-          );
-        }
-      }
+      await runRollbackSchedule(model, chainModel, schedule, ids, V, precision);
       expect(model.cache.state).toEqual(chainModel.cache.state);
       expect(model.cache.state.nextPos).toBeGreaterThan(3 * model.cache.window);
       expect(model.cache.layers.length).toBe(6); // layers 0..5 own caches; 6..9 read layers 5 and 4
-      for (let i = 0; i < model.cache.layers.length; i++) {
-        const a = model.cache.layers[i];
-        const b = chainModel.cache.layers[i];
-        const bytes = (a.type === 'sliding' ? a.slots : model.cache.state.nextPos) * a.rowFloats * 4;
-        for (const [x, y] of [
-          [a.k, b.k],
-          [a.v, b.v],
-        ] as const) {
-          expect(
-            bytesEqual(await readBytes(ctx.device, x, bytes), await readBytes(ctx.device, y, bytes)),
-            `${precision} layer ${i} ${a.type}`,
-          ).toBe(true);
-        }
-      }
+      await expectCacheLayersEqual(ctx, model, chainModel, precision);
       // Both continue identically: the next verify block equals the chain model's steps.
       const block = ids(4, 99);
       const verify = (await model.step(block)).logits!;

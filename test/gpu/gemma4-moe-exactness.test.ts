@@ -9,7 +9,6 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TargetDescription } from '../../src/format/model-description.ts';
-import { readBytes } from '../../src/gpu/buffers.ts';
 import type { GpuContext } from '../../src/gpu/device.ts';
 import { MoETargetModel, type MoeTargetOptions } from '../../src/model/family/moe-target.ts';
 import { uploadWeights, type GpuWeights } from '../../src/model/gpu-weights.ts';
@@ -17,7 +16,8 @@ import type { Precision } from '../../src/model/target.ts';
 import { openCheckpointDir } from '../../src/node/file-source.ts';
 import { GEMMA4_MOE_TINY } from '../support/fixtures.ts';
 import { testGpu } from './gpu-context.ts';
-import { bytesEqual, rowBytes, tokens } from './tiny-model.ts';
+import { expectBlocksEqualChain, expectCacheLayersEqual, runRollbackSchedule } from './helpers/exactness.ts';
+import { tokens } from './tiny-model.ts';
 
 const V = 512;
 const ids = (n: number, seed: number) => tokens(n, seed, V);
@@ -29,12 +29,6 @@ function moeModel(
   router: MoeTargetOptions['router'] = 'mlx',
 ) {
   return new MoETargetModel(ctx, w, { maxContext: 160, maxBlock: 8, prefillChunk: 64, precision, router });
-}
-
-async function chainRows(model: MoETargetModel, block: number[]): Promise<Float32Array[]> {
-  const rows: Float32Array[] = [];
-  for (const t of block) rows.push((await model.decode(t)).logits!);
-  return rows;
 }
 
 describe('MoE exact policy: block rows == chain rows, byte for byte (gemma4-moe-tiny)', () => {
@@ -58,24 +52,15 @@ describe('MoE exact policy: block rows == chain rows, byte for byte (gemma4-moe-
         for (const P of [5, 16, 40]) {
           model.reset();
           await model.prefill(ids(P, P), { logits: 'none' });
-          const snap = model.snapshot();
-          for (const K of [2, 3, 4, 8]) {
-            const block = ids(K, 1000 + K);
-            model.restore(snap);
-            const chain = await chainRows(model, block);
-            model.restore(snap);
-            const r = await model.step(block, { captures: new Set(['router_ids.0']) });
-            model.commit(K);
-            // rows of the block that share an expert in layer 0 (the case grouping kernels would merge)
-            const c = r.captures.get('router_ids.0')!;
-            const used = new Uint32Array(c.buffer, c.byteOffset, c.length);
-            shared += used.length - new Set(used).size;
-            for (let j = 0; j < K; j++) {
-              const same = bytesEqual(rowBytes(chain[j], 0, V), rowBytes(r.logits!, j, V));
-              expect(same, `${precision} ${router} P=${P} K=${K}: row ${j} differs`).toBe(true);
-            }
-          }
-          snap.destroy();
+          await expectBlocksEqualChain(model, ids, V, `${precision} ${router} P=${P}`, {
+            stepOptions: { captures: new Set(['router_ids.0']) },
+            onVerify: (r) => {
+              // rows of the block that share an expert in layer 0 (the case grouping kernels would merge)
+              const c = r.captures.get('router_ids.0')!;
+              const used = new Uint32Array(c.buffer, c.byteOffset, c.length);
+              shared += used.length - new Set(used).size;
+            },
+          });
         }
         expect(shared).toBeGreaterThan(0);
         model.destroy();
@@ -104,34 +89,10 @@ describe('MoE exact policy: block rows == chain rows, byte for byte (gemma4-moe-
         [4, 3],
         [8, 6],
       ];
-      let seed = 1;
-      for (const [K, accepted] of schedule) {
-        const block = ids(K, seed++);
-        const verify = (await model.step(block)).logits!;
-        model.commit(accepted);
-        for (let j = 0; j < accepted; j++) {
-          const row = (await chainModel.decode(block[j])).logits!;
-          expect(bytesEqual(rowBytes(row, 0, V), rowBytes(verify, j, V)), `${precision} block K=${K} row ${j}`).toBe(
-            true,
-          );
-        }
-      }
+      await runRollbackSchedule(model, chainModel, schedule, ids, V, precision);
       expect(model.cache.state).toEqual(chainModel.cache.state);
       expect(model.cache.state.nextPos).toBeGreaterThan(2 * model.cache.window);
-      for (let i = 0; i < model.cache.layers.length; i++) {
-        const a = model.cache.layers[i];
-        const b = chainModel.cache.layers[i];
-        const bytes = (a.type === 'sliding' ? a.slots : model.cache.state.nextPos) * a.rowFloats * 4;
-        for (const [x, y] of [
-          [a.k, b.k],
-          [a.v, b.v],
-        ] as const) {
-          expect(
-            bytesEqual(await readBytes(ctx.device, x, bytes), await readBytes(ctx.device, y, bytes)),
-            `${precision} layer ${i} ${a.type}`,
-          ).toBe(true);
-        }
-      }
+      await expectCacheLayersEqual(ctx, model, chainModel, precision);
       model.destroy();
       chainModel.destroy();
     }
