@@ -10,22 +10,15 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AssistantDescription, TargetDescription } from '../../src/format/model-description.ts';
 import type { GpuContext } from '../../src/gpu/device.ts';
-import { readBytes } from '../../src/gpu/buffers.ts';
 import { AssistantModel } from '../../src/model/assistant.ts';
 import { MoETargetModel, type MoeTargetOptions } from '../../src/model/family/moe-target.ts';
-import {
-  assistantSource,
-  generateClassic,
-  generateMtp,
-  oracleSource,
-  roundEmitted,
-  type GenerateResult,
-} from '../../src/model/generate.ts';
+import { assistantSource, generateClassic, generateMtp } from '../../src/model/generate.ts';
 import { uploadWeights, type GpuWeights } from '../../src/model/gpu-weights.ts';
 import type { Precision } from '../../src/model/target.ts';
 import { openCheckpointDir } from '../../src/node/file-source.ts';
 import { GEMMA4_MOE_TINY, loadGolden, maxAbsDiff, type Golden } from '../support/fixtures.ts';
 import { testGpu } from './gpu-context.ts';
+import { chainedAndLoop, expectCachesByteEqual, expectGoldenMtp, expectLongMtpParity } from './helpers/mtp-parity.ts';
 
 const MAX_NEW = 310;
 
@@ -51,35 +44,8 @@ describe('MoE MTP == classic greedy (exact policy, gemma4-moe-tiny)', () => {
     ctx?.destroy();
   });
 
-  /** Each round's invariants (as mtp.test.ts): the rounds' emitted tokens, concatenated, are the output. */
-  const checkRounds = (mtp: GenerateResult, K: number, what: string) => {
-    const stream = [mtp.tokens[0]];
-    for (const [i, r] of mtp.rounds!.entries()) {
-      const at = `${what} round ${i}`;
-      expect(r.at, at).toBe(stream.length);
-      expect(r.drafts.length, at).toBe(K - 1);
-      expect(r.drafts.slice(0, r.accepted), at).toEqual(r.verify.slice(0, r.accepted));
-      if (r.accepted < K - 1) expect(r.drafts[r.accepted], at).not.toBe(r.verify[r.accepted]);
-      stream.push(...roundEmitted(r));
-    }
-    expect(stream.slice(0, mtp.tokens.length), what).toEqual(mtp.tokens);
-  };
-
   it('chained greedy steps (decodeGreedy) == one decode() per token, and leave the same caches', async () => {
-    const prompt = golden.json.prompt;
-    const run = async (chained: boolean) => {
-      const target = newTarget('f32', 128);
-      const pre = await target.prefill(prompt, { logits: 'last' });
-      const out = [pre.argmax![0]];
-      if (chained) {
-        out.push(...(await target.decodeGreedy(out[0], 25)));
-        out.push(...(await target.decodeGreedy(out[out.length - 1], 15)));
-      } else for (let i = 0; i < 40; i++) out.push((await target.decode(out[out.length - 1])).argmax![0]);
-      const next = await target.decode(out[out.length - 1]); // reads the caches both runs left behind
-      target.destroy();
-      return { out, logits: Buffer.from(next.logits!.buffer, next.logits!.byteOffset, next.logits!.byteLength) };
-    };
-    const [loop, chained] = [await run(false), await run(true)];
+    const { loop, chained } = await chainedAndLoop(() => newTarget('f32', 128), golden.json.prompt);
     expect(chained.out).toEqual(loop.out);
     expect(chained.logits.equals(loop.logits)).toBe(true);
     const target = newTarget('f32', 64);
@@ -94,17 +60,8 @@ describe('MoE MTP == classic greedy (exact policy, gemma4-moe-tiny)', () => {
     const classic = await generateClassic(target, golden.json.prompt, { maxNew: 16 });
     expect(classic.tokens).toEqual(golden.json.greedy);
     const want = golden.json.draft.tokens;
-    for (const K of [2, 3, 4]) {
-      const asst = new AssistantModel(ctx, aw, target, 'hf');
-      const mtp = await generateMtp(target, assistantSource(asst), golden.json.prompt, K, { maxNew: 16 });
-      asst.destroy();
-      expect(mtp.tokens, `K=${K}`).toEqual(golden.json.greedy);
-      expect(mtp.sha256, `K=${K}`).toBe(classic.sha256);
-      // the goldens hold 3 draft steps after the prompt: the first round's drafts start with them
-      const n = Math.min(K - 1, want.length);
-      expect(mtp.rounds![0].drafts.slice(0, n), `K=${K}`).toEqual(want.slice(0, n));
-      checkRounds(mtp, K, `K=${K}`);
-    }
+    // the goldens hold 3 draft steps after the prompt: the first round's drafts start with them
+    await expectGoldenMtp(ctx, aw, target, golden, [2, 3, 4], classic.sha256);
     // the draft logits of those 3 steps against the float64 goldens (the target's seed hidden is f32 here)
     target.reset();
     const pre = await target.prefill(golden.json.prompt, { logits: 'last', finalHidden: true });
@@ -129,52 +86,7 @@ describe('MoE MTP == classic greedy (exact policy, gemma4-moe-tiny)', () => {
       timeout: 900_000,
     }, async () => {
       const target = newTarget(precision);
-      const prompt = golden.json.prompt;
-      const classic = await generateClassic(target, prompt, { maxNew: MAX_NEW });
-      expect(classic.tokens.length).toBe(MAX_NEW);
-      const lines: string[] = [];
-      for (const K of precision === 'f32' ? [4, 8] : [4]) {
-        const asst = new AssistantModel(ctx, aw, target, 'hf', precision);
-        const mtp = await generateMtp(target, assistantSource(asst), prompt, K, { maxNew: MAX_NEW });
-        asst.destroy();
-        const c = mtp.counters!;
-        lines.push(
-          `assistant K=${K} ${c.rounds} rounds, acceptance ${(100 * c.acceptanceRate).toFixed(1)}%, histogram ${c.acceptedHistogram.join('/')}`,
-        );
-        expect(mtp.sha256, `assistant K=${K}`).toBe(classic.sha256);
-        expect(mtp.tokens, `assistant K=${K}`).toEqual(classic.tokens);
-        checkRounds(mtp, K, `assistant K=${K}`);
-        // rejected drafts, rolled back past the window: the case MTP == classic is about. (The fixture's random
-        // weights make the assistant's drafts almost never right; the oracle below accepts every length.)
-        expect(
-          c.acceptedHistogram.slice(0, K - 1).reduce((a, b) => a + b, 0),
-          `K=${K} rounds with a rejection`,
-        ).toBeGreaterThan(0);
-        expect(
-          mtp.rounds!.some((r) => r.pos > 16 * 10 && r.accepted < K - 1),
-          `K=${K} late rejection`,
-        ).toBe(true);
-      }
-      const K = 4;
-      // Oracle drafts: wrong at stream indices whose gaps cycle through 0 .. K, so rounds accept every length.
-      const wrong = new Set<number>();
-      for (let m = 0, g = 0; m < 400; g = (g + 1) % (K + 1)) wrong.add((m += g + 1));
-      const oracle = await generateMtp(
-        target,
-        oracleSource(classic.tokens, target.desc.vocab, (i) => wrong.has(i)),
-        prompt,
-        K,
-        { maxNew: MAX_NEW },
-      );
-      expect(oracle.sha256, 'oracle').toBe(classic.sha256);
-      checkRounds(oracle, K, 'oracle');
-      expect(
-        oracle.counters!.acceptedHistogram.every((n) => n > 0),
-        'oracle acceptance lengths',
-      ).toBe(true);
-      console.log(
-        `gemma4-moe-tiny ${precision} MTP == classic over ${MAX_NEW} tokens (sha256 ${classic.sha256.slice(0, 16)}…): ${lines.join('; ')}; oracle histogram ${oracle.counters!.acceptedHistogram.join('/')}`,
-      );
+      await expectLongMtpParity(ctx, aw, target, golden.json.prompt, precision, MAX_NEW, 'gemma4-moe-tiny');
       target.destroy();
     });
 
@@ -193,19 +105,7 @@ describe('MoE MTP == classic greedy (exact policy, gemma4-moe-tiny)', () => {
     for (let i = 0; a.cache.state.nextPos < b.cache.state.nextPos; i++) await a.decode(classic.tokens[i]);
     expect(a.cache.state).toEqual(b.cache.state);
     expect(a.cache.layers.length).toBe(6);
-    for (let i = 0; i < a.cache.layers.length; i++) {
-      const x = a.cache.layers[i];
-      const y = b.cache.layers[i];
-      const bytes = (x.type === 'sliding' ? x.slots : a.cache.state.nextPos) * x.rowFloats * 4;
-      for (const k of ['k', 'v', 'kEvicted', 'vEvicted'] as const) {
-        if (k.endsWith('Evicted') && x.type !== 'sliding') continue;
-        const n = k.endsWith('Evicted') ? x.rowFloats * 4 : bytes;
-        expect(
-          Buffer.compare(await readBytes(ctx.device, x[k], n), await readBytes(ctx.device, y[k], n)),
-          `${k} ${i}`,
-        ).toBe(0);
-      }
-    }
+    await expectCachesByteEqual(ctx, a, b);
     a.destroy();
     b.destroy();
   });
