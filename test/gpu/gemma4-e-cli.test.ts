@@ -3,33 +3,19 @@
  * through the probe's arms and localizes a divergence in its own stage order (no k / v stages on the KV-shared layers).
  * (MoE folders run in the MoE target: test/gpu/gemma4-moe-cli.test.ts.)
  */
-import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { validateReport } from '../../src/parity/report.ts';
 import { GEMMA4_E_TINY } from '../support/fixtures.ts';
+import { cli, expectProbePassesExact, familyFolders } from './helpers/family-cli.ts';
 
-const run = promisify(execFile);
-const cli = (...args: string[]) => run('npm', ['run', '-s', 'cli', '--', ...args], { timeout: 240_000 });
-const target = path.join(GEMMA4_E_TINY, 'target');
-const assistant = path.join(GEMMA4_E_TINY, 'assistant');
+const { target, assistant } = familyFolders(GEMMA4_E_TINY);
 
 describe('npm run cli probe on gemma4-e-tiny', () => {
   it('passes under exact (exit 0) past the window, with the assistant recorded', async () => {
-    const dir = mkdtempSync(path.join(tmpdir(), 'ringside-eprobe-'));
-    const file = path.join(dir, 'exact.json');
-    const ok = await cli('probe', '--target', target, '--draft', assistant, '--report', file);
-    expect(ok.stdout).toMatch(/probe passed: 4 draws/);
-    expect(ok.stdout).toMatch(/draw 3 \(prompt 48\): all 4 verify block positions equal/);
-    expect(ok.stdout).toMatch(/MTP would be enabled/);
-    const r = JSON.parse(readFileSync(file, 'utf8'));
-    expect(validateReport(r)).toEqual([]);
-    expect(r.verdict).toBe('equal');
-    expect(r.provenance.target).toMatchObject({ layers: 10, hidden: 128, window: 16, vocab: 512 });
-    expect(r.provenance.assistant.label).toBe('assistant');
+    await expectProbePassesExact(target, assistant, 'ringside-eprobe-', 10);
   });
 
   it('ring-chronological diverges (exit 3) and is localized to layer 0 attention; shared layers have no k / v stage', async () => {

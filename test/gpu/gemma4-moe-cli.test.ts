@@ -3,33 +3,19 @@
  * (src/model/family/moe-target.ts) through the probe's arms, passes under `exact` past the window, and under
  * `moe-grouped` fails (exit 3) with the divergence localized to an experts stage, the MoE stages in the report.
  */
-import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { validateReport } from '../../src/parity/report.ts';
 import { GEMMA4_MOE_TINY } from '../support/fixtures.ts';
+import { cli, expectProbePassesExact, familyFolders } from './helpers/family-cli.ts';
 
-const run = promisify(execFile);
-const cli = (...args: string[]) => run('npm', ['run', '-s', 'cli', '--', ...args], { timeout: 240_000 });
-const target = path.join(GEMMA4_MOE_TINY, 'target');
-const assistant = path.join(GEMMA4_MOE_TINY, 'assistant');
+const { target, assistant } = familyFolders(GEMMA4_MOE_TINY);
 
 describe('npm run cli probe on gemma4-moe-tiny', () => {
   it('passes under exact (exit 0) past the window, with the assistant recorded', async () => {
-    const dir = mkdtempSync(path.join(tmpdir(), 'ringside-moeprobe-'));
-    const file = path.join(dir, 'exact.json');
-    const ok = await cli('probe', '--target', target, '--draft', assistant, '--report', file);
-    expect(ok.stdout).toMatch(/probe passed: 4 draws/);
-    expect(ok.stdout).toMatch(/draw 3 \(prompt 48\): all 4 verify block positions equal/);
-    expect(ok.stdout).toMatch(/MTP would be enabled/);
-    const r = JSON.parse(readFileSync(file, 'utf8'));
-    expect(validateReport(r)).toEqual([]);
-    expect(r.verdict).toBe('equal');
-    expect(r.provenance.target).toMatchObject({ layers: 6, hidden: 128, window: 16, vocab: 512 });
-    expect(r.provenance.assistant.label).toBe('assistant');
+    await expectProbePassesExact(target, assistant, 'ringside-moeprobe-', 6);
   });
 
   it('moe-grouped diverges (exit 3) and the localization names the experts stage', async () => {
