@@ -1,6 +1,7 @@
 /** Page flows shared by the e2e tests (kept out of *.test.ts files so importing them registers no tests). */
 import type { Page } from 'playwright-core';
 import path from 'node:path';
+import { expect } from 'vitest';
 
 /** The project's tiny Gemma 4 fixture (../shared, next to the repository). */
 export const FIXTURE = path.resolve('../shared/fixtures/tiny-a');
@@ -20,3 +21,65 @@ export async function dropFolder(page: Page, role: 'target' | 'assistant', dir: 
   );
   return (await zone.getAttribute('data-state')) ?? '';
 }
+
+/** Generous: SwiftShader on a 2-core machine shared with other test suites. */
+export const RUN_MS = 480_000;
+export const TEST_MS = 600_000;
+
+export type JobKind = 'probe' | 'trace' | 'generate';
+
+/**
+ * Clicks Run for `kind` and waits (RUN_MS at most) until the run has settled: its elapsed line reads "Done in",
+ * "Failed after" or "Cancelled after" and Run is enabled again. Checks no error; see runJob for that.
+ */
+export async function runJobSettled(page: Page, kind: JobKind): Promise<void> {
+  const run = page.getByTestId(`run-${kind}`);
+  const elapsed = page.getByTestId(`${kind}-elapsed`);
+  // Blank the elapsed line first: it ends "Done in", "Failed after" or "Cancelled after" only once this run has
+  // settled (a refusal settles within milliseconds, too fast to see Run disabled by polling).
+  await elapsed.evaluate((e) => {
+    e.textContent = '';
+  });
+  await run.click();
+  await expect
+    .poll(() => elapsed.textContent(), { timeout: RUN_MS })
+    .toMatch(/^(Done in|Failed after|Cancelled after) /);
+  await expect.poll(() => run.isEnabled()).toBe(true);
+}
+
+/** The `kind` panel shows no error (the failure message is the error text). */
+export async function noJobError(page: Page, kind: JobKind): Promise<void> {
+  const err = page.getByTestId(`${kind}-error`);
+  expect(await err.count(), (await err.allTextContents()).join()).toBe(0);
+}
+
+/** runJobSettled, then noJobError: the run settled without an error. */
+export async function runJob(page: Page, kind: JobKind): Promise<void> {
+  await runJobSettled(page, kind);
+  await noJobError(page, kind);
+}
+
+/**
+ * Runs the probe under `policy` from the Probe tab; checks it ran without error and the provenance names the
+ * policy. Returns the verdict ('equal', 'diverges', ...).
+ */
+export async function runProbe(page: Page, policy: string): Promise<string> {
+  await page.getByTestId('tab-probe').click();
+  await page.getByTestId('policy').selectOption(policy);
+  await runJob(page, 'probe');
+  expect(await page.getByTestId('provenance').textContent()).toContain(`Policy${policy}`);
+  return (await page.getByTestId('verdict').getAttribute('data-verdict')) ?? '';
+}
+
+/** Opens the Generate tab and fills the form: `prompt`, `maxNew` new tokens, K = 4, policy exact. */
+export async function fillGeneration(page: Page, prompt: number[], maxNew: number): Promise<void> {
+  await page.getByTestId('tab-generate').click();
+  await page.getByTestId('generate-prompt').fill(prompt.join(', '));
+  await page.getByTestId('generate-max-new').fill(String(maxNew));
+  await page.getByTestId('generate-block').selectOption('4');
+  await page.getByTestId('generate-policy').selectOption('exact');
+}
+
+/** The token ids shown in the token strip `testid`. */
+export const tokensOf = async (page: Page, testid: string): Promise<number[]> =>
+  (await page.getByTestId(testid).locator('.tok').allTextContents()).map(Number);

@@ -10,37 +10,10 @@ import type { Page } from 'playwright-core';
 import path from 'node:path';
 import { readFileSync } from 'node:fs';
 import { newPage, pageErrors, screenshot, SCREENSHOTS, useServerAndBrowser } from './harness.ts';
-import { dropFolder } from './flows.ts';
+import { dropFolder, fillGeneration, runJob, runProbe, TEST_MS } from './flows.ts';
 
 const MOE = path.resolve('test/fixtures/gemma4-moe-tiny');
 const GOLDEN = JSON.parse(readFileSync(path.join(MOE, 'golden.json'), 'utf8')) as { prompt: number[] };
-
-/** Generous: SwiftShader on a 2-core machine shared with other test suites. */
-const RUN_MS = 480_000;
-const TEST_MS = 600_000;
-
-async function runJob(page: Page, kind: 'probe' | 'generate'): Promise<void> {
-  const run = page.getByTestId(`run-${kind}`);
-  const elapsed = page.getByTestId(`${kind}-elapsed`);
-  await elapsed.evaluate((e) => {
-    e.textContent = '';
-  });
-  await run.click();
-  await expect
-    .poll(() => elapsed.textContent(), { timeout: RUN_MS })
-    .toMatch(/^(Done in|Failed after|Cancelled after) /);
-  await expect.poll(() => run.isEnabled()).toBe(true);
-  const err = page.getByTestId(`${kind}-error`);
-  expect(await err.count(), (await err.allTextContents()).join()).toBe(0);
-}
-
-async function runProbe(page: Page, policy: string): Promise<string> {
-  await page.getByTestId('tab-probe').click();
-  await page.getByTestId('policy').selectOption(policy);
-  await runJob(page, 'probe');
-  expect(await page.getByTestId('provenance').textContent()).toContain(`Policy${policy}`);
-  return (await page.getByTestId('verdict').getAttribute('data-verdict')) ?? '';
-}
 
 describe('a Gemma 4 MoE checkpoint in the page (gemma4-moe-tiny)', () => {
   const env = useServerAndBrowser();
@@ -110,11 +83,7 @@ describe('a Gemma 4 MoE checkpoint in the page (gemma4-moe-tiny)', () => {
   it(
     'generation with the assistant: MTP identical to classic (exact, K = 4)',
     async () => {
-      await page.getByTestId('tab-generate').click();
-      await page.getByTestId('generate-prompt').fill(GOLDEN.prompt.join(', '));
-      await page.getByTestId('generate-max-new').fill('24');
-      await page.getByTestId('generate-block').selectOption('4');
-      await page.getByTestId('generate-policy').selectOption('exact');
+      await fillGeneration(page, GOLDEN.prompt, 24);
       await runJob(page, 'generate');
       expect(await page.getByTestId('generation-verdict').getAttribute('data-verdict')).toBe('identical');
       expect(await page.getByTestId('generation-summary').textContent()).toBe(

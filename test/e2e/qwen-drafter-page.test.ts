@@ -13,7 +13,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { newPage, pageErrors, screenshot, useServerAndBrowser } from './harness.ts';
-import { dropFolder, TARGET_DIR as GEMMA_TARGET } from './flows.ts';
+import { dropFolder, runJob, TARGET_DIR as GEMMA_TARGET, TEST_MS } from './flows.ts';
 import { splitQwenDrafter, writeFolder } from '../support/qwen-drafter-folder.ts';
 import { QWEN_SYNTH, qwenSynthConfig, qwenSynthTensors, safetensorsBytes } from '../support/qwen-synth.ts';
 import { nodeFolderSources } from '../../src/node/file-source.ts';
@@ -25,30 +25,11 @@ const GOLDEN = JSON.parse(readFileSync(path.resolve('test/fixtures/qwen-tiny/gol
   mtp: { tokens: number[] };
 };
 
-/** Generous: SwiftShader on a 2-core machine shared with other test suites. */
-const RUN_MS = 480_000;
-const TEST_MS = 600_000;
-
 /** The message attachQwen35Drafter gives for a head of hidden size 32 (qwen-synth's) against qwen-tiny's 128. */
 const MISFIT = (target: string) =>
   new RegExp(
     `^other-MTP: the split MTP drafter does not fit target ${target}: model\\.safetensors: tensor "pre_fc_norm_embedding\\.weight" has shape \\[32\\], expected \\[128\\] \\(MTP embedding norm weight\\); and config\\.json: text_config\\.hidden_size is 32, expected 128`,
   );
-
-async function runJob(page: Page, kind: 'probe' | 'generate'): Promise<void> {
-  const run = page.getByTestId(`run-${kind}`);
-  const elapsed = page.getByTestId(`${kind}-elapsed`);
-  await elapsed.evaluate((e) => {
-    e.textContent = '';
-  });
-  await run.click();
-  await expect
-    .poll(() => elapsed.textContent(), { timeout: RUN_MS })
-    .toMatch(/^(Done in|Failed after|Cancelled after) /);
-  await expect.poll(() => run.isEnabled()).toBe(true);
-  const err = page.getByTestId(`${kind}-error`);
-  expect(await err.count(), (await err.allTextContents()).join()).toBe(0);
-}
 
 /** Generation of the goldens' prompt, 16 new tokens, K = 4, exact, drafted by the MTP head. */
 async function generateWithHead(page: Page): Promise<void> {

@@ -11,7 +11,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { newPage, pageErrors, screenshot, SCREENSHOTS, useServerAndBrowser } from './harness.ts';
-import { dropFolder } from './flows.ts';
+import { dropFolder, fillGeneration, noJobError, runJobSettled, runProbe, TEST_MS, tokensOf } from './flows.ts';
 import { writeSafetensors } from '../../src/format/safetensors-writer.ts';
 import type { Dtype } from '../../src/format/dtype.ts';
 
@@ -21,10 +21,6 @@ const GOLDEN = JSON.parse(readFileSync(path.resolve('test/fixtures/qwen-tiny/gol
   greedy: number[];
   mtp: { tokens: number[] };
 };
-
-/** Generous: SwiftShader on a 2-core machine shared with other test suites. */
-const RUN_MS = 480_000;
-const TEST_MS = 600_000;
 
 /** The fixture's folder with config.json edited by `edit` (text fields live in text_config). */
 function withConfig(dir: string, edit: (text: Record<string, unknown>) => void): string {
@@ -59,48 +55,12 @@ function withoutMtp(dir: string): string {
   return dir;
 }
 
-async function runJob(page: Page, kind: 'probe' | 'trace' | 'generate'): Promise<void> {
-  const run = page.getByTestId(`run-${kind}`);
-  const elapsed = page.getByTestId(`${kind}-elapsed`);
-  // Blank the elapsed line first: it ends "Done in", "Failed after" or "Cancelled after" only once this run has
-  // settled (a refusal settles within milliseconds, too fast to see Run disabled by polling).
-  await elapsed.evaluate((e) => {
-    e.textContent = '';
-  });
-  await run.click();
-  await expect
-    .poll(() => elapsed.textContent(), { timeout: RUN_MS })
-    .toMatch(/^(Done in|Failed after|Cancelled after) /);
-  await expect.poll(() => run.isEnabled()).toBe(true);
-}
-
-async function noJobError(page: Page, kind: 'probe' | 'trace' | 'generate'): Promise<void> {
-  const err = page.getByTestId(`${kind}-error`);
-  expect(await err.count(), (await err.allTextContents()).join()).toBe(0);
-}
-
-async function runProbe(page: Page, policy: string): Promise<string> {
-  await page.getByTestId('tab-probe').click();
-  await page.getByTestId('policy').selectOption(policy);
-  await runJob(page, 'probe');
-  await noJobError(page, 'probe');
-  expect(await page.getByTestId('provenance').textContent()).toContain(`Policy${policy}`);
-  return (await page.getByTestId('verdict').getAttribute('data-verdict')) ?? '';
-}
-
 /** Generation of the goldens' prompt, 16 new tokens, K = 4, exact, with `drafts` ('mtp' or 'oracle'). */
 async function runGeneration(page: Page, drafts: 'mtp' | 'oracle'): Promise<void> {
-  await page.getByTestId('tab-generate').click();
-  await page.getByTestId('generate-prompt').fill(GOLDEN.prompt.join(', '));
-  await page.getByTestId('generate-max-new').fill(String(GOLDEN.greedy.length));
-  await page.getByTestId('generate-block').selectOption('4');
-  await page.getByTestId('generate-policy').selectOption('exact');
+  await fillGeneration(page, GOLDEN.prompt, GOLDEN.greedy.length);
   await page.getByTestId('generate-drafts').selectOption(drafts);
-  await runJob(page, 'generate');
+  await runJobSettled(page, 'generate');
 }
-
-const tokensOf = async (page: Page, testid: string) =>
-  (await page.getByTestId(testid).locator('.tok').allTextContents()).map(Number);
 
 describe('a Qwen3.5 checkpoint in the page (qwen-tiny)', () => {
   const env = useServerAndBrowser();
@@ -280,7 +240,7 @@ describe('a Qwen3.5 checkpoint in the page (qwen-tiny)', () => {
         ['gdn-state-bf16', 'diverges'],
       ] as const) {
         await page.getByTestId('trace-policy').selectOption(policy);
-        await runJob(page, 'trace');
+        await runJobSettled(page, 'trace');
         await noJobError(page, 'trace');
         expect(await page.getByTestId('trace-verdict').getAttribute('data-verdict')).toBe(verdict);
         expect(await page.getByTestId('trace-provenance').textContent()).toContain(`Policy${policy}`);
