@@ -1,7 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testGpu } from './gpu-context.ts';
 import { tinyModel, tinyWeights, tokens } from './tiny-model.ts';
-import { expectBlocksEqualChain, expectCacheLayersEqual, runRollbackSchedule } from './helpers/exactness.ts';
+import {
+  expectBlocksEqualChain,
+  expectCacheLayersEqual,
+  prefilledPair,
+  runRollbackSchedule,
+  WRAP_SCHEDULE,
+} from './helpers/exactness.ts';
 import type { GpuContext } from '../../src/gpu/device.ts';
 import type { GpuWeights } from '../../src/model/gpu-weights.ts';
 import type { TargetDescription } from '../../src/format/model-description.ts';
@@ -35,31 +41,10 @@ describe('exact policy: block rows == chain rows, byte for byte', () => {
 
   it('after partial acceptance + rollback the caches equal a chain-only run (contents and slot order)', async () => {
     for (const precision of ['f32', 'bf16'] as const) {
-      const model = tinyModel(ctx, weights, precision);
-      const chainModel = tinyModel(ctx, weights, precision);
-      const prompt = tokens(13, 7);
-      await model.prefill(prompt, { logits: 'none' });
-      await chainModel.prefill(prompt, { logits: 'none' });
-      // Blocks of width K, accepting 0..K rows, until the ring has wrapped several times.
-      const schedule = [
-        [4, 0],
-        [4, 1],
-        [4, 4],
-        [8, 3],
-        [2, 2],
-        [3, 1],
-        [8, 8],
-        [4, 2],
-        [8, 5],
-        [2, 0],
-        [3, 3],
-        [8, 7],
-        [4, 3],
-        [8, 8],
-        [8, 6],
-      ];
+      // Blocks of width K accepting 0..K rows, until the ring has wrapped several times.
+      const [model, chainModel] = await prefilledPair(() => tinyModel(ctx, weights, precision), tokens(13, 7));
       // The chain model decodes only what was accepted; its rows must equal the verify rows.
-      await runRollbackSchedule(model, chainModel, schedule, tokens, V, precision);
+      await runRollbackSchedule(model, chainModel, WRAP_SCHEDULE, tokens, V, precision);
       expect(model.cache.state).toEqual(chainModel.cache.state);
       expect(model.cache.state.nextPos).toBeGreaterThan(3 * model.cache.window);
       // Sliding rings are compared whole; full caches up to nextPos (rows past it are dead).

@@ -15,7 +15,14 @@ import type { Precision } from '../../src/model/target.ts';
 import { openCheckpointDir } from '../../src/node/file-source.ts';
 import { GEMMA4_E_TINY } from '../support/fixtures.ts';
 import { testGpu } from './gpu-context.ts';
-import { chainRows, expectBlocksEqualChain, expectCacheLayersEqual, runRollbackSchedule } from './helpers/exactness.ts';
+import {
+  chainRows,
+  expectBlocksEqualChain,
+  expectCacheLayersEqual,
+  prefilledPair,
+  runRollbackSchedule,
+  WRAP_SCHEDULE,
+} from './helpers/exactness.ts';
 import { bytesEqual, rowBytes, tokens } from './tiny-model.ts';
 
 const V = 512;
@@ -51,30 +58,9 @@ describe('E-series exact policy: block rows == chain rows, byte for byte (gemma4
 
   it('after partial acceptance + rollback: verify rows equal the chain and every owner cache equals a chain-only run', async () => {
     for (const precision of ['f32', 'bf16'] as const) {
-      const model = eModel(ctx, weights, precision);
-      const chainModel = eModel(ctx, weights, precision);
-      const prompt = ids(13, 7);
-      await model.prefill(prompt, { logits: 'none' });
-      await chainModel.prefill(prompt, { logits: 'none' });
       // Blocks of width K accepting 0..K rows, until the ring has wrapped several times.
-      const schedule = [
-        [4, 0],
-        [4, 1],
-        [4, 4],
-        [8, 3],
-        [2, 2],
-        [3, 1],
-        [8, 8],
-        [4, 2],
-        [8, 5],
-        [2, 0],
-        [3, 3],
-        [8, 7],
-        [4, 3],
-        [8, 8],
-        [8, 6],
-      ];
-      await runRollbackSchedule(model, chainModel, schedule, ids, V, precision);
+      const [model, chainModel] = await prefilledPair(() => eModel(ctx, weights, precision), ids(13, 7));
+      await runRollbackSchedule(model, chainModel, WRAP_SCHEDULE, ids, V, precision);
       expect(model.cache.state).toEqual(chainModel.cache.state);
       expect(model.cache.state.nextPos).toBeGreaterThan(3 * model.cache.window);
       expect(model.cache.layers.length).toBe(6); // layers 0..5 own caches; 6..9 read layers 5 and 4

@@ -16,7 +16,12 @@ import type { Precision } from '../../src/model/target.ts';
 import { openCheckpointDir } from '../../src/node/file-source.ts';
 import { GEMMA4_MOE_TINY } from '../support/fixtures.ts';
 import { testGpu } from './gpu-context.ts';
-import { expectBlocksEqualChain, expectCacheLayersEqual, runRollbackSchedule } from './helpers/exactness.ts';
+import {
+  expectBlocksEqualChain,
+  expectCacheLayersEqual,
+  prefilledPair,
+  runRollbackSchedule,
+} from './helpers/exactness.ts';
 import { tokens } from './tiny-model.ts';
 
 const V = 512;
@@ -70,11 +75,7 @@ describe('MoE exact policy: block rows == chain rows, byte for byte (gemma4-moe-
 
   it('after partial acceptance + rollback: verify rows equal the chain and every cache equals a chain-only run', async () => {
     for (const precision of ['f32', 'bf16'] as const) {
-      const model = moeModel(ctx, weights, precision);
-      const chainModel = moeModel(ctx, weights, precision);
-      const prompt = ids(13, 7);
-      await model.prefill(prompt, { logits: 'none' });
-      await chainModel.prefill(prompt, { logits: 'none' });
+      const [model, chainModel] = await prefilledPair(() => moeModel(ctx, weights, precision), ids(13, 7));
       const schedule = [
         [4, 0],
         [4, 1],

@@ -59,7 +59,7 @@ export async function expectBlocksEqualChain(
 export async function runRollbackSchedule(
   model: ExactTarget,
   chainModel: ExactTarget,
-  schedule: number[][],
+  schedule: readonly (readonly number[])[],
   ids: (n: number, seed: number) => number[],
   V: number,
   precision: string,
@@ -100,4 +100,38 @@ export async function expectCacheLayersEqual(
       ).toBe(true);
     }
   }
+}
+
+/**
+ * Verify blocks [K, accepted] of width K accepting 0..K rows, until a 16-slot ring has wrapped several times (the
+ * schedule of the dense engine's and the E-series' rollback tests).
+ */
+export const WRAP_SCHEDULE: readonly (readonly [number, number])[] = [
+  [4, 0],
+  [4, 1],
+  [4, 4],
+  [8, 3],
+  [2, 2],
+  [3, 1],
+  [8, 8],
+  [4, 2],
+  [8, 5],
+  [2, 0],
+  [3, 3],
+  [8, 7],
+  [4, 3],
+  [8, 8],
+  [8, 6],
+];
+
+/** Two fresh models from `make`, both prefilled with `prompt` (no logits): the verifying one and the chain-only one. */
+export async function prefilledPair<T extends ExactTarget & Pick<TargetCore, 'prefill'>>(
+  make: () => T,
+  prompt: number[],
+): Promise<[T, T]> {
+  const model = make();
+  const chainModel = make();
+  await model.prefill(prompt, { logits: 'none' });
+  await chainModel.prefill(prompt, { logits: 'none' });
+  return [model, chainModel];
 }
