@@ -10,15 +10,20 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AssistantDescription, TargetDescription } from '../../src/format/model-description.ts';
 import type { GpuContext } from '../../src/gpu/device.ts';
-import { AssistantModel } from '../../src/model/assistant.ts';
 import { ETargetModel } from '../../src/model/family/e-target.ts';
-import { assistantSource, generateClassic, generateMtp } from '../../src/model/generate.ts';
+import { generateClassic } from '../../src/model/generate.ts';
 import { uploadWeights, type GpuWeights } from '../../src/model/gpu-weights.ts';
 import type { Precision } from '../../src/model/target.ts';
 import { openCheckpointDir } from '../../src/node/file-source.ts';
 import { GEMMA4_E_TINY, loadGolden, type Golden } from '../support/fixtures.ts';
 import { testGpu } from './gpu-context.ts';
-import { chainedAndLoop, expectCachesByteEqual, expectGoldenMtp, expectLongMtpParity } from './helpers/mtp-parity.ts';
+import {
+  chainedAndLoop,
+  expectCachesByteEqual,
+  expectGoldenMtp,
+  expectLongMtpParity,
+  mtpThenReplayClassic,
+} from './helpers/mtp-parity.ts';
 
 const MAX_NEW = 310;
 
@@ -70,17 +75,9 @@ describe('E-series MTP == classic greedy (exact policy, gemma4-e-tiny)', () => {
     });
 
   it('after an MTP run with rejections the owner caches are byte-identical to classic decode over the same tokens', async () => {
-    const prompt = golden.json.prompt;
     const a = newTarget('f32', 160);
     const b = newTarget('f32', 160);
-    const classic = await generateClassic(a, prompt, { maxNew: 100 });
-    const asst = new AssistantModel(ctx, aw, b, 'hf');
-    const mtp = await generateMtp(b, assistantSource(asst), prompt, 4, { maxNew: 80 });
-    asst.destroy();
-    expect(mtp.tokens).toEqual(classic.tokens.slice(0, 80));
-    a.reset();
-    await a.prefill(prompt, { logits: 'none' });
-    for (let i = 0; a.cache.state.nextPos < b.cache.state.nextPos; i++) await a.decode(classic.tokens[i]);
+    await mtpThenReplayClassic(ctx, aw, a, b, golden.json.prompt);
     expect(a.cache.state).toEqual(b.cache.state);
     expect(a.cache.layers.length).toBe(6); // the owners 0 .. 5; layers 6 .. 9 read 5 and 4
     await expectCachesByteEqual(ctx, a, b);

@@ -12,13 +12,19 @@ import type { AssistantDescription, TargetDescription } from '../../src/format/m
 import type { GpuContext } from '../../src/gpu/device.ts';
 import { AssistantModel } from '../../src/model/assistant.ts';
 import { MoETargetModel, type MoeTargetOptions } from '../../src/model/family/moe-target.ts';
-import { assistantSource, generateClassic, generateMtp } from '../../src/model/generate.ts';
+import { generateClassic } from '../../src/model/generate.ts';
 import { uploadWeights, type GpuWeights } from '../../src/model/gpu-weights.ts';
 import type { Precision } from '../../src/model/target.ts';
 import { openCheckpointDir } from '../../src/node/file-source.ts';
 import { GEMMA4_MOE_TINY, loadGolden, maxAbsDiff, type Golden } from '../support/fixtures.ts';
 import { testGpu } from './gpu-context.ts';
-import { chainedAndLoop, expectCachesByteEqual, expectGoldenMtp, expectLongMtpParity } from './helpers/mtp-parity.ts';
+import {
+  chainedAndLoop,
+  expectCachesByteEqual,
+  expectGoldenMtp,
+  expectLongMtpParity,
+  mtpThenReplayClassic,
+} from './helpers/mtp-parity.ts';
 
 const MAX_NEW = 310;
 
@@ -91,18 +97,11 @@ describe('MoE MTP == classic greedy (exact policy, gemma4-moe-tiny)', () => {
     });
 
   it('after an MTP run with rejections every cache is byte-identical to classic decode over the same tokens', async () => {
-    const prompt = golden.json.prompt;
     const a = newTarget('f32', 160);
     const b = newTarget('f32', 160);
-    const classic = await generateClassic(a, prompt, { maxNew: 100 });
-    const asst = new AssistantModel(ctx, aw, b, 'hf');
-    const mtp = await generateMtp(b, assistantSource(asst), prompt, 4, { maxNew: 80 });
-    asst.destroy();
-    expect(mtp.tokens).toEqual(classic.tokens.slice(0, 80));
-    expect(mtp.counters!.acceptedHistogram.slice(0, 3).some((n) => n > 0)).toBe(true);
-    a.reset();
-    await a.prefill(prompt, { logits: 'none' });
-    for (let i = 0; a.cache.state.nextPos < b.cache.state.nextPos; i++) await a.decode(classic.tokens[i]);
+    await mtpThenReplayClassic(ctx, aw, a, b, golden.json.prompt, (mtp) =>
+      expect(mtp.counters!.acceptedHistogram.slice(0, 3).some((n) => n > 0)).toBe(true),
+    );
     expect(a.cache.state).toEqual(b.cache.state);
     expect(a.cache.layers.length).toBe(6);
     await expectCachesByteEqual(ctx, a, b);

@@ -174,3 +174,28 @@ export async function expectCachesByteEqual(ctx: GpuContext, a: MtpTarget, b: Mt
     }
   }
 }
+
+/**
+ * Classic greedy for 100 tokens on `a` and MTP with the assistant (K = 4) for 80 tokens on `b`, which must give
+ * classic's first 80 tokens; then `a` is reset and replays classic's tokens after `prompt` until it stands where `b`
+ * stands, so that the test can compare the two targets' caches. Returns the MTP result.
+ */
+export async function mtpThenReplayClassic(
+  ctx: GpuContext,
+  aw: GpuWeights<AssistantDescription>,
+  a: MtpTarget,
+  b: MtpTarget,
+  prompt: number[],
+  beforeReplay: (mtp: GenerateResult) => void = () => {},
+): Promise<GenerateResult> {
+  const classic = await generateClassic(a, prompt, { maxNew: 100 });
+  const asst = new AssistantModel(ctx, aw, b, 'hf');
+  const mtp = await generateMtp(b, assistantSource(asst), prompt, 4, { maxNew: 80 });
+  asst.destroy();
+  expect(mtp.tokens).toEqual(classic.tokens.slice(0, 80));
+  beforeReplay(mtp);
+  a.reset();
+  await a.prefill(prompt, { logits: 'none' });
+  for (let i = 0; a.cache.state.nextPos < b.cache.state.nextPos; i++) await a.decode(classic.tokens[i]);
+  return mtp;
+}
