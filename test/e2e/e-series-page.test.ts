@@ -10,7 +10,15 @@ import type { Page } from 'playwright-core';
 import path from 'node:path';
 import { readFileSync } from 'node:fs';
 import { newPage, pageErrors, screenshot, SCREENSHOTS, useServerAndBrowser } from './harness.ts';
-import { dropFolder, fillGeneration, runJob, runProbe, TEST_MS, tokensOf } from './flows.ts';
+import {
+  dropFolder,
+  expectGenerationIdentical,
+  expectProbeExactPasses,
+  runJob,
+  runProbe,
+  TEST_MS,
+  tokensOf,
+} from './flows.ts';
 
 const E_TINY = path.resolve('test/fixtures/gemma4-e-tiny');
 const GOLDEN = JSON.parse(readFileSync(path.join(E_TINY, 'golden.json'), 'utf8')) as {
@@ -53,10 +61,7 @@ describe('a Gemma 4 E-series checkpoint in the page (gemma4-e-tiny)', () => {
   it(
     'probe, exact: every draw equal past the window',
     async () => {
-      expect(await runProbe(page, 'exact')).toBe('equal');
-      expect(await page.getByTestId('summary').textContent()).toMatch(/^block-versus-chain probe passed: 4 draws/);
-      expect(await page.getByTestId('consequence').textContent()).toBe('MTP would be enabled');
-      expect(await page.getByTestId('draws').locator('li.equal').count()).toBe(4);
+      await expectProbeExactPasses(page);
       expect(await page.getByTestId('provenance').textContent()).toMatch(/gemma4 · target · 10 layers/);
       await screenshot(page, '51-e-series-probe-exact');
       expect(pageErrors(page)).toEqual([]);
@@ -119,12 +124,7 @@ describe('a Gemma 4 E-series checkpoint in the page (gemma4-e-tiny)', () => {
   it(
     'generation drafted by the centroid-head assistant: the goldens, identical to classic (exact, K = 4)',
     async () => {
-      await fillGeneration(page, GOLDEN.prompt, 40);
-      await runJob(page, 'generate');
-      expect(await page.getByTestId('generation-verdict').getAttribute('data-verdict')).toBe('identical');
-      expect(await page.getByTestId('generation-summary').textContent()).toBe(
-        'MTP output is identical to classic greedy decode: 40 tokens, same SHA-256',
-      );
+      await expectGenerationIdentical(page, GOLDEN.prompt, 40);
       // transformers' float64 greedy decode, and the centroid head's draft tokens for round 0.
       expect((await tokensOf(page, 'classic-tokens')).slice(0, GOLDEN.greedy.length)).toEqual(GOLDEN.greedy);
       const round0 = page.getByTestId('mtp-rounds-table').locator('tbody tr').first();

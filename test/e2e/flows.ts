@@ -83,3 +83,27 @@ export async function fillGeneration(page: Page, prompt: number[], maxNew: numbe
 /** The token ids shown in the token strip `testid`. */
 export const tokensOf = async (page: Page, testid: string): Promise<number[]> =>
   (await page.getByTestId(testid).locator('.tok').allTextContents()).map(Number);
+
+/**
+ * The probe under exact passes on the loaded checkpoint: verdict equal, "probe passed: 4 draws", MTP would be
+ * enabled, 4 equal draws.
+ */
+export async function expectProbeExactPasses(page: Page): Promise<void> {
+  expect(await runProbe(page, 'exact')).toBe('equal');
+  expect(await page.getByTestId('summary').textContent()).toMatch(/^block-versus-chain probe passed: 4 draws/);
+  expect(await page.getByTestId('consequence').textContent()).toBe('MTP would be enabled');
+  expect(await page.getByTestId('draws').locator('li.equal').count()).toBe(4);
+}
+
+/**
+ * Generates `maxNew` tokens after `prompt` (K = 4, exact, the loaded drafter) without error, and the page says MTP
+ * output is identical to classic greedy decode: `maxNew` tokens, same SHA-256.
+ */
+export async function expectGenerationIdentical(page: Page, prompt: number[], maxNew: number): Promise<void> {
+  await fillGeneration(page, prompt, maxNew);
+  await runJob(page, 'generate');
+  expect(await page.getByTestId('generation-verdict').getAttribute('data-verdict')).toBe('identical');
+  expect(await page.getByTestId('generation-summary').textContent()).toBe(
+    `MTP output is identical to classic greedy decode: ${maxNew} tokens, same SHA-256`,
+  );
+}

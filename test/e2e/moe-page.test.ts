@@ -10,7 +10,7 @@ import type { Page } from 'playwright-core';
 import path from 'node:path';
 import { readFileSync } from 'node:fs';
 import { newPage, pageErrors, screenshot, SCREENSHOTS, useServerAndBrowser } from './harness.ts';
-import { dropFolder, fillGeneration, runJob, runProbe, TEST_MS } from './flows.ts';
+import { dropFolder, expectGenerationIdentical, expectProbeExactPasses, runProbe, TEST_MS } from './flows.ts';
 
 const MOE = path.resolve('test/fixtures/gemma4-moe-tiny');
 const GOLDEN = JSON.parse(readFileSync(path.join(MOE, 'golden.json'), 'utf8')) as { prompt: number[] };
@@ -41,10 +41,7 @@ describe('a Gemma 4 MoE checkpoint in the page (gemma4-moe-tiny)', () => {
   it(
     'probe, exact: every draw equal past the window',
     async () => {
-      expect(await runProbe(page, 'exact')).toBe('equal');
-      expect(await page.getByTestId('summary').textContent()).toMatch(/^block-versus-chain probe passed: 4 draws/);
-      expect(await page.getByTestId('consequence').textContent()).toBe('MTP would be enabled');
-      expect(await page.getByTestId('draws').locator('li.equal').count()).toBe(4);
+      await expectProbeExactPasses(page);
       await screenshot(page, '41-moe-probe-exact');
       expect(pageErrors(page)).toEqual([]);
     },
@@ -83,12 +80,7 @@ describe('a Gemma 4 MoE checkpoint in the page (gemma4-moe-tiny)', () => {
   it(
     'generation with the assistant: MTP identical to classic (exact, K = 4)',
     async () => {
-      await fillGeneration(page, GOLDEN.prompt, 24);
-      await runJob(page, 'generate');
-      expect(await page.getByTestId('generation-verdict').getAttribute('data-verdict')).toBe('identical');
-      expect(await page.getByTestId('generation-summary').textContent()).toBe(
-        'MTP output is identical to classic greedy decode: 24 tokens, same SHA-256',
-      );
+      await expectGenerationIdentical(page, GOLDEN.prompt, 24);
       expect(await page.getByTestId('generation-drafter').textContent()).toMatch(/^Drafts: the MTP assistant/);
       await screenshot(page, '44-moe-generation');
       expect(pageErrors(page)).toEqual([]);
