@@ -7,10 +7,14 @@
  *   git show REV:shaders/matmul_coop.wgsl > /tmp/coop-base.wgsl
  *   node --import tsx --import ./scripts/wgsl-hooks.mjs scripts/coop-microbench.ts \
  *     [--baseline /tmp/coop-base.wgsl] [--variants a.wgsl,b.wgsl] [--shapes gateup:15360:3840:4,...]
- *     [--rows 1,4,8] [--wg 128,256] [--threads 8,16,32] [--cold MB]
+ *     [--rows 1,4,8] [--wg 128,256] [--threads 8,16,32] [--features 1,2] [--cold MB]
+ *     [--rounds 3] [--seconds 0.2]
  *
  * --variants adds more kernel files (named by their file name) to the comparison; --threads tries other
- * invocation counts per feature than the engine's; --cold cycles through copies of the weights.
+ * invocation counts per feature than the engine's; --features other output features per invocation (R);
+ * --cold cycles through copies of the weights; --rounds times every configuration that many times,
+ * interleaved, and keeps the fastest; --seconds is the GPU time aimed at per timing. Every kernel's output is compared byte for byte with the
+ * first kernel's of the same M, T and R (variants meant as the same arithmetic must print "same bytes").
  *
  * Shapes are name:N:K:bits (group size 64); a name starting with "gateup" runs the fused gate_up entry
  * over two matrices, the others `main`. Weights, scales and x are random: the kernel's time does not
@@ -22,6 +26,7 @@ import { nodeGpuContext } from '../src/cli/node-gpu.ts';
 import { shaderSource } from '../src/gpu/shaders.ts';
 import { paramsBytes, paramsLayout } from '../src/gpu/params-layout.ts';
 import { GpuTimer } from '../src/bench/timer.ts';
+import type { Dispatch } from '../src/bench/timer.ts';
 import { copyBandwidth } from '../src/bench/probes.ts';
 import { coopFeatures, coopThreads } from '../src/model/ops.ts';
 
@@ -36,7 +41,10 @@ const { values } = parseArgs({
     wg: { type: 'string', default: '256' },
     variants: { type: 'string' },
     threads: { type: 'string' },
+    features: { type: 'string' },
     cold: { type: 'string', default: '0' },
+    rounds: { type: 'string', default: '3' },
+    seconds: { type: 'string', default: '0.2' },
   },
 });
 
@@ -50,7 +58,8 @@ function expandIncludes(text: string): string {
 
 const ctx = await nodeGpuContext();
 const device = ctx.device;
-const timer = new GpuTimer(device, { targetSeconds: 0.05, maxIters: 2000, timestamps: true });
+const rounds = Number(values.rounds);
+const timer = new GpuTimer(device, { targetSeconds: Number(values.seconds), maxIters: 5000, timestamps: true });
 const copy = await copyBandwidth(timer, 256);
 console.log(`adapter copy bandwidth ${copy.value.toFixed(0)} GB/s (${copy.detail}); timing by ${timer.method}`);
 
@@ -65,7 +74,19 @@ const threadCounts = values.threads?.split(',').map(Number) ?? [coopThreads()];
 // its weights from memory (an H200's 50 MB L2 holds one 30 MB MLP linear), as `npm run bench` does.
 const coldBytes = Number(values.cold) * 2 ** 20;
 const U = GPUBufferUsage;
-const storage = (size: number) => device.createBuffer({ size, usage: U.STORAGE | U.COPY_DST });
+const storage = (size: number) => device.createBuffer({ size, usage: U.STORAGE | U.COPY_DST | U.COPY_SRC });
+
+/** The first `bytes` of a buffer, read back. */
+async function readBytes(buffer: GPUBuffer, bytes: number): Promise<Uint8Array> {
+  const staging = device.createBuffer({ size: bytes, usage: U.MAP_READ | U.COPY_DST });
+  const enc = device.createCommandEncoder();
+  enc.copyBufferToBuffer(buffer, 0, staging, 0, bytes);
+  device.queue.submit([enc.finish()]);
+  await staging.mapAsync(GPUMapMode.READ);
+  const out = new Uint8Array(staging.getMappedRange().slice(0));
+  staging.destroy();
+  return out;
+}
 const GS = 64;
 const MAX_ROWS = 8;
 
@@ -102,34 +123,64 @@ for (const shape of values.shapes.split(',')) {
     const params = device.createBuffer({ size: 256, usage: U.UNIFORM | U.COPY_DST });
     const fields = { M, N, K, group_size: GS, n_offset: 0, x_stride: K, y_stride: N, round: 0 };
     device.queue.writeBuffer(params, 0, paramsBytes(paramsLayout('matmul_coop.wgsl'), fields));
+    // Every configuration is built first, then timed in `rounds` interleaved rounds (the fastest
+    // counts): on a shared GPU a few seconds' slow-down then hits every configuration, not one.
+    interface Config {
+      label: string;
+      WG: number;
+      T: number;
+      R: number;
+      dispatches: Dispatch[];
+      best: number;
+      runs: number[];
+    }
+    const configs: Config[] = [];
     for (const [label, code] of kernels)
       for (const WG of values.wg.split(',').map(Number))
-        for (const T of threadCounts) {
-          if (T > 16 && M > 1) continue;
-          const R = coopFeatures(N);
-          const pipeline = device.createComputePipeline({
-            layout: 'auto',
-            compute: {
-              module: device.createShaderModule({ code }),
-              entryPoint: fused ? 'gate_up' : 'main',
-              constants: { BITS: bits, WG, T, R, GS },
-            },
-          });
-          const per = fused ? 2 : 1;
-          const dispatches = Array.from({ length: copies }, (_, c) => {
-            const w = mats[c * per];
-            const up = mats[c * per + per - 1];
-            const bindings = [params, undefined, undefined, y, scales, scales, xs, x, w, up, scales, scales];
-            return { pipeline, bindings, workgroups: Math.ceil(N / (R * (WG / T))) };
-          });
-          const timing = await timer.measureDispatches(dispatches);
-          const seconds = timing.seconds / copies;
-          const gbs = weightBytes / seconds / 1e9;
-          console.log(
-            `${name.padEnd(8)} M ${M} ${label.padEnd(14)} WG ${WG} T ${String(T).padStart(2)}${copies > 1 ? ' cold' : ''}: ${(seconds * 1e6).toFixed(1).padStart(8)} us ` +
-              `${gbs.toPrecision(4).padStart(6)} GB/s ${(gbs / copy.value).toFixed(3)} x copy`,
-          );
-        }
+        for (const T of threadCounts)
+          for (const R of values.features?.split(',').map(Number) ?? [coopFeatures(N)]) {
+            if (T > 16 && M > 1) continue;
+            const pipeline = device.createComputePipeline({
+              layout: 'auto',
+              compute: {
+                module: device.createShaderModule({ code }),
+                entryPoint: fused ? 'gate_up' : 'main',
+                constants: { BITS: bits, WG, T, R, GS },
+              },
+            });
+            const per = fused ? 2 : 1;
+            const dispatches = Array.from({ length: copies }, (_, c) => {
+              const w = mats[c * per];
+              const up = mats[c * per + per - 1];
+              const bindings = [params, undefined, undefined, y, scales, scales, xs, x, w, up, scales, scales];
+              return { pipeline, bindings, workgroups: Math.ceil(N / (R * (WG / T))) };
+            });
+            configs.push({ label, WG, T, R, dispatches, best: Infinity, runs: [] });
+          }
+    const reference = new Map<string, Uint8Array>(); // first kernel's output per (T, R)
+    const same = new Map<Config, boolean | undefined>();
+    for (let round = 0; round < rounds; round++)
+      for (const c of configs) {
+        const seconds = (await timer.measureDispatches(c.dispatches)).seconds / copies;
+        c.runs.push(seconds);
+        c.best = Math.min(c.best, seconds);
+        if (round > 0) continue;
+        const out = await readBytes(y, M * N * 4);
+        const key = `${c.T}:${c.R}`;
+        const ref = reference.get(key);
+        if (!ref) reference.set(key, out);
+        same.set(c, ref ? out.every((b, i) => b === ref[i]) : undefined);
+      }
+    for (const c of configs) {
+      const gbs = weightBytes / c.best / 1e9;
+      const check = same.get(c);
+      console.log(
+        `${name.padEnd(8)} M ${M} ${c.label.padEnd(14)} WG ${c.WG} T ${String(c.T).padStart(2)} R ${c.R}${copies > 1 ? ' cold' : ''}: ${(c.best * 1e6).toFixed(1).padStart(8)} us ` +
+          `${gbs.toPrecision(4).padStart(6)} GB/s ${(gbs / copy.value).toFixed(3)} x copy` +
+          (check === undefined ? '' : check ? ' same bytes' : ' DIFFERENT BYTES') +
+          (rounds > 1 ? ` (rounds: ${c.runs.map((r) => (r * 1e6).toFixed(1)).join(' ')} us)` : ''),
+      );
+    }
     params.destroy();
   }
   for (const buffer of [...mats, scales, x, xs, y]) buffer.destroy();

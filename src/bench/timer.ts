@@ -139,17 +139,23 @@ export class GpuTimer {
   }
 
   /**
-   * A warm-up run (first touch of memory; its wall time picks the iteration count for
-   * opts.targetSeconds); when that run is short, a second warm-up of about half the target (GPUs
-   * run fresh buffers and idle clocks slowly for a while); then one timed submit of `iters` replays
-   * in one pass, repeated opts.repeats times (the fastest counts). When the first run alone exceeds
-   * the target, single-iteration timed runs follow it.
+   * A warm-up run (first touch of memory; its wall time gives a first iteration count); when that
+   * run is short, a second warm-up of about half the target (GPUs run fresh buffers and idle clocks
+   * slowly for a while), timed where timestamps exist: the iteration count for opts.targetSeconds
+   * comes from its GPU time per iteration (a single submit's wall time is mostly the submit and the
+   * wait, ~1 ms on a GPU, which made a 20 us kernel run only a few iterations, a burst too short for
+   * the GPU's clocks and too coarse for its timestamps); then one timed submit of `iters` replays in one
+   * pass, repeated opts.repeats times (the fastest counts). When the first run alone exceeds the target,
+   * single-iteration timed runs follow it.
    */
   async measureDispatches(ops: Dispatch[]): Promise<Timing> {
     const warm = await this.runOnce(ops, 1, false);
-    const per = Math.max(warm.wallSeconds, 1e-6);
+    let per = Math.max(warm.wallSeconds, 1e-6);
     const fit = (seconds: number) => Math.max(1, Math.min(this.opts.maxIters, Math.round(seconds / per)));
-    if (per < this.opts.targetSeconds / 4) await this.runOnce(ops, fit(this.opts.targetSeconds / 2), false);
+    if (per < this.opts.targetSeconds / 4) {
+      const second = await this.runOnce(ops, fit(this.opts.targetSeconds / 2), true);
+      if (second.method === 'timestamp-query') per = Math.max(second.seconds, 1e-9);
+    }
     const iters = fit(this.opts.targetSeconds);
     let t = await this.runOnce(ops, iters, true);
     for (let r = 1; r < (this.opts.repeats ?? 3); r++) {
