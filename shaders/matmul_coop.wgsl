@@ -17,6 +17,9 @@
 //   narrow linears cannot afford.
 // - A group's weights are loaded and unpacked ONCE for all the rows of the block (up to ROWS per
 //   pass): a verify block of K rows reads and unpacks the weights once, not K times.
+// - Single rows of one-feature linears (R = 1) load the next group's words before the current group's
+//   arithmetic (software pipelining); single rows of gate_up run both matrices in one loop
+//   (gate_up_row). Both are timed in pass_rows and gate_up_row; neither changes an operation.
 //
 // Exactness by construction: the arithmetic of output (m, n) is a fixed sequence that depends only on
 // x[m, :], W[n, :], K, group_size, T and R:
@@ -171,10 +174,23 @@ fn pass_rows(which: u32, f: u32, t: u32, lid: u32, na: u32, nb: u32, r0: u32, ro
   pb = Partials();
   if (!stage_x(rows)) {
     let xrow = P.x_stride / 4u;
+    if (R == 1u) {
+      // Software pipelining: group g + T's words are loaded before group g's arithmetic, so that an
+      // invocation has two groups' loads in flight. Measured on an H200 (12B, cold weights): the down
+      // matvec at M = 1 1.19 x faster; with R = 2 (two features' words, twice the registers) the LM head
+      // and 8-bit gate/up were 4-20% slower, so R = 2 keeps one group at a time.
+      var next = group_words(which, t, na, groups);
+      for (var g = t; g < groups; g += T) {
+        let cur = next;
+        if (g + T < groups) { next = group_words(which, g + T, na, groups); }
+        pass_group_words(which, g, cur, r0 * xrow + g * gv, xrow, r0, rows, na, nb, groups, xw);
+      }
+      return pass_total(f, t, lid, rows, 1u);
+    }
     for (var g = t; g < groups; g += T) {
       pass_group(which, g, r0 * xrow + g * gv, xrow, r0, rows, na, nb, groups, xw, false);
     }
-    return pass_total(f, t, lid, rows);
+    return pass_total(f, t, lid, rows, 1u);
   }
   // Groups per chunk: the most whole rounds of T groups whose x for every row fits shared memory
   // (ops.coopThreads keeps T * GS <= 1024, so a chunk holds at least one round at 4 rows).
@@ -193,7 +209,7 @@ fn pass_rows(which: u32, f: u32, t: u32, lid: u32, na: u32, nb: u32, r0: u32, ro
     }
     workgroupBarrier(); // the next chunk (or the partials) overwrite shared4
   }
-  return pass_total(f, t, lid, rows);
+  return pass_total(f, t, lid, rows, 1u);
 }
 
 // Group g of every row of the pass into its sums, then into the partials (x0: the staged x vec4 of
@@ -206,12 +222,48 @@ fn pass_group(which: u32, g: u32, x0: u32, xrow: u32, r0: u32, rows: u32, na: u3
     let qa = word(which, (na * groups + g) * WORDS + i);
     var qb = qa;
     if (R == 2u) { qb = word(which, (nb * groups + g) * WORDS + i); }
-    let xi = x0 + 4u * xw * i;
-    add_word(qa.x, qb.x, xi, xrow, rows, staged);
-    add_word(qa.y, qb.y, xi + xw, xrow, rows, staged);
-    add_word(qa.z, qb.z, xi + 2u * xw, xrow, rows, staged);
-    add_word(qa.w, qb.w, xi + 3u * xw, xrow, rows, staged);
+    add_words(qa, qb, x0 + 4u * xw * i, xw, xrow, rows, staged);
   }
+  close_group(which, g, r0, rows, na, nb, groups);
+}
+
+// The four 32-bit words of a 16-byte word of each feature into every row's sums (x vec4 xi: the first).
+fn add_words(qa: vec4<u32>, qb: vec4<u32>, xi: u32, xw: u32, xrow: u32, rows: u32, staged: bool) {
+  add_word(qa.x, qb.x, xi, xrow, rows, staged);
+  add_word(qa.y, qb.y, xi + xw, xrow, rows, staged);
+  add_word(qa.z, qb.z, xi + 2u * xw, xrow, rows, staged);
+  add_word(qa.w, qb.w, xi + 3u * xw, xrow, rows, staged);
+}
+
+// The up to four 16-byte words of group g of feature n (WORDS of them are loaded). Named members, never
+// indexed by a variable, so that they stay in registers.
+struct Words { w0: vec4<u32>, w1: vec4<u32>, w2: vec4<u32>, w3: vec4<u32> }
+fn group_words(which: u32, g: u32, n: u32, groups: u32) -> Words {
+  var q: Words;
+  if (g >= groups) { return q; }
+  let i = (n * groups + g) * WORDS;
+  q.w0 = word(which, i);
+  if (WORDS > 1u) { q.w1 = word(which, i + 1u); }
+  if (WORDS > 2u) { q.w2 = word(which, i + 2u); }
+  if (WORDS > 3u) { q.w3 = word(which, i + 3u); }
+  return q;
+}
+
+// pass_group of one feature (R = 1, x not staged) with the group's words loaded ahead: the same
+// operations in the same order.
+fn pass_group_words(which: u32, g: u32, q: Words, x0: u32, xrow: u32, r0: u32, rows: u32, na: u32, nb: u32,
+                    groups: u32, xw: u32) {
+  sa = Sums();
+  sb = Sums();
+  add_words(q.w0, q.w0, x0, xw, xrow, rows, false);
+  if (WORDS > 1u) { add_words(q.w1, q.w1, x0 + 4u * xw, xw, xrow, rows, false); }
+  if (WORDS > 2u) { add_words(q.w2, q.w2, x0 + 8u * xw, xw, xrow, rows, false); }
+  if (WORDS > 3u) { add_words(q.w3, q.w3, x0 + 12u * xw, xw, xrow, rows, false); }
+  close_group(which, g, r0, rows, na, nb, groups);
+}
+
+// The end of group g for every row and feature of the pass: its sums into the partials.
+fn close_group(which: u32, g: u32, r0: u32, rows: u32, na: u32, nb: u32, groups: u32) {
   let ga = na * groups + g;
   let sca = scale_of(which, ga);
   let bia = bias_of(which, ga) + sca * half_code();
@@ -241,8 +293,8 @@ fn pass_group(which: u32, g: u32, x0: u32, xrow: u32, r0: u32, rows: u32, na: u3
 
 // The partials of every invocation into shared memory; invocation t < R * rows of feature f then
 // returns the total of row t / R, slot t % R over the T partials, in order (the others return 0).
-fn pass_total(f: u32, t: u32, lid: u32, rows: u32) -> f32 {
-  let F = WG / T;
+// tl: the lane layout of the pass (see `features`).
+fn pass_total(f: u32, t: u32, lid: u32, rows: u32, tl: u32) -> f32 {
   shared4[lid] = vec4<f32>(pa.r0, pb.r0);
   shared4[WG + lid] = vec4<f32>(pa.r1, pb.r1);
   shared4[2u * WG + lid] = vec4<f32>(pa.r2, pb.r2);
@@ -255,7 +307,7 @@ fn pass_total(f: u32, t: u32, lid: u32, rows: u32) -> f32 {
     var s = vec2<f32>(0.0);
     var c = 0.0;
     for (var i = 0u; i < T; i++) {
-      let p4 = shared4[m * WG + i * F + f];
+      let p4 = shared4[m * WG + lane_of(i, f, tl)];
       let q = select(p4.xy, p4.zw, slot == 1u);
       s = ksum_add(s, q.x);
       c += q.y;
@@ -269,13 +321,19 @@ fn pass_total(f: u32, t: u32, lid: u32, rows: u32) -> f32 {
 fn rnd(v: f32) -> f32 { return select(v, round_bf16(v), P.round == 1u); }
 
 // Feature of invocation lid's slot j (0 or 1) in this workgroup, and the one whose row it computes
-// (features past N compute a valid row and are not stored).
+// (features past N compute a valid row and are not stored), and its slice t.
+// The lane layout tl: neighbouring invocations take tl consecutive slices of one feature, then the next
+// feature: lid = ((t / tl) * F + f) * tl + t % tl. tl = 1 (a subgroup's x loads are one or two
+// addresses) everywhere but the fused single-row gate_up (below). Which invocation computes what
+// changes no arithmetic: a partial's slice t and the fixed order t = 0 .. T-1 of its sum do not move.
 struct Features { na: u32, nb: u32, f: u32, t: u32 }
-fn features(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> Features {
+fn features(wid: vec3<u32>, nwg: vec3<u32>, lid: u32, tl: u32) -> Features {
   let F = WG / T;
   let base = linear_workgroup(wid, nwg) * R * F;
-  return Features(base + lid % F, base + F + lid % F, lid % F, lid / F);
+  let f = (lid / tl) % F;
+  return Features(base + f, base + F + f, f, (lid / (tl * F)) * tl + lid % tl);
 }
+fn lane_of(t: u32, f: u32, tl: u32) -> u32 { return ((t / tl) * (WG / T) + f) * tl + t % tl; }
 // Where invocation t's total of a pass goes: feature slot t % R of row r0 + t / R.
 fn out_index(fs: Features, r0: u32, rows: u32) -> u32 {
   let n = select(fs.na, fs.nb, fs.t % R == 1u);
@@ -296,7 +354,7 @@ fn run_pass(which: u32, fs: Features, lid: u32, na: u32, nb: u32, r0: u32, rows:
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
-  let fs = features(wid, nwg, lid);
+  let fs = features(wid, nwg, lid, 1u);
   let na = min(fs.na, P.N - 1u);
   let nb = min(fs.nb, P.N - 1u);
   for (var r0 = 0u; r0 < P.M; r0 += ROWS) {
@@ -307,17 +365,118 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   }
 }
 
+// gate_up for a single row (every decode step): the gate's and the up projection's features in ONE loop
+// over the groups, so that each x load serves both matrices and an invocation has both matrices' words
+// in flight, in the lane layout GU_TL. The same operations per feature, in the same order, as the two
+// passes of run_pass (which rows > 1 take): the same bytes (test/gpu/fused-ops.test.ts). Measured on an
+// H200 (12B gate/up, cold weights, M = 1): 4-bit 42.0 -> 36.6 us, 8-bit 58.2 -> 47.9 us; GU_TL = 4
+// alone was slower (47 us), and in every other pass slower too (M = 4: 101 -> 165 us), so they keep tl = 1.
+const GU_TL: u32 = 4u;
+var<private> sc: vec4<f32>;  // up, feature n
+var<private> sd: vec4<f32>;  // up, feature n + F (R = 2)
+var<private> pc: vec2<f32>;
+var<private> pd: vec2<f32>;
+var<private> wc_lo: vec4<f32>;
+var<private> wc_hi: vec4<f32>;
+var<private> wd_lo: vec4<f32>;
+var<private> wd_hi: vec4<f32>;
+fn unpack(w: u32) -> vec4<f32> {
+  if (BITS == 4u) { return nibbles(w); }
+  return bytes8(w);
+}
+fn fma_word(a: ptr<private, vec4<f32>>, lo: vec4<f32>, hi: vec4<f32>, x0: vec4<f32>, x1: vec4<f32>) {
+  if (BITS == 4u) { *a = fma(x1, hi, fma(x0, lo, *a)); } else { *a = fma(x0, lo, *a); }
+}
+fn add_word_gu(wa: u32, wb: u32, wc: u32, wd: u32, xi: u32) {
+  wa_lo = unpack(wa);
+  wc_lo = unpack(wc);
+  if (BITS == 4u) { wa_hi = nibbles(wa >> 16u); wc_hi = nibbles(wc >> 16u); }
+  if (R == 2u) {
+    wb_lo = unpack(wb);
+    wd_lo = unpack(wd);
+    if (BITS == 4u) { wb_hi = nibbles(wb >> 16u); wd_hi = nibbles(wd >> 16u); }
+  }
+  let x0 = x4[xi];
+  var x1 = x0;
+  if (BITS == 4u) { x1 = x4[xi + 1u]; }
+  fma_word(&sa.r0, wa_lo, wa_hi, x0, x1);
+  fma_word(&sc, wc_lo, wc_hi, x0, x1);
+  if (R == 2u) {
+    fma_word(&sb.r0, wb_lo, wb_hi, x0, x1);
+    fma_word(&sd, wd_lo, wd_hi, x0, x1);
+  }
+}
+fn gate_up_row(fs: Features, lid: u32, r0: u32) -> vec2<f32> {
+  let na = min(fs.na, P.N - 1u);
+  let nb = min(fs.nb, P.N - 1u);
+  let groups = P.K / GS;
+  let gv = GS / 4u;
+  let xw = 8u / BITS;
+  pa = Partials();
+  pb = Partials();
+  pc = vec2<f32>(0.0);
+  pd = vec2<f32>(0.0);
+  let xb = r0 * (P.x_stride / 4u);
+  for (var g = fs.t; g < groups; g += T) {
+    sa = Sums();
+    sb = Sums();
+    sc = vec4<f32>(0.0);
+    sd = vec4<f32>(0.0);
+    for (var i = 0u; i < WORDS; i++) {
+      let qa = w4[(na * groups + g) * WORDS + i];
+      let qc = w4u[(na * groups + g) * WORDS + i];
+      var qb = qa;
+      var qd = qc;
+      if (R == 2u) {
+        qb = w4[(nb * groups + g) * WORDS + i];
+        qd = w4u[(nb * groups + g) * WORDS + i];
+      }
+      let xi = xb + g * gv + 4u * xw * i;
+      add_word_gu(qa.x, qb.x, qc.x, qd.x, xi);
+      add_word_gu(qa.y, qb.y, qc.y, qd.y, xi + xw);
+      add_word_gu(qa.z, qb.z, qc.z, qd.z, xi + 2u * xw);
+      add_word_gu(qa.w, qb.w, qc.w, qd.w, xi + 3u * xw);
+    }
+    let sx = xs[r0 * groups + g];
+    let ga = na * groups + g;
+    let sca = scale_of(0u, ga);
+    close_row(&pa.r0, sa.r0, sca, bias_of(0u, ga) + sca * half_code(), sx);
+    let scc = scale_of(1u, ga);
+    close_row(&pc, sc, scc, bias_of(1u, ga) + scc * half_code(), sx);
+    if (R == 2u) {
+      let gb = nb * groups + g;
+      let scb = scale_of(0u, gb);
+      close_row(&pb.r0, sb.r0, scb, bias_of(0u, gb) + scb * half_code(), sx);
+      let scd = scale_of(1u, gb);
+      close_row(&pd, sd, scd, bias_of(1u, gb) + scd * half_code(), sx);
+    }
+  }
+  let gate = pass_total(fs.f, fs.t, lid, 1u, GU_TL);
+  pa = Partials();
+  pb = Partials();
+  pa.r0 = pc;
+  pb.r0 = pd;
+  return vec2<f32>(gate, pass_total(fs.f, fs.t, lid, 1u, GU_TL));
+}
+
 // gate_up: the MLP's gate and up projections of the same x and GeGLU in one dispatch (GPUs, where a
 // dispatch costs more than this arithmetic): y[m, n] = r(r(gelu_tanh(g)) * u) with g, u the two
 // matmul outputs exactly as `main` computes them (and rounds them) and the GeGLU of elementwise.wgsl.
 @compute @workgroup_size(WG)
 fn gate_up(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
            @builtin(local_invocation_index) lid: u32) {
-  let fs = features(wid, nwg, lid);
+  let fs = features(wid, nwg, lid, 1u);
+  let fs1 = features(wid, nwg, lid, GU_TL); // single rows: gate_up_row's lane layout
   let na = min(fs.na, P.N - 1u);
   let nb = min(fs.nb, P.N - 1u);
   for (var r0 = 0u; r0 < P.M; r0 += ROWS) {
     let rows = min(ROWS, P.M - r0);
+    if (rows == 1u) {
+      let gu = gate_up_row(fs1, lid, r0);
+      let o = out_index(fs1, r0, 1u);
+      if (o != 0xFFFFFFFFu) { y[o] = rnd(rnd(gelu_tanh(rnd(gu.x))) * rnd(gu.y)); }
+      continue;
+    }
     let g = rnd(run_pass(0u, fs, lid, na, nb, r0, rows));
     let u = rnd(run_pass(1u, fs, lid, na, nb, r0, rows));
     let o = out_index(fs, r0, rows);
