@@ -193,6 +193,83 @@ export async function benchMatmul(
 
 const MAX_COPIES = 16;
 
+export interface GateUpCase {
+  label: string;
+  gate: SyntheticLinear;
+  up: SyntheticLinear;
+  Ms: number[];
+  /** The engine's step kernel ('coop': one fused gate_up dispatch; else two matmuls and the GeGLU). */
+  engineKernel: AffineKernel;
+  coldBytes?: number;
+}
+
+/**
+ * The MLP's first half as the engine runs it (op.gateUp: on GPUs one matmul_coop.wgsl `gate_up`
+ * dispatch, both projections and the GeGLU; on software adapters two matmuls and elementwise.wgsl
+ * geglu): both weights + x + output bytes, 4 M N K flops. The x group sums are precomputed, as in
+ * benchMatmul.
+ */
+export async function benchGateUp(
+  timer: GpuTimer,
+  model: string,
+  c: GateUpCase,
+  y: Yardsticks,
+  onResult: (r: KernelResult) => void,
+): Promise<KernelResult[]> {
+  const { N, K } = { N: c.gate.desc.outFeatures, K: c.gate.desc.inFeatures };
+  const maxM = Math.max(...c.Ms);
+  const device = timer.device;
+  const x = randomF32(device, maxM * K, 'bench-x');
+  const g = storageBuffer(device, maxM * N * 4, 'bench-g');
+  const u = storageBuffer(device, maxM * N * 4, 'bench-u');
+  const pairBytes = c.gate.weightBytes + c.up.weightBytes;
+  const copies: [SyntheticLinear, SyntheticLinear][] = [[c.gate, c.up]];
+  const wanted = Math.min(MAX_COPIES, Math.ceil((c.coldBytes ?? 0) / pairBytes));
+  while (copies.length < wanted) copies.push([copyLinear(device, c.gate), copyLinear(device, c.up)]);
+  const kernel = c.engineKernel === 'coop' ? 'coop gate_up' : `${c.engineKernel} x 2 + geglu`;
+  const results: KernelResult[] = [];
+  try {
+    for (const M of c.Ms) {
+      const pre = new Recorder(device, timer.kernels, 'bench-sums');
+      const sums = op.groupSums(pre, c.gate, x, { M, round: false }, K, 'bench');
+      pre.submit();
+      const all = await timer.measure((rec) =>
+        copies.forEach(([gate, up]) => op.gateUp(rec, gate, up, x, g, u, { M, round: false }, sums)),
+      );
+      const timing = {
+        ...all,
+        seconds: all.seconds / copies.length,
+        wallSeconds: all.wallSeconds / copies.length,
+        dispatches: all.dispatches / copies.length,
+      };
+      const r = result(
+        {
+          class: 'matmul',
+          name: c.label,
+          model,
+          M,
+          kernel,
+          engine: true,
+          bytes: pairBytes + M * (K + N) * 4,
+          flops: 4 * M * N * K,
+          timing,
+          note: copies.length > 1 ? `cycles through ${copies.length} copies of the weights (cold cache)` : undefined,
+        },
+        y,
+      );
+      results.push(r);
+      onResult(r);
+    }
+  } finally {
+    [x, g, u].forEach((b) => b.destroy());
+    copies.slice(1).forEach(([a, b]) => {
+      a.destroy();
+      b.destroy();
+    });
+  }
+  return results;
+}
+
 export function makeLinear(
   device: GPUDevice,
   name: string,

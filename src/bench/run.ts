@@ -13,6 +13,7 @@ import {
   benchAttention,
   benchMatmul,
   makeLinear,
+  benchGateUp,
   type AffineKernel,
   type BenchShapes,
   type KernelResult,
@@ -119,6 +120,10 @@ export interface BenchSummary {
   matvec4bitBwRatio?: number;
   /** gate/up 4-bit, engine kernel: time(M = 4) / time(M = 1) (1 = a verify block of 4 costs a chain step). */
   k4VsM1?: number;
+  /** The MLP's gate + up + GeGLU as the engine runs it (4-bit, M = 1): GB/s of both weights / copy GB/s. */
+  gateUp4bitBwRatio?: number;
+  /** The same: time(M = 4) / time(M = 1). */
+  gateUpK4VsM1?: number;
   /** Prefill matmul GFLOP/s / FMA GFLOP/s. */
   prefillFlopRatio?: number;
   prefillRows?: number;
@@ -179,6 +184,9 @@ export interface BenchReport {
   notes: string[];
   seconds: number;
 }
+
+/** Name of the bench rows of the MLP's first half as the engine runs it (benchGateUp). */
+const GATE_UP_LABEL = 'mlp.gate+up+GeGLU';
 
 /** Replays per measurement allowed on a GPU adapter (about 0.1 s of CPU recording on the H200 host). */
 const GPU_MAX_ITERS = 5000;
@@ -309,6 +317,29 @@ export async function runBench(ctx: GpuContext, opts: BenchOptions): Promise<Ben
             lin.destroy();
           }
         }
+        // The MLP's first half as the engine runs it: on GPUs one dispatch for both projections and the
+        // GeGLU (the rows above time one projection alone through the engine's matmul kernel).
+        const gate = makeLinear(device, `${m}.mlp.gate`, S.intermediate, S.hidden, bits, S.groupSize);
+        const up = makeLinear(device, `${m}.mlp.up`, S.intermediate, S.hidden, bits, S.groupSize);
+        try {
+          await benchGateUp(
+            timer,
+            S.name,
+            {
+              label: `${GATE_UP_LABEL} ${bits}-bit [2 x ${S.intermediate} x ${S.hidden}]`,
+              gate,
+              up,
+              Ms: opts.matmulRows.filter((M) => M === 1 || M === 4 || M === 8),
+              engineKernel,
+              coldBytes,
+            },
+            y,
+            onResult,
+          );
+        } finally {
+          gate.destroy();
+          up.destroy();
+        }
       }
       // Attention decode: sliding ring (W slots, d 256) and full cache (4096 keys, d 512).
       await benchAttention(
@@ -403,6 +434,8 @@ export async function runBench(ctx: GpuContext, opts: BenchOptions): Promise<Ben
       kernels.find((r) => r.class === cls && r.model === first && r.name.startsWith(name) && r.M === M && r.engine);
     const g1 = find('matmul', 'mlp.gate/up 4-bit', 1);
     const g4 = find('matmul', 'mlp.gate/up 4-bit', 4);
+    const gu1 = find('matmul', `${GATE_UP_LABEL} 4-bit`, 1);
+    const gu4 = find('matmul', `${GATE_UP_LABEL} 4-bit`, 4);
     const pre = kernels.find((r) => r.class === 'prefill' && r.model === first);
     const summary: BenchSummary = {
       model: first,
@@ -411,6 +444,8 @@ export async function runBench(ctx: GpuContext, opts: BenchOptions): Promise<Ben
       fmaF16Gflops: yardsticks.find((p) => p.name === 'fma f16')?.value,
       matvec4bitBwRatio: g1?.bwRatio,
       k4VsM1: g1 && g4 ? g4.seconds / g1.seconds : undefined,
+      gateUp4bitBwRatio: gu1?.bwRatio,
+      gateUpK4VsM1: gu1 && gu4 ? gu4.seconds / gu1.seconds : undefined,
       prefillFlopRatio: pre?.flopRatio,
       prefillRows: pre?.M,
       msPerChainToken: e2e?.chain.msPerToken,
@@ -624,6 +659,10 @@ export function formatBench(b: BenchReport): string {
   if (s.model) {
     out.push(`  ${s.model} matvec (gate/up 4-bit, M = 1): ${fx(s.matvec4bitBwRatio, 3)} x copy bandwidth`);
     out.push(`  ${s.model} gate/up 4-bit: M = 4 costs ${fx(s.k4VsM1, 2)} x M = 1`);
+    if (s.gateUp4bitBwRatio !== undefined)
+      out.push(
+        `  ${s.model} gate + up + GeGLU as the engine runs it (4-bit, M = 1): ${fx(s.gateUp4bitBwRatio, 3)} x copy; M = 4 costs ${fx(s.gateUpK4VsM1, 2)} x M = 1`,
+      );
     out.push(
       `  ${s.model} prefill matmul (M = ${s.prefillRows ?? '-'}): ${fx(s.prefillFlopRatio, 3)} x FMA throughput`,
     );

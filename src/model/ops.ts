@@ -632,8 +632,27 @@ export function softcap(rec: Recorder, a: GPUBuffer, n: number, cap: number, rou
   rec.run('elementwise.wgsl', 'softcap', {}, [rec.params('elementwise.wgsl', { n, round, cap }), a], groups(n));
 }
 
+/** Indices per workgroup of argmax.wgsl `parts` (at least; more when a row has over ARGMAX_WG of them). */
+const ARGMAX_SPAN = 4096;
+/** argmax.wgsl's workgroup size, which bounds the ranges `merge` takes per row. */
+const ARGMAX_WG = 256;
+
+/**
+ * ids[m] = the first index of the maximum of logits row m (NaN never wins). Rows longer than
+ * ARGMAX_SPAN (vocabularies) are cut into ranges, one workgroup each, whose bests one more dispatch
+ * merges; shorter rows take one workgroup. Both are exact (argmax.wgsl).
+ */
 export function argmax(rec: Recorder, logits: GPUBuffer, ids: GPUBuffer, M: number, V: number): void {
-  rec.run('argmax.wgsl', 'main', {}, [rec.params('argmax.wgsl', { M, V }), logits, ids], M);
+  const span = Math.max(ARGMAX_SPAN, Math.ceil(V / ARGMAX_WG));
+  if (V <= span) {
+    rec.run('argmax.wgsl', 'main', {}, [rec.params('argmax.wgsl', { M, V, span, parts: 1 }), logits, ids], M);
+    return;
+  }
+  const parts = Math.ceil(V / span);
+  const cand = rec.kernels.scratch('argmax.cand', M * parts * 8);
+  const params = rec.params('argmax.wgsl', { M, V, span, parts });
+  rec.run('argmax.wgsl', 'parts', {}, [params, logits, undefined, cand], parts * M);
+  rec.run('argmax.wgsl', 'merge', {}, [params, undefined, ids, cand], M);
 }
 
 export { ATTENTION_MODE, attention, maskedKeyCount, type AttentionArgs, type AttentionMode } from './attention-op.ts';
