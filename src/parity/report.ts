@@ -214,6 +214,8 @@ export interface PerformanceSummary {
   matvec4bitBwRatio?: number;
   /** Cost of the same matmul at M = 4 over M = 1. */
   k4VsM1?: number;
+  /** The MLP's gate + up + GeGLU as the engine runs it (4-bit, M = 1): GB/s of both weights over copy GB/s. */
+  gateUp4bitBwRatio?: number;
   /** Prefill matmul GFLOP/s over FMA GFLOP/s, and its row count. */
   prefillFlopRatio?: number;
   prefillRows?: number;

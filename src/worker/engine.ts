@@ -285,6 +285,7 @@ export class Engine {
         fmaF16Gflops: s.fmaF16Gflops,
         matvec4bitBwRatio: s.matvec4bitBwRatio,
         k4VsM1: s.k4VsM1,
+        gateUp4bitBwRatio: s.gateUp4bitBwRatio,
         prefillFlopRatio: s.prefillFlopRatio,
         prefillRows: s.prefillRows,
         e2eModel: s.e2eModel,

@@ -96,7 +96,16 @@ describe('bench module (tiny shapes)', () => {
     expect(e.probe[0].localizeMs).toBe(0);
     expect(finitePositive(e.probe[1].localizeMs)).toBe(true);
     const s = report.summary;
-    for (const v of [s.copyGBps, s.fmaF32Gflops, s.matvec4bitBwRatio, s.k4VsM1, s.prefillFlopRatio, s.msPerChainToken])
+    for (const v of [
+      s.copyGBps,
+      s.fmaF32Gflops,
+      s.matvec4bitBwRatio,
+      s.k4VsM1,
+      s.gateUp4bitBwRatio,
+      s.gateUpK4VsM1,
+      s.prefillFlopRatio,
+      s.msPerChainToken,
+    ])
       expect(finitePositive(v)).toBe(true);
     // decode traffic, effective bandwidth and the projection are consistent with each other
     expect(e.chain.effectiveGBps).toBeCloseTo(e.chain.bytesPerToken! / (e.chain.minMs / 1000) / 1e9, 6);

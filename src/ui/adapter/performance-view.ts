@@ -26,6 +26,9 @@ export function performanceList(p: PerformanceSummary): HTMLElement {
     ),
     ...row('4-bit matvec (12B MLP, M = 1)', `${fix(p.matvec4bitBwRatio, 3)} × copy bandwidth`),
     ...row('Verify block K = 4 vs M = 1', `${fix(p.k4VsM1, 2)} ×`),
+    ...(p.gateUp4bitBwRatio !== undefined
+      ? row('MLP gate + up + GeGLU (as the engine runs it, M = 1)', `${fix(p.gateUp4bitBwRatio, 3)} × copy bandwidth`)
+      : []),
     ...row('Prefill matmul', `${fix(p.prefillFlopRatio, 3)} × FMA${p.prefillRows ? ` (M = ${p.prefillRows})` : ''}`),
     ...(p.msPerChainToken !== undefined
       ? row(
@@ -55,6 +58,7 @@ export function normalizePerformance(x: unknown): PerformanceSummary | undefined
     fmaF16Gflops: opt(o.fmaF16Gflops),
     matvec4bitBwRatio: opt(o.matvec4bitBwRatio),
     k4VsM1: opt(o.k4VsM1),
+    gateUp4bitBwRatio: opt(o.gateUp4bitBwRatio),
     prefillFlopRatio: opt(o.prefillFlopRatio),
     prefillRows: opt(o.prefillRows),
     e2eModel: o.e2eModel === undefined ? undefined : str(o.e2eModel, 120),
