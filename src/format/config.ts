@@ -1,3 +1,4 @@
+import { type Ctx, isObj, type Obj, optPosInt, posInt } from './config-fields.ts';
 import { FormatError } from './errors.ts';
 import { kvDonors } from './kv-sharing.ts';
 import { parseQuantization, type QuantizationConfig } from './quantization.ts';
@@ -98,9 +99,6 @@ export interface ModelConfig {
 
 /** GEMMA4.md section 9: <eos> and <turn|>. */
 export const DEFAULT_EOS_IDS = [1, 106];
-
-type Obj = Record<string, unknown>;
-const isObj = (x: unknown): x is Obj => typeof x === 'object' && x !== null && !Array.isArray(x);
 
 /**
  * Parses and validates config.json. `generationConfig` (generation_config.json, optional) is only consulted
@@ -216,11 +214,6 @@ export function parseConfig(json: unknown, file = 'config.json', generationConfi
     centroidHead: family.centroidHead,
     moe: role === 'target' ? moeConfig(ctx, tc) : null,
   };
-}
-
-interface Ctx {
-  file: string;
-  where: string;
 }
 
 function refuseUnsupported(ctx: Ctx, tc: Obj, role: 'target' | 'assistant'): void {
@@ -443,22 +436,6 @@ function optNonNegInt(ctx: Ctx, o: Obj, key: string): number | undefined {
       ctx.where + key,
     );
   return v as number;
-}
-
-function posInt(ctx: Ctx, o: Obj, key: string): number {
-  const v = o[key];
-  if (!Number.isSafeInteger(v) || (v as number) <= 0) {
-    throw new FormatError(
-      `${ctx.file}: ${ctx.where}${key} must be a positive integer, found ${v === undefined ? 'nothing' : JSON.stringify(v)}`,
-      ctx.file,
-      ctx.where + key,
-    );
-  }
-  return v as number;
-}
-
-function optPosInt(ctx: Ctx, o: Obj, key: string): number | undefined {
-  return o[key] === undefined || o[key] === null ? undefined : posInt(ctx, o, key);
 }
 
 function layerTypes(ctx: Ctx, tc: Obj, numLayers: number): LayerType[] {

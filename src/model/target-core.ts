@@ -1,3 +1,4 @@
+import { concatF32 } from '../util/concat.ts';
 import type { TargetDescription } from '../format/model-description.ts';
 import { readMany, storageBuffer } from '../gpu/buffers.ts';
 import type { GpuContext } from '../gpu/device.ts';
@@ -119,14 +120,15 @@ export abstract class TargetCore<O extends TargetOptions = TargetOptions> {
       if (r.logits) logitRows.push(r.logits);
       if (r.argmax) argmaxRows.push(...r.argmax);
       if (r.finalHidden) hidden.push(r.finalHidden);
-      for (const [k, v] of r.captures) out.captures.set(k, out.captures.has(k) ? concat([out.captures.get(k)!, v]) : v);
+      for (const [k, v] of r.captures)
+        out.captures.set(k, out.captures.has(k) ? concatF32([out.captures.get(k)!, v]) : v);
     }
     const rec = this.recorder('finish-prefill');
     this.cache.finishPrefill(rec, tokens.length);
     this.submit(rec);
-    if (logitRows.length) out.logits = concat(logitRows);
+    if (logitRows.length) out.logits = concatF32(logitRows);
     if (argmaxRows.length) out.argmax = Uint32Array.from(argmaxRows);
-    if (hidden.length) out.finalHidden = concat(hidden);
+    if (hidden.length) out.finalHidden = concatF32(hidden);
     return out;
   }
 
@@ -297,7 +299,7 @@ export abstract class TargetCore<O extends TargetOptions = TargetOptions> {
       logitChunks.push(new Float32Array(lg.buffer, lg.byteOffset, n * V));
       ids.push(...new Uint32Array(am.buffer, am.byteOffset, n));
     }
-    return { logits: concat(logitChunks), argmax: Uint32Array.from(ids) };
+    return { logits: concatF32(logitChunks), argmax: Uint32Array.from(ids) };
   }
 
   /** Records LM head (tied embedding) + softcap + argmax for n rows of ws.y from row r0 (n <= maxBlock). */
@@ -392,15 +394,4 @@ export abstract class TargetCore<O extends TargetOptions = TargetOptions> {
     this.stats.forwards++;
     return result;
   }
-}
-
-function concat(parts: Float32Array[]): Float32Array {
-  if (parts.length === 1) return parts[0];
-  const out = new Float32Array(parts.reduce((a, p) => a + p.length, 0));
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.length;
-  }
-  return out;
 }

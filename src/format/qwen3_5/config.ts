@@ -4,6 +4,7 @@
  * head. Accepts the MLX/HF multimodal layout (model_type "qwen3_5" with a "text_config") and the text-only one
  * ("qwen3_5_text" at the root), and refuses, with the key and the reason, what this lab cannot run exactly.
  */
+import { type Ctx, isObj, type Obj, optPosInt, posInt } from '../config-fields.ts';
 import { FormatError } from '../errors.ts';
 import { parseQuantization, type QuantizationConfig } from '../quantization.ts';
 
@@ -66,14 +67,6 @@ export interface Qwen35Config {
   mtp: { numLayers: number; dedicatedEmbeddings: boolean };
   eosIds: number[];
   quantization: QuantizationConfig | null;
-}
-
-type Obj = Record<string, unknown>;
-const isObj = (x: unknown): x is Obj => typeof x === 'object' && x !== null && !Array.isArray(x);
-
-interface Ctx {
-  file: string;
-  where: string;
 }
 
 /** True when config.json declares a Qwen3.5 model (used to pick the family before parsing). */
@@ -282,22 +275,6 @@ function ropeSpec(ctx: Ctx, tc: Obj, headDim: number): Qwen35AttentionGeometry['
     );
   // Multimodal RoPE (mrope_section) reduces to this 1-D RoPE for text: all three position rows are equal.
   return { theta, partialRotary: partial, rotaryDim };
-}
-
-function posInt(ctx: Ctx, o: Obj, key: string): number {
-  const v = o[key];
-  if (!Number.isSafeInteger(v) || (v as number) <= 0) {
-    throw new FormatError(
-      `${ctx.file}: ${ctx.where}${key} must be a positive integer, found ${v === undefined ? 'nothing' : JSON.stringify(v)}`,
-      ctx.file,
-      ctx.where + key,
-    );
-  }
-  return v as number;
-}
-
-function optPosInt(ctx: Ctx, o: Obj, key: string): number | undefined {
-  return o[key] === undefined || o[key] === null ? undefined : posInt(ctx, o, key);
 }
 
 function parseEos(v: unknown): number[] | undefined {

@@ -1,3 +1,4 @@
+import { concatF32 } from '../../util/concat.ts';
 import type { Qwen35Description } from '../../format/qwen3_5/description.ts';
 import { readMany, storageBuffer, uploadBuffer } from '../../gpu/buffers.ts';
 import { GpuError } from '../../gpu/errors.ts';
@@ -367,17 +368,6 @@ export class QwenEngine {
       parts.push(new Float32Array(lg.buffer, lg.byteOffset, n * d.vocab));
       ids.push(...new Uint32Array(am.buffer, am.byteOffset, n));
     }
-    return { logits: concat(parts), argmax: Uint32Array.from(ids) };
+    return { logits: concatF32(parts), argmax: Uint32Array.from(ids) };
   }
-}
-
-export function concat(parts: Float32Array[]): Float32Array {
-  if (parts.length === 1) return parts[0];
-  const out = new Float32Array(parts.reduce((a, p) => a + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
 }

@@ -4,7 +4,8 @@ import type { GpuContext } from '../../gpu/device.ts';
 import type * as op from '../ops.ts';
 import { EXACT, type Policy } from '../policy.ts';
 import type { Captures, ForwardResult, Precision } from '../target.ts';
-import { CaptureSet, concat, type Phase, QwenEngine } from './engine.ts';
+import { CaptureSet, type Phase, QwenEngine } from './engine.ts';
+import { concatF32 } from '../../util/concat.ts';
 import { checkMemory } from '../memory-budget.ts';
 import { planQwenMemory } from './memory.ts';
 import { qwenPolicyByName } from './policies.ts';
@@ -82,12 +83,13 @@ export class QwenTargetModel {
       if (r.logits) logits.push(r.logits);
       if (r.argmax) argmax.push(...r.argmax);
       if (r.finalHidden) hidden.push(r.finalHidden);
-      for (const [k, v] of r.captures) out.captures.set(k, out.captures.has(k) ? concat([out.captures.get(k)!, v]) : v);
+      for (const [k, v] of r.captures)
+        out.captures.set(k, out.captures.has(k) ? concatF32([out.captures.get(k)!, v]) : v);
     }
     this.state.nextPos = tokens.length;
-    if (logits.length) out.logits = concat(logits);
+    if (logits.length) out.logits = concatF32(logits);
     if (argmax.length) out.argmax = Uint32Array.from(argmax);
-    if (hidden.length) out.finalHidden = concat(hidden);
+    if (hidden.length) out.finalHidden = concatF32(hidden);
     return out;
   }
 
