@@ -185,6 +185,16 @@ export interface BenchReport {
   seconds: number;
 }
 
+/**
+ * An adapter as the bench names it: vendor and device, then the description in parentheses (on NVIDIA's
+ * Vulkan driver the description is only the driver version, "NVIDIA: 580.159.04 ...").
+ */
+function adapterName(a: { vendor?: string; device?: string; description?: string }): string {
+  const name = [a.vendor, a.device].filter(Boolean).join(' ');
+  if (!name) return a.description || 'unknown adapter';
+  return a.description ? `${name} (${a.description})` : name;
+}
+
 /** Name of the bench rows of the MLP's first half as the engine runs it (benchGateUp). */
 const GATE_UP_LABEL = 'mlp.gate+up+GeGLU';
 
@@ -478,7 +488,7 @@ export async function runBench(ctx: GpuContext, opts: BenchOptions): Promise<Ben
       summary.projection = {
         device: REFERENCE_DEVICE.name,
         bandwidthGBps: bw,
-        from: ctx.report.description || ctx.report.vendor,
+        from: adapterName(ctx.report),
         model: `${opts.e2e.preset} (all layers)`,
         context: e2e.chain.context,
         bytesPerToken,
@@ -536,7 +546,7 @@ function table(rows: string[][], align: ('l' | 'r')[]): string[] {
 
 export function formatBench(b: BenchReport): string {
   const out: string[] = [];
-  out.push(`Ringside bench v${b.version}: ${b.adapter.description || b.adapter.vendor} (${b.adapter.platform})`);
+  out.push(`Ringside bench v${b.version}: ${adapterName(b.adapter)} (${b.adapter.platform})`);
   out.push(
     `kernel timing: ${b.timing}${b.timingNote ? ` (${b.timingNote})` : ''}; end to end: wall clock; engine's exact affine kernels: ${b.engineKernel} (decode, verify), ${b.prefillKernel} (prefill)`,
   );
