@@ -153,12 +153,7 @@ export async function benchMatmul(
         const all = await timer.measure((rec) =>
           each((lin) => op.matmul(rec, lin, x, out, { M, round: false }, K, N, kernel, sums)),
         );
-        const timing = {
-          ...all,
-          seconds: all.seconds / copies.length,
-          wallSeconds: all.wallSeconds / copies.length,
-          dispatches: all.dispatches / copies.length,
-        };
+        const timing = perCopy(all, copies.length);
         const r = result(
           {
             class: c.cls,
@@ -170,12 +165,7 @@ export async function benchMatmul(
             bytes: c.lin.weightBytes + M * (K + N) * 4,
             flops: 2 * M * N * K,
             timing,
-            note:
-              copies.length > 1
-                ? [c.note, `cycles through ${copies.length} copies of the weights (cold cache)`]
-                    .filter(Boolean)
-                    .join('; ')
-                : c.note,
+            note: [c.note, coldNote(copies.length)].filter(Boolean).join('; ') || undefined,
           },
           y,
         );
@@ -192,6 +182,18 @@ export async function benchMatmul(
 }
 
 const MAX_COPIES = 16;
+
+/** A timing of `copies` replays of the same work (one per copy of the weights), as the time of one. */
+function perCopy(all: Timing, copies: number): Timing {
+  return {
+    ...all,
+    seconds: all.seconds / copies,
+    wallSeconds: all.wallSeconds / copies,
+    dispatches: all.dispatches / copies,
+  };
+}
+const coldNote = (copies: number) =>
+  copies > 1 ? `cycles through ${copies} copies of the weights (cold cache)` : undefined;
 
 export interface GateUpCase {
   label: string;
@@ -236,12 +238,7 @@ export async function benchGateUp(
       const all = await timer.measure((rec) =>
         copies.forEach(([gate, up]) => op.gateUp(rec, gate, up, x, g, u, { M, round: false }, sums)),
       );
-      const timing = {
-        ...all,
-        seconds: all.seconds / copies.length,
-        wallSeconds: all.wallSeconds / copies.length,
-        dispatches: all.dispatches / copies.length,
-      };
+      const timing = perCopy(all, copies.length);
       const r = result(
         {
           class: 'matmul',
@@ -253,7 +250,7 @@ export async function benchGateUp(
           bytes: pairBytes + M * (K + N) * 4,
           flops: 4 * M * N * K,
           timing,
-          note: copies.length > 1 ? `cycles through ${copies.length} copies of the weights (cold cache)` : undefined,
+          note: coldNote(copies.length),
         },
         y,
       );
