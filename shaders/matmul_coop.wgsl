@@ -19,7 +19,7 @@
 //   pass): a verify block of K rows reads and unpacks the weights once, not K times.
 // - Single rows of one-feature linears (R = 1) load the next group's words before the current group's
 //   arithmetic (software pipelining); single rows of gate_up run both matrices in one loop
-//   (gate_up_row). Both are timed in pass_rows and gate_up_row; neither changes an operation.
+//   (gate_up_row). Their H200 measurements are noted where they are; neither changes an operation.
 //
 // Exactness by construction: the arithmetic of output (m, n) is a fixed sequence that depends only on
 // x[m, :], W[n, :], K, group_size, T and R:
@@ -371,7 +371,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 // passes of run_pass (which rows > 1 take): the same bytes (test/gpu/fused-ops.test.ts). Measured on an
 // H200 (12B gate/up, cold weights, M = 1): 4-bit 42.0 -> 36.6 us, 8-bit 58.2 -> 47.9 us; GU_TL = 4
 // alone was slower (47 us), and in every other pass slower too (M = 4: 101 -> 165 us), so they keep tl = 1.
-const GU_TL: u32 = 4u;
+const GU_TL: u32 = 4u; // divides T (8 or 16: ops.setCoopThreads)
 var<private> sc: vec4<f32>;  // up, feature n
 var<private> sd: vec4<f32>;  // up, feature n + F (R = 2)
 var<private> pc: vec2<f32>;
