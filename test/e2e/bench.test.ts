@@ -36,6 +36,7 @@ describe('GPU measurement in the page', () => {
     expect(figures).toMatch(/Copy bandwidth\d+\.\d\d GB\/s/);
     expect(figures).toMatch(/4-bit matvec \(12B MLP, M = 1\)\d\.\d{3} × copy bandwidth/);
     expect(figures).toMatch(/Verify block K = 4 vs M = 1\d+\.\d\d ×/);
+    expect(figures).toMatch(/MLP gate \+ up \+ GeGLU \(as the engine runs it, M = 1\)\d\.\d{3} × copy bandwidth/);
     // a chain token end to end on one 12B layer, as tokens/s, and where its time goes
     expect(figures).toMatch(
       /Chain token end to end\d+\.\d ms = \d+\.\d tokens\/s \(synthetic .*12b geometry, 1 layer, vocab 32768\)/,
