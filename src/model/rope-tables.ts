@@ -1,18 +1,25 @@
 import type { RopeSpec } from '../format/config.ts';
 import { uploadBuffer } from '../gpu/buffers.ts';
 import type { RopeTable } from './ops.ts';
-import { ropeCosSin, ropeFrequencies } from '../numerics/rope-angles.ts';
+import { ropeCosSin, ropeFrequencies, type RopePrecision } from '../numerics/rope-angles.ts';
 
 /**
  * cos/sin tables for rotate-half RoPE, computed once per (theta, head dim, partial factor) on the
  * CPU by src/numerics/rope-angles.ts (float32 steps, as transformers and MLX compute them; the CPU
  * reference uses the same module) and uploaded:
  * both arms read the very same numbers for a position. Zero-frequency pairs of proportional RoPE
- * are the identity, so the kernel skips them.
+ * are the identity, so the kernel skips them. `precision`: the angles' arithmetic, as the family's
+ * reference computes them (Gemma 4: float32 steps; Qwen3.5: float64, rounded once to f32).
  */
-export function ropeTable(device: GPUDevice, spec: RopeSpec, d: number, positions: number): RopeTable {
+export function ropeTable(
+  device: GPUDevice,
+  spec: RopeSpec,
+  d: number,
+  positions: number,
+  precision: RopePrecision = 'f32',
+): RopeTable {
   const half = d / 2;
-  const freq = ropeFrequencies(d, spec, 'f32');
+  const freq = ropeFrequencies(d, spec, precision);
   const rotPairs = freq.rotatingPairs;
   const cos = new Float32Array(positions * half);
   const sin = new Float32Array(positions * half);

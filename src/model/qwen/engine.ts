@@ -1,10 +1,10 @@
 import { concatF32 } from '../../util/concat.ts';
 import type { Qwen35Description } from '../../format/qwen3_5/description.ts';
-import { readMany, storageBuffer, uploadBuffer } from '../../gpu/buffers.ts';
+import { readMany, storageBuffer } from '../../gpu/buffers.ts';
 import { GpuError } from '../../gpu/errors.ts';
 import { KernelCache } from '../../gpu/kernels.ts';
 import { Recorder } from '../../gpu/recorder.ts';
-import { ropeCosSin, ropeFrequencies } from '../../numerics/rope-angles.ts';
+import { ropeTable } from '../rope-tables.ts';
 import { createAttentionScratch } from '../attention-op.ts';
 import type { GpuLinear } from '../gpu-weights.ts';
 import * as op from '../ops.ts';
@@ -139,23 +139,8 @@ export class QwenEngine {
 
   /** cos/sin of the rotary dims (pairs i, i + rotaryDim/2), float64 angles rounded once to f32 (as the reference). */
   private ropeTable(positions: number): op.RopeTable {
-    const rot = this.desc.config.attention.rope.rotaryDim;
-    const half = rot / 2;
-    const spec = { ropeType: 'default' as const, theta: this.desc.config.attention.rope.theta, partialRotary: 1 };
-    const freq = ropeFrequencies(rot, spec, 'f64');
-    const cos = new Float32Array(positions * half);
-    const sin = new Float32Array(positions * half);
-    for (let p = 0; p < positions; p++) {
-      const t = ropeCosSin(freq, p);
-      cos.set(t.cos, p * half);
-      sin.set(t.sin, p * half);
-    }
-    return {
-      cos: uploadBuffer(this.device, cos, 'qwen-rope.cos'),
-      sin: uploadBuffer(this.device, sin, 'qwen-rope.sin'),
-      half,
-      rotPairs: half,
-    };
+    const { rotaryDim, theta } = this.desc.config.attention.rope;
+    return ropeTable(this.device, { ropeType: 'default', theta, partialRotary: 1 }, rotaryDim, positions, 'f64');
   }
 
   destroy(): void {
