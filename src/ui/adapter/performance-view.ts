@@ -27,7 +27,7 @@ export function performanceList(p: PerformanceSummary): HTMLElement {
     ...row('4-bit matvec (12B MLP, M = 1)', `${fix(p.matvec4bitBwRatio, 3)} × copy bandwidth`),
     ...row('Verify block K = 4 vs M = 1', `${fix(p.k4VsM1, 2)} ×`),
     ...(p.gateUp4bitBwRatio !== undefined
-      ? row('MLP gate + up + GeGLU (as the engine runs it, M = 1)', `${fix(p.gateUp4bitBwRatio, 3)} × copy bandwidth`)
+      ? row('MLP gate + up + GeGLU (M = 1)', `${fix(p.gateUp4bitBwRatio, 3)} × copy bandwidth`)
       : []),
     ...row('Prefill matmul', `${fix(p.prefillFlopRatio, 3)} × FMA${p.prefillRows ? ` (M = ${p.prefillRows})` : ''}`),
     ...(p.msPerChainToken !== undefined
