@@ -5,6 +5,7 @@ import { loadGolden, tinyAssistant } from '../support/fixtures.ts';
 import { uploadWeights, type GpuWeights } from '../../src/model/gpu-weights.ts';
 import { AssistantModel, type DraftConvention } from '../../src/model/assistant.ts';
 import { TargetModel } from '../../src/model/target.ts';
+import { chainedAndLoop } from './helpers/mtp-parity.ts';
 import {
   assistantSource,
   generateClassic,
@@ -107,25 +108,10 @@ describe('MTP speculative decoding == classic greedy (exact policy)', () => {
   });
 
   it('chained greedy steps (decodeGreedy: argmax fed back on the GPU, no wait per token) == one decode() per token, and leave the same cache', async () => {
-    const prompt = tokens(12, 7);
-    const run = async (chained: boolean) => {
-      const target = newTarget();
-      const pre = await target.prefill(prompt, { logits: 'last' });
-      const out = [pre.argmax![0]];
-      if (chained) {
-        // two windows, 40 tokens: the 16-slot ring wraps more than twice
-        out.push(...(await target.decodeGreedy(out[0], 25)));
-        out.push(...(await target.decodeGreedy(out[out.length - 1], 15)));
-      } else {
-        for (let i = 0; i < 40; i++) out.push((await target.decode(out[out.length - 1])).argmax![0]);
-      }
-      const next = await target.decode(out[out.length - 1]); // reads the cache both runs left behind
-      target.destroy();
-      return { out, logits: new Uint8Array(next.logits!.buffer, next.logits!.byteOffset, next.logits!.byteLength) };
-    };
-    const [loop, chained] = [await run(false), await run(true)];
+    // two windows, 40 tokens: the 16-slot ring wraps more than twice
+    const { loop, chained } = await chainedAndLoop(newTarget, tokens(12, 7));
     expect(chained.out).toEqual(loop.out);
-    expect(Buffer.from(chained.logits).equals(Buffer.from(loop.logits))).toBe(true);
+    expect(chained.logits.equals(loop.logits)).toBe(true);
   });
 
   for (const K of [2, 3, 4, 8])
