@@ -11,15 +11,19 @@
 //   64 contiguous bytes); this pattern alone streams at about 0.95 x copy bandwidth. (Giving
 //   neighbouring invocations neighbouring words of ONE feature instead makes their x loads 128 to
 //   256 bytes apart, and x traffic through L1 then bounds the kernel at 0.13 x copy.)
-// - With the arithmetic, loading x is the bottleneck at M = 1 (0.48 x copy; 0.74 x with x loads
-//   removed), so with R = 2 an invocation serves two features (n and n + F) from each x load
-//   (0.6 x). ops.coopFeatures picks R from the linear's shape: R = 2 halves the workgroups, which
-//   narrow linears cannot afford.
+// - With the arithmetic, delivering x is the bottleneck (H200, LM head shape: the loads of weights alone
+//   stream at 0.93 x copy, weights and x at 0.45-0.6 x), so an invocation serves R features (slot j:
+//   feature n + j F) from each x load. ops.coopFeatures picks R from the linear's shape (1, 2 or 4):
+//   more features per invocation means fewer workgroups, which narrow linears cannot afford. A pass
+//   over the weights serves at most two slots (SLOTS): passes of several rows hold every row's sums
+//   of each slot in registers, so R = 4 takes two passes (slots 0, 1, then 2, 3); a single row of
+//   R = 4 takes all four slots in one loop (row_slots).
 // - A group's weights are loaded and unpacked ONCE for all the rows of the block (up to ROWS per
 //   pass): a verify block of K rows reads and unpacks the weights once, not K times.
 // - Single rows of one-feature linears (R = 1) load the next group's words before the current group's
-//   arithmetic (software pipelining); single rows of gate_up run both matrices in one loop
-//   (gate_up_row). Their H200 measurements are noted where they are; neither changes an operation.
+//   arithmetic (software pipelining); single rows of gate_up run both matrices in one loop, and those
+//   of R = 4 their four slots (row_slots). Their H200 measurements are noted where they are; none
+//   changes an operation.
 //
 // Exactness by construction: the arithmetic of output (m, n) is a fixed sequence that depends only on
 // x[m, :], W[n, :], K, group_size, T and R:
@@ -45,7 +49,8 @@
 @group(0) @binding(6) var<storage, read> xs: array<f32>;     // [M, groups] from matmul.wgsl affine_xsum
 @group(0) @binding(7) var<storage, read> x4: array<vec4<f32>>;
 @group(0) @binding(8) var<storage, read> w4: array<vec4<u32>>;
-// gate_up only: the up projection's weights, scales and biases (w4, scales, biases hold the gate's).
+// A second matrix's weights, scales and biases: gate_up's up projection (w4, scales, biases hold the
+// gate's); `main` finds its own matrix here again (ops.matmul binds it twice), for row_slots.
 @group(0) @binding(9) var<storage, read> w4u: array<vec4<u32>>;
 @group(0) @binding(10) var<storage, read> scales_u: array<u32>;
 @group(0) @binding(11) var<storage, read> biases_u: array<u32>;
@@ -53,7 +58,9 @@
 // Invocations per output feature, and output features per invocation (ops.matmul: functions of the
 // linear's shape, never of M).
 override T: u32 = 16u;
-override R: u32 = 1u;
+override R: u32 = 1u; // 1, 2 or 4 (gate_up: 1 or 2)
+// Feature slots one pass over the weights serves (see the header).
+override SLOTS: u32 = min(R, 2u);
 // Weights per quantization group (32 or 64) and the 16-byte words that hold them (1, 2 or 4).
 override GS: u32 = 64u;
 override WORDS: u32 = GS * BITS / 128u;
@@ -75,7 +82,7 @@ var<workgroup> shared4: array<vec4<f32>, SHARED_VEC4>;
 struct Sums { r0: vec4<f32>, r1: vec4<f32>, r2: vec4<f32>, r3: vec4<f32> }
 struct Partials { r0: vec2<f32>, r1: vec2<f32>, r2: vec2<f32>, r3: vec2<f32> }
 var<private> sa: Sums;     // feature n
-var<private> sb: Sums;     // feature n + F (R = 2)
+var<private> sb: Sums;     // feature n + F (two slots)
 var<private> pa: Partials;
 var<private> pb: Partials;
 // The current 32-bit word of each feature, unpacked (4-bit: low and high half; 8-bit: lo only).
@@ -118,30 +125,33 @@ fn x_at(xi: u32, staged: bool) -> vec4<f32> {
 // One row's x (vec4 index xi) times the current words, into that row's sums of both features.
 fn add_row(a: ptr<private, vec4<f32>>, b: ptr<private, vec4<f32>>, xi: u32, staged: bool) {
   let x0 = x_at(xi, staged);
-  if (BITS == 4u) {
-    let x1 = x_at(xi + 1u, staged);
-    *a = fma(x1, wa_hi, fma(x0, wa_lo, *a));
-    if (R == 2u) { *b = fma(x1, wb_hi, fma(x0, wb_lo, *b)); }
-  } else {
-    *a = fma(x0, wa_lo, *a);
-    if (R == 2u) { *b = fma(x0, wb_lo, *b); }
-  }
+  var x1 = x0;
+  if (BITS == 4u) { x1 = x_at(xi + 1u, staged); }
+  fma_word(a, wa_lo, wa_hi, x0, x1);
+  if (SLOTS == 2u) { fma_word(b, wb_lo, wb_hi, x0, x1); }
 }
 // One 32-bit word of each feature (4-bit: 8 weights, staged x vec4s xi and xi + 1; 8-bit: 4 weights,
 // x vec4 xi; row r's at xi + r * xrow), unpacked once, into every row's sums.
 fn add_word(wa: u32, wb: u32, xi: u32, xrow: u32, rows: u32, staged: bool) {
-  if (BITS == 4u) {
-    wa_lo = nibbles(wa);
-    wa_hi = nibbles(wa >> 16u);
-    if (R == 2u) { wb_lo = nibbles(wb); wb_hi = nibbles(wb >> 16u); }
-  } else {
-    wa_lo = bytes8(wa);
-    if (R == 2u) { wb_lo = bytes8(wb); }
-  }
+  unpack_word(wa, &wa_lo, &wa_hi);
+  if (SLOTS == 2u) { unpack_word(wb, &wb_lo, &wb_hi); }
   add_row(&sa.r0, &sb.r0, xi, staged);
   if (rows > 1u) { add_row(&sa.r1, &sb.r1, xi + xrow, staged); }
   if (rows > 2u) { add_row(&sa.r2, &sb.r2, xi + 2u * xrow, staged); }
   if (rows > 3u) { add_row(&sa.r3, &sb.r3, xi + 3u * xrow, staged); }
+}
+// A 32-bit word of codes as floats (4-bit: its low half word into lo, its high one into hi; 8-bit: lo).
+fn unpack_word(w: u32, lo: ptr<private, vec4<f32>>, hi: ptr<private, vec4<f32>>) {
+  if (BITS == 4u) {
+    *lo = nibbles(w);
+    *hi = nibbles(w >> 16u);
+  } else {
+    *lo = bytes8(w);
+  }
+}
+// One row's sums += its x times one unpacked word (4-bit: x0 with lo, then x1 with hi; 8-bit: x0 with lo).
+fn fma_word(a: ptr<private, vec4<f32>>, lo: vec4<f32>, hi: vec4<f32>, x0: vec4<f32>, x1: vec4<f32>) {
+  if (BITS == 4u) { *a = fma(x1, hi, fma(x0, lo, *a)); } else { *a = fma(x0, lo, *a); }
 }
 
 // The end of a group for one row and feature: the Neumaier steps scale * D and bias' * sx.
@@ -163,9 +173,9 @@ fn bias_of(which: u32, i: u32) -> f32 {
   return bias_at(i);
 }
 
-// One pass of matrix `which` over rows r0 .. r0+rows-1 for features na (and nb when R = 2), chunk by
-// chunk of groups (each chunk's x staged in shared memory first); then invocation t < R * rows returns
-// the total of row t / R of feature slot t % R (the other invocations return 0).
+// One pass of matrix `which` over rows r0 .. r0+rows-1 for features na (and nb with two slots), chunk by
+// chunk of groups (each chunk's x staged in shared memory first); then invocation t < SLOTS * rows
+// returns the total of row t / SLOTS of the pass's slot t % SLOTS (the other invocations return 0).
 fn pass_rows(which: u32, f: u32, t: u32, lid: u32, na: u32, nb: u32, r0: u32, rows: u32) -> f32 {
   let groups = P.K / GS;
   let gv = GS / 4u; // x vec4s per group
@@ -174,11 +184,11 @@ fn pass_rows(which: u32, f: u32, t: u32, lid: u32, na: u32, nb: u32, r0: u32, ro
   pb = Partials();
   if (!stage_x(rows)) {
     let xrow = P.x_stride / 4u;
-    if (R == 1u) {
+    if (SLOTS == 1u) {
       // Software pipelining: group g + T's words are loaded before group g's arithmetic, so that an
       // invocation has two groups' loads in flight. Measured on an H200 (12B, cold weights): the down
       // matvec at M = 1 1.19 x faster; with R = 2 (two features' words, twice the registers) the LM head
-      // and 8-bit gate/up were 4-20% slower, so R = 2 keeps one group at a time.
+      // and 8-bit gate/up were 4-20% slower, so two slots keep one group at a time.
       var next = group_words(which, t, na, groups);
       for (var g = t; g < groups; g += T) {
         let cur = next;
@@ -221,7 +231,7 @@ fn pass_group(which: u32, g: u32, x0: u32, xrow: u32, r0: u32, rows: u32, na: u3
   for (var i = 0u; i < WORDS; i++) {
     let qa = word(which, (na * groups + g) * WORDS + i);
     var qb = qa;
-    if (R == 2u) { qb = word(which, (nb * groups + g) * WORDS + i); }
+    if (SLOTS == 2u) { qb = word(which, (nb * groups + g) * WORDS + i); }
     add_words(qa, qb, x0 + 4u * xw * i, xw, xrow, rows, staged);
   }
   close_group(which, g, r0, rows, na, nb, groups);
@@ -269,30 +279,31 @@ fn close_group(which: u32, g: u32, r0: u32, rows: u32, na: u32, nb: u32, groups:
   let bia = bias_of(which, ga) + sca * half_code();
   var scb = 0.0;
   var bib = 0.0;
-  if (R == 2u) {
+  if (SLOTS == 2u) {
     let gb = nb * groups + g;
     scb = scale_of(which, gb);
     bib = bias_of(which, gb) + scb * half_code();
   }
   let xsr = r0 * groups + g; // this group's x sum in row r0
   close_row(&pa.r0, sa.r0, sca, bia, xs[xsr]);
-  if (R == 2u) { close_row(&pb.r0, sb.r0, scb, bib, xs[xsr]); }
+  if (SLOTS == 2u) { close_row(&pb.r0, sb.r0, scb, bib, xs[xsr]); }
   if (rows > 1u) {
     close_row(&pa.r1, sa.r1, sca, bia, xs[xsr + groups]);
-    if (R == 2u) { close_row(&pb.r1, sb.r1, scb, bib, xs[xsr + groups]); }
+    if (SLOTS == 2u) { close_row(&pb.r1, sb.r1, scb, bib, xs[xsr + groups]); }
   }
   if (rows > 2u) {
     close_row(&pa.r2, sa.r2, sca, bia, xs[xsr + 2u * groups]);
-    if (R == 2u) { close_row(&pb.r2, sb.r2, scb, bib, xs[xsr + 2u * groups]); }
+    if (SLOTS == 2u) { close_row(&pb.r2, sb.r2, scb, bib, xs[xsr + 2u * groups]); }
   }
   if (rows > 3u) {
     close_row(&pa.r3, sa.r3, sca, bia, xs[xsr + 3u * groups]);
-    if (R == 2u) { close_row(&pb.r3, sb.r3, scb, bib, xs[xsr + 3u * groups]); }
+    if (SLOTS == 2u) { close_row(&pb.r3, sb.r3, scb, bib, xs[xsr + 3u * groups]); }
   }
 }
 
-// The partials of every invocation into shared memory; invocation t < R * rows of feature f then
-// returns the total of row t / R, slot t % R over the T partials, in order (the others return 0).
+// The partials of every invocation into shared memory; invocation t < SLOTS * rows of feature f then
+// returns the total of row t / SLOTS, slot t % SLOTS of the pass over the T partials, in order (the
+// others return 0).
 // tl: the lane layout of the pass (see `features`).
 fn pass_total(f: u32, t: u32, lid: u32, rows: u32, tl: u32) -> f32 {
   shared4[lid] = vec4<f32>(pa.r0, pb.r0);
@@ -301,9 +312,9 @@ fn pass_total(f: u32, t: u32, lid: u32, rows: u32, tl: u32) -> f32 {
   shared4[3u * WG + lid] = vec4<f32>(pa.r3, pb.r3);
   workgroupBarrier();
   var v = 0.0;
-  if (t < R * rows) {
-    let m = t / R;
-    let slot = t % R;
+  if (t < SLOTS * rows) {
+    let m = t / SLOTS;
+    let slot = t % SLOTS;
     var s = vec2<f32>(0.0);
     var c = 0.0;
     for (var i = 0u; i < T; i++) {
@@ -320,25 +331,27 @@ fn pass_total(f: u32, t: u32, lid: u32, rows: u32, tl: u32) -> f32 {
 
 fn rnd(v: f32) -> f32 { return select(v, round_bf16(v), P.round == 1u); }
 
-// Feature of invocation lid's slot j (0 or 1) in this workgroup, and the one whose row it computes
-// (features past N compute a valid row and are not stored), and its slice t.
+// Invocation lid's features (slot j: feature base + j F + f; `feature`) and its slice t.
 // The lane layout tl: neighbouring invocations take tl consecutive slices of one feature, then the next
 // feature: lid = ((t / tl) * F + f) * tl + t % tl. tl = 1 (a subgroup's x loads are one or two
 // addresses) everywhere but the fused single-row gate_up (below). Which invocation computes what
 // changes no arithmetic: a partial's slice t and the fixed order t = 0 .. T-1 of its sum do not move.
-struct Features { na: u32, nb: u32, f: u32, t: u32 }
+struct Features { base: u32, f: u32, t: u32 }
 fn features(wid: vec3<u32>, nwg: vec3<u32>, lid: u32, tl: u32) -> Features {
   let F = WG / T;
-  let base = linear_workgroup(wid, nwg) * R * F;
   let f = (lid / tl) % F;
-  return Features(base + f, base + F + f, f, (lid / (tl * F)) * tl + lid % tl);
+  return Features(linear_workgroup(wid, nwg) * R * F, f, (lid / (tl * F)) * tl + lid % tl);
 }
+// Slot j's feature, and the one whose row it computes (features past N compute a valid row and are
+// not stored).
+fn feature(fs: Features, j: u32) -> u32 { return fs.base + j * (WG / T) + fs.f; }
+fn row_of(fs: Features, j: u32) -> u32 { return min(feature(fs, j), P.N - 1u); }
 fn lane_of(t: u32, f: u32, tl: u32) -> u32 { return ((t / tl) * (WG / T) + f) * tl + t % tl; }
-// Where invocation t's total of a pass goes: feature slot t % R of row r0 + t / R.
-fn out_index(fs: Features, r0: u32, rows: u32) -> u32 {
-  let n = select(fs.na, fs.nb, fs.t % R == 1u);
-  if (fs.t >= R * rows || n >= P.N) { return 0xFFFFFFFFu; }
-  return (r0 + fs.t / R) * P.y_stride + P.n_offset + n;
+// Where invocation t's total of a pass over slots h, h + 1 goes: slot h + t % SLOTS, row r0 + t / SLOTS.
+fn out_index(fs: Features, h: u32, r0: u32, rows: u32) -> u32 {
+  let n = feature(fs, h + fs.t % SLOTS);
+  if (fs.t >= SLOTS * rows || n >= P.N) { return 0xFFFFFFFFu; }
+  return (r0 + fs.t / SLOTS) * P.y_stride + P.n_offset + n;
 }
 
 // pass_rows for a pass of `rows` rows. A single row (every decode step) calls it with the constant 1,
@@ -355,60 +368,71 @@ fn run_pass(which: u32, fs: Features, lid: u32, na: u32, nb: u32, r0: u32, rows:
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
   let fs = features(wid, nwg, lid, 1u);
-  let na = min(fs.na, P.N - 1u);
-  let nb = min(fs.nb, P.N - 1u);
+  if (R == 4u && P.M == 1u) {
+    // A decode step: all four slots in one loop. Invocation t < 2 holds the totals of slots t (.x) and
+    // t + 2 (.y). (A single row left over from a block, M = 5 or 13, takes the passes below: the same
+    // bytes.)
+    let fs1 = features(wid, nwg, lid, ROW_TL);
+    let v = row_slots(fs1, lid, 0u, row_of(fs1, 0u), row_of(fs1, 1u), row_of(fs1, 2u), row_of(fs1, 3u));
+    let o = out_index(fs1, 0u, 0u, 1u);
+    if (o != 0xFFFFFFFFu) { y[o] = rnd(v.x); }
+    let o2 = out_index(fs1, 2u, 0u, 1u);
+    if (o2 != 0xFFFFFFFFu) { y[o2] = rnd(v.y); }
+    return;
+  }
   for (var r0 = 0u; r0 < P.M; r0 += ROWS) {
     let rows = min(ROWS, P.M - r0);
-    let v = run_pass(0u, fs, lid, na, nb, r0, rows);
-    let o = out_index(fs, r0, rows);
-    if (o != 0xFFFFFFFFu) { y[o] = rnd(v); }
+    for (var h = 0u; h < R; h += SLOTS) {
+      let v = run_pass(0u, fs, lid, row_of(fs, h), row_of(fs, h + 1u), r0, rows);
+      let o = out_index(fs, h, r0, rows);
+      if (o != 0xFFFFFFFFu) { y[o] = rnd(v); }
+    }
   }
 }
 
-// gate_up for a single row (every decode step): the gate's and the up projection's features in ONE loop
-// over the groups, so that each x load serves both matrices and an invocation has both matrices' words
-// in flight, in the lane layout GU_TL. The same operations per feature, in the same order, as the two
-// passes of run_pass (which rows > 1 take): the same bytes (test/gpu/fused-ops.test.ts). Measured on an
-// H200 (12B gate/up, cold weights, M = 1): 4-bit 42.0 -> 36.6 us, 8-bit 58.2 -> 47.9 us; GU_TL = 4
-// alone was slower (47 us), and in every other pass slower too (M = 4: 101 -> 165 us), so they keep tl = 1.
-const GU_TL: u32 = 4u; // divides T (8 or 16: ops.setCoopThreads)
-var<private> sc: vec4<f32>;  // up, feature n
-var<private> sd: vec4<f32>;  // up, feature n + F (R = 2)
+// A single row's four feature slots in ONE loop over the groups, so that each x load serves all four and
+// an invocation has their words in flight, in the lane layout ROW_TL: slots a, b (features fa, fb) of
+// the matrix at bindings 8, 4, 5 and slots c, d (fc, fd) of the one at 9-11; b and d only with two slots
+// per pass (R >= 2). gate_up passes (gate n, gate n + F, up n, up n + F); `main` with R = 4 passes
+// (n, n + F, n + 2F, n + 3F), its own matrix being bound at 9-11 too (ops.matmul). Invocation t < SLOTS returns the totals of slots a|b (t = 0|1) and c|d. The same operations
+// per feature, in the same order, as run_pass (which rows > 1 take): the same bytes
+// (test/gpu/fused-ops.test.ts, test/gpu/kernels-matmul.test.ts). Measured on an H200 (12B, cold
+// weights, M = 1): gate_up 4-bit 42.0 -> 36.6 us, 8-bit 58.2 -> 47.9 us; with R = 4 (`main`) the LM
+// head 292 -> 246 us and the 8-bit gate/up projection 32.1 -> 26.1 us (against R = 2 and run_pass; the
+// same at M = 4 and 8). The lane layout ROW_TL = 4 alone was slower (47 us),
+// and in every other pass slower too (M = 4: 101 -> 165 us), so they keep tl = 1.
+const ROW_TL: u32 = 4u; // divides T (8 or 16: ops.setCoopThreads)
+var<private> sc: vec4<f32>;  // slot c
+var<private> sd: vec4<f32>;  // slot d
 var<private> pc: vec2<f32>;
 var<private> pd: vec2<f32>;
 var<private> wc_lo: vec4<f32>;
 var<private> wc_hi: vec4<f32>;
 var<private> wd_lo: vec4<f32>;
 var<private> wd_hi: vec4<f32>;
-fn unpack(w: u32) -> vec4<f32> {
-  if (BITS == 4u) { return nibbles(w); }
-  return bytes8(w);
-}
-fn fma_word(a: ptr<private, vec4<f32>>, lo: vec4<f32>, hi: vec4<f32>, x0: vec4<f32>, x1: vec4<f32>) {
-  if (BITS == 4u) { *a = fma(x1, hi, fma(x0, lo, *a)); } else { *a = fma(x0, lo, *a); }
-}
-fn add_word_gu(wa: u32, wb: u32, wc: u32, wd: u32, xi: u32) {
-  wa_lo = unpack(wa);
-  wc_lo = unpack(wc);
-  if (BITS == 4u) { wa_hi = nibbles(wa >> 16u); wc_hi = nibbles(wc >> 16u); }
-  if (R == 2u) {
-    wb_lo = unpack(wb);
-    wd_lo = unpack(wd);
-    if (BITS == 4u) { wb_hi = nibbles(wb >> 16u); wd_hi = nibbles(wd >> 16u); }
+fn add_word_slots(wa: u32, wb: u32, wc: u32, wd: u32, xi: u32) {
+  unpack_word(wa, &wa_lo, &wa_hi);
+  unpack_word(wc, &wc_lo, &wc_hi);
+  if (SLOTS == 2u) {
+    unpack_word(wb, &wb_lo, &wb_hi);
+    unpack_word(wd, &wd_lo, &wd_hi);
   }
   let x0 = x4[xi];
   var x1 = x0;
   if (BITS == 4u) { x1 = x4[xi + 1u]; }
   fma_word(&sa.r0, wa_lo, wa_hi, x0, x1);
   fma_word(&sc, wc_lo, wc_hi, x0, x1);
-  if (R == 2u) {
+  if (SLOTS == 2u) {
     fma_word(&sb.r0, wb_lo, wb_hi, x0, x1);
     fma_word(&sd, wd_lo, wd_hi, x0, x1);
   }
 }
-fn gate_up_row(fs: Features, lid: u32, r0: u32) -> vec2<f32> {
-  let na = min(fs.na, P.N - 1u);
-  let nb = min(fs.nb, P.N - 1u);
+// The end of group gi of matrix `which` for one feature of a single row (close_group's steps).
+fn close_feature(p: ptr<private, vec2<f32>>, s: vec4<f32>, which: u32, gi: u32, sx: f32) {
+  let scale = scale_of(which, gi);
+  close_row(p, s, scale, bias_of(which, gi) + scale * half_code(), sx);
+}
+fn row_slots(fs: Features, lid: u32, r0: u32, fa: u32, fb: u32, fc: u32, fd: u32) -> vec2<f32> {
   let groups = P.K / GS;
   let gv = GS / 4u;
   let xw = 8u / BITS;
@@ -423,40 +447,34 @@ fn gate_up_row(fs: Features, lid: u32, r0: u32) -> vec2<f32> {
     sc = vec4<f32>(0.0);
     sd = vec4<f32>(0.0);
     for (var i = 0u; i < WORDS; i++) {
-      let qa = w4[(na * groups + g) * WORDS + i];
-      let qc = w4u[(na * groups + g) * WORDS + i];
+      let qa = w4[(fa * groups + g) * WORDS + i];
+      let qc = w4u[(fc * groups + g) * WORDS + i];
       var qb = qa;
       var qd = qc;
-      if (R == 2u) {
-        qb = w4[(nb * groups + g) * WORDS + i];
-        qd = w4u[(nb * groups + g) * WORDS + i];
+      if (SLOTS == 2u) {
+        qb = w4[(fb * groups + g) * WORDS + i];
+        qd = w4u[(fd * groups + g) * WORDS + i];
       }
       let xi = xb + g * gv + 4u * xw * i;
-      add_word_gu(qa.x, qb.x, qc.x, qd.x, xi);
-      add_word_gu(qa.y, qb.y, qc.y, qd.y, xi + xw);
-      add_word_gu(qa.z, qb.z, qc.z, qd.z, xi + 2u * xw);
-      add_word_gu(qa.w, qb.w, qc.w, qd.w, xi + 3u * xw);
+      add_word_slots(qa.x, qb.x, qc.x, qd.x, xi);
+      add_word_slots(qa.y, qb.y, qc.y, qd.y, xi + xw);
+      add_word_slots(qa.z, qb.z, qc.z, qd.z, xi + 2u * xw);
+      add_word_slots(qa.w, qb.w, qc.w, qd.w, xi + 3u * xw);
     }
     let sx = xs[r0 * groups + g];
-    let ga = na * groups + g;
-    let sca = scale_of(0u, ga);
-    close_row(&pa.r0, sa.r0, sca, bias_of(0u, ga) + sca * half_code(), sx);
-    let scc = scale_of(1u, ga);
-    close_row(&pc, sc, scc, bias_of(1u, ga) + scc * half_code(), sx);
-    if (R == 2u) {
-      let gb = nb * groups + g;
-      let scb = scale_of(0u, gb);
-      close_row(&pb.r0, sb.r0, scb, bias_of(0u, gb) + scb * half_code(), sx);
-      let scd = scale_of(1u, gb);
-      close_row(&pd, sd, scd, bias_of(1u, gb) + scd * half_code(), sx);
+    close_feature(&pa.r0, sa.r0, 0u, fa * groups + g, sx);
+    close_feature(&pc, sc, 1u, fc * groups + g, sx);
+    if (SLOTS == 2u) {
+      close_feature(&pb.r0, sb.r0, 0u, fb * groups + g, sx);
+      close_feature(&pd, sd, 1u, fd * groups + g, sx);
     }
   }
-  let gate = pass_total(fs.f, fs.t, lid, 1u, GU_TL);
+  let ab = pass_total(fs.f, fs.t, lid, 1u, ROW_TL);
   pa = Partials();
   pb = Partials();
   pa.r0 = pc;
   pb.r0 = pd;
-  return vec2<f32>(gate, pass_total(fs.f, fs.t, lid, 1u, GU_TL));
+  return vec2<f32>(ab, pass_total(fs.f, fs.t, lid, 1u, ROW_TL));
 }
 
 // gate_up: the MLP's gate and up projections of the same x and GeGLU in one dispatch (GPUs, where a
@@ -466,20 +484,22 @@ fn gate_up_row(fs: Features, lid: u32, r0: u32) -> vec2<f32> {
 fn gate_up(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
            @builtin(local_invocation_index) lid: u32) {
   let fs = features(wid, nwg, lid, 1u);
-  let fs1 = features(wid, nwg, lid, GU_TL); // single rows: gate_up_row's lane layout
-  let na = min(fs.na, P.N - 1u);
-  let nb = min(fs.nb, P.N - 1u);
+  let fs1 = features(wid, nwg, lid, ROW_TL); // single rows: row_slots' lane layout
+  let na = row_of(fs, 0u);
+  let nb = row_of(fs, 1u);
   for (var r0 = 0u; r0 < P.M; r0 += ROWS) {
     let rows = min(ROWS, P.M - r0);
     if (rows == 1u) {
-      let gu = gate_up_row(fs1, lid, r0);
-      let o = out_index(fs1, r0, 1u);
+      let n0 = row_of(fs1, 0u);
+      let n1 = row_of(fs1, 1u);
+      let gu = row_slots(fs1, lid, r0, n0, n1, n0, n1);
+      let o = out_index(fs1, 0u, r0, 1u);
       if (o != 0xFFFFFFFFu) { y[o] = rnd(rnd(gelu_tanh(rnd(gu.x))) * rnd(gu.y)); }
       continue;
     }
     let g = rnd(run_pass(0u, fs, lid, na, nb, r0, rows));
     let u = rnd(run_pass(1u, fs, lid, na, nb, r0, rows));
-    let o = out_index(fs, r0, rows);
+    let o = out_index(fs, 0u, r0, rows);
     if (o != 0xFFFFFFFFu) { y[o] = rnd(rnd(gelu_tanh(g)) * u); }
   }
 }

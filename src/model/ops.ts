@@ -59,7 +59,8 @@ export function setCoopThreads(n: number | undefined): void {
 }
 
 export function setCoopFeatures(r: number | undefined): void {
-  if (r !== undefined && r !== 1 && r !== 2) throw new Error(`coop features per invocation must be 1 or 2, not ${r}`);
+  if (r !== undefined && r !== 1 && r !== 2 && r !== 4)
+    throw new Error(`coop features per invocation must be 1, 2 or 4, not ${r}`);
   coopFeaturesOverride = r;
 }
 
@@ -69,7 +70,7 @@ export const COOP_WG = 256;
  * Invocations per output feature of matmul_coop.wgsl: 16. Chosen on the H200 with the kernel of this
  * commit (microbenchmarks of the 4-bit LM head and MLP shapes at M = 1, 4, 8; T = 16, 32, 64): 16 was
  * the fastest or within 5% at M = 1 for both the 3840- and the 15360-wide inputs, 32 about 20% faster
- * at M = 4 on the wide-output linears. At least 8 (the kernel's final totals need R * ROWS = 8 of
+ * at M = 4 on the wide-output linears. At least 8 (the kernel's final totals need SLOTS * ROWS = 8 of
  * them). Never a function of M, so every row count runs the same pipeline.
  */
 export function coopThreads(): number {
@@ -78,20 +79,27 @@ export function coopThreads(): number {
 }
 
 /**
- * Output features per invocation of matmul_coop.wgsl: 2 (sharing every x load, which bounds the
- * kernel at M = 1 on an H200) for linears of at least 8192 outputs (the MLP's gate/up, the LM head),
- * 1 for narrower ones, where halving the workgroups would leave a GPU's cores idle. A function of the
- * linear's shape only.
+ * Output features per invocation of `main` in matmul_coop.wgsl, a function of the linear's shape only:
+ * 4 (every x load serves four features: delivering x bounds the kernel on an H200) for linears of at
+ * least 8192 outputs (the MLP's gate/up, the LM head), 1 for narrower ones, where fewer workgroups would
+ * leave a GPU's cores idle. H200, 12B shapes at M = 1 (cold weights): the LM head 292 us with 2,
+ * 246 us with 4; the 8-bit gate/up projection 32.1 -> 26.1 us, the 4-bit one 22.2 -> 21.0 us; at M = 4
+ * and 8 within 2%. The fused
+ * `gate_up` entry serves two features of each matrix (four slots too) and takes at most 2.
  */
-export function coopFeatures(outFeatures: number): number {
-  if (coopFeaturesOverride) return coopFeaturesOverride;
-  return outFeatures >= 8192 ? 2 : 1;
+export function coopFeatures(outFeatures: number, entry: 'main' | 'gate_up' = 'main'): number {
+  const r = coopFeaturesOverride ?? (outFeatures >= 8192 ? 4 : 1);
+  return entry === 'gate_up' ? Math.min(r, 2) : r;
 }
 
 /** The coop pipeline's constants and workgroup count for one row part of a linear. */
-function coopDispatch(d: AffineLinearDesc, rows: number): { constants: Record<string, number>; workgroups: number } {
+function coopDispatch(
+  d: AffineLinearDesc,
+  rows: number,
+  entry: 'main' | 'gate_up',
+): { constants: Record<string, number>; workgroups: number } {
   const T = coopThreads();
-  const R = coopFeatures(d.outFeatures);
+  const R = coopFeatures(d.outFeatures, entry);
   return {
     constants: { BITS: d.bits, WG: COOP_WG, T, R, GS: d.groupSize },
     workgroups: Math.ceil(rows / (R * (COOP_WG / T))),
@@ -188,8 +196,9 @@ export function matmul(
       const sb = [lin.scales!.parts[i].buffer, lin.biases!.parts[i].buffer];
       const bindings = [params, undefined, undefined, y, ...sb, xs, x, part.buffer];
       if (k === 'coop') {
-        const { constants, workgroups } = coopDispatch(desc, part.rows);
-        // bindings 9-11 belong to gate_up; `main` never reads them but its layout lists them: the gate's again
+        const { constants, workgroups } = coopDispatch(desc, part.rows, 'main');
+        // bindings 9-11 hold gate_up's second matrix; `main` gets its own again there, where single rows
+        // of R = 4 read their slots 2 and 3 (matmul_coop.wgsl row_slots)
         rec.run(shader, 'main', constants, [...bindings, part.buffer, ...sb], workgroups);
         return;
       }
@@ -407,7 +416,7 @@ export function gateUp(
       up.scales!.parts[i].buffer,
       up.biases!.parts[i].buffer,
     ];
-    const { constants, workgroups } = coopDispatch(d, part.rows);
+    const { constants, workgroups } = coopDispatch(d, part.rows, 'gate_up');
     rec.run('matmul_coop.wgsl', 'gate_up', constants, bindings, workgroups);
   });
 }

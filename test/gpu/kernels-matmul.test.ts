@@ -147,39 +147,43 @@ describe(`GPU kernels: matmul vs the CPU float64 reference (${ADAPTER})`, () => 
       { name: '4-bit gs 64, x in several staged chunks', bits: 4, gs: 64, K: 4224, N: 20 },
       { name: '8-bit gs 32, x in several staged chunks', bits: 8, gs: 32, K: 2080, N: 40 },
     ];
-    // The coop rule gives two features per invocation only to linears of 8192 outputs or more (the
-    // MLP's gate/up, the LM head: too big for these tests), so R = 2 is forced here on the same cases.
-    describe('coop with two features per invocation (R = 2)', () => {
-      beforeAll(() => op.setCoopFeatures(2));
-      afterAll(() => op.setCoopFeatures(undefined));
-      for (const c of invCases) {
-        it(`coop R = 2 row-invariant (${c.name}, K ${c.K}, N ${c.N}): M = 1..8 and 13 together == each row alone`, async () => {
-          const r = new Rand(900 + c.K + c.N + c.bits);
-          const A = await affineLinear(lab, r, c);
-          for (const M of [1, 2, 3, 4, 5, 6, 7, 8, 13])
-            await expectRowInvariantMatmul(lab, r, A.lin, M, c.K, c.N, 'coop');
-        });
-        it(`coop R = 2 gives every feature the bytes of R = 1 (${c.name}; M = 1, 5, 13)`, async () => {
-          const r = new Rand(950 + c.K + c.N + c.bits);
-          const A = await affineLinear(lab, r, c);
-          for (const M of [1, 5, 13]) {
-            const xb = lab.f32(r.f32s(M * c.K));
-            const [one, two] = [lab.sentinel(M * c.N), lab.sentinel(M * c.N)];
-            await lab.run((rec) => {
-              op.setCoopFeatures(1);
-              op.matmul(rec, A.lin, xb, one, { M, round: false }, c.K, c.N, 'coop');
-              op.setCoopFeatures(2);
-              op.matmul(rec, A.lin, xb, two, { M, round: false }, c.K, c.N, 'coop');
-            });
-            expectSameBytes(
-              `coop R = 2 vs R = 1, M = ${M}`,
-              await lab.bytes(two, M * c.N),
-              await lab.bytes(one, M * c.N),
-            );
-          }
-        });
-      }
-    });
+    // The coop rule gives several features per invocation only to linears of 8192 outputs or more (the
+    // MLP's gate/up, the LM head: too big for these tests), so R = 2 and R = 4 are forced here on the same
+    // cases. R = 4 runs single rows through row_slots (four slots in one loop, another lane layout) and
+    // blocks as two passes of two slots: both must give every feature the bytes of R = 1.
+    for (const R of [2, 4] as const) {
+      describe(`coop with ${R} features per invocation (R = ${R})`, () => {
+        beforeAll(() => op.setCoopFeatures(R));
+        afterAll(() => op.setCoopFeatures(undefined));
+        for (const c of invCases) {
+          it(`coop R = ${R} row-invariant (${c.name}, K ${c.K}, N ${c.N}): M = 1..8 and 13 together == each row alone`, async () => {
+            const r = new Rand(900 + c.K + c.N + c.bits);
+            const A = await affineLinear(lab, r, c);
+            for (const M of [1, 2, 3, 4, 5, 6, 7, 8, 13])
+              await expectRowInvariantMatmul(lab, r, A.lin, M, c.K, c.N, 'coop');
+          });
+          it(`coop R = ${R} gives every feature the bytes of R = 1 (${c.name}; M = 1, 5, 13)`, async () => {
+            const r = new Rand(950 + c.K + c.N + c.bits);
+            const A = await affineLinear(lab, r, c);
+            for (const M of [1, 5, 13]) {
+              const xb = lab.f32(r.f32s(M * c.K));
+              const [one, many] = [lab.sentinel(M * c.N), lab.sentinel(M * c.N)];
+              await lab.run((rec) => {
+                op.setCoopFeatures(1);
+                op.matmul(rec, A.lin, xb, one, { M, round: false }, c.K, c.N, 'coop');
+                op.setCoopFeatures(R);
+                op.matmul(rec, A.lin, xb, many, { M, round: false }, c.K, c.N, 'coop');
+              });
+              expectSameBytes(
+                `coop R = ${R} vs R = 1, M = ${M}`,
+                await lab.bytes(many, M * c.N),
+                await lab.bytes(one, M * c.N),
+              );
+            }
+          });
+        }
+      });
+    }
 
     for (const kernel of ROW_KERNELS) {
       for (const c of invCases) {

@@ -14,7 +14,7 @@ export const bench: Command = {
   summary:
     'Throughput of the adapter (copy GB/s, FMA GFLOP/s), of each kernel class at 12B (31B) shapes as ratios to it, and end to end on a small synthetic model.',
   usage:
-    'bench [--quick] [--full] [--json FILE] [--no-e2e] [--e2e-preset P] [--e2e-layers N] [--wall-clock] [--prefill-rows N] [--compare lanes,coop,tile,affine] [--compare-head] [--no-subgroups] [--coop-threads N] [--coop-features 1|2] [--rows 1,4,8] [--no-kernels]',
+    'bench [--quick] [--full] [--json FILE] [--no-e2e] [--e2e-preset P] [--e2e-layers N] [--wall-clock] [--prefill-rows N] [--compare lanes,coop,tile,affine] [--compare-head] [--no-subgroups] [--coop-threads N] [--coop-features 1|2|4] [--rows 1,4,8] [--no-kernels]',
   options: {
     quick: { type: 'boolean', help: 'short form (about a minute on a 2-core CPU adapter)' },
     full: { type: 'boolean', help: 'also the 31B shapes' },
@@ -52,7 +52,7 @@ export const bench: Command = {
     },
     'coop-features': {
       type: 'string',
-      help: 'tuning: output features per invocation of the coop matvec (1 or 2) instead of its rule',
+      help: 'tuning: output features per invocation of the coop matvec (1, 2 or 4) instead of its rule',
     },
     rows: { type: 'string', help: 'M values of the matmul benchmarks, comma-separated' },
     'no-kernels': { type: 'boolean', help: 'skip the kernel benchmarks (yardsticks and end to end only)' },
@@ -84,7 +84,7 @@ export const bench: Command = {
     if (v['compare-head']) o.compareHead = true;
     const coopT = intOption(v, 'coop-threads', 8, 256);
     if (coopT !== undefined) setCoopThreads(coopT);
-    const coopR = intOption(v, 'coop-features', 1, 2);
+    const coopR = intOption(v, 'coop-features', 1, 4);
     if (coopR !== undefined) setCoopFeatures(coopR);
     const rows = intList(v, 'rows');
     if (rows) o.matmulRows = rows;
