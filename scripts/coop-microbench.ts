@@ -10,11 +10,13 @@
  *     [--rows 1,4,8] [--wg 128,256] [--threads 8,16,32] [--features 1,2] [--cold MB]
  *     [--rounds 3] [--seconds 0.2]
  *
- * --variants adds more kernel files (named by their file name) to the comparison; --threads tries other
+ * --variants adds more kernel files (named by their file name) to the comparison (file@WG:T:R runs that
+ * file in that one configuration only: a kernel whose T and R mean something else); --threads tries other
  * invocation counts per feature than the engine's; --features other output features per invocation (R);
  * --cold cycles through copies of the weights; --rounds times every configuration that many times,
  * interleaved, and keeps the fastest; --seconds is the GPU time aimed at per timing. Every kernel's output is compared byte for byte with the
- * first kernel's of the same M, T and R (variants meant as the same arithmetic must print "same bytes").
+ * first kernel's of the same M, T and R (variants meant as the same arithmetic must print "same bytes"), and a
+ * variant with its own configuration with the first kernel's first configuration, by its largest difference.
  *
  * Shapes are name:N:K:bits (group size 64); a name starting with "gateup" runs the fused gate_up entry
  * over two matrices, the others `main`. Weights, scales and x are random: the kernel's time does not
@@ -63,10 +65,16 @@ const timer = new GpuTimer(device, { targetSeconds: Number(values.seconds), maxI
 const copy = await copyBandwidth(timer, 256);
 console.log(`adapter copy bandwidth ${copy.value.toFixed(0)} GB/s (${copy.detail}); timing by ${timer.method}`);
 
-const kernels: [string, string][] = [['tree', shaderSource('matmul_coop.wgsl')]];
+/** A kernel to time: its label, its text, and its one configuration where the command line fixed it. */
+type Kernel = [string, string, [number, number, number]?];
+const kernels: Kernel[] = [['tree', shaderSource('matmul_coop.wgsl')]];
 if (values.baseline) kernels.unshift(['baseline', expandIncludes(readFileSync(values.baseline, 'utf8'))]);
-for (const file of values.variants?.split(',') ?? [])
-  kernels.push([file.replace(/^.*\//, '').replace(/\.wgsl$/, ''), expandIncludes(readFileSync(file, 'utf8'))]);
+for (const spec of values.variants?.split(',') ?? []) {
+  const [file, fixed] = spec.split('@');
+  const label = file.replace(/^.*\//, '').replace(/\.wgsl$/, '');
+  const config = fixed?.split(':').map(Number) as [number, number, number] | undefined;
+  kernels.push([label, expandIncludes(readFileSync(file, 'utf8')), config]);
+}
 // Invocations per feature to try (default: the engine's choice). Past 16, a block of 4 rows cannot stage a
 // round of groups in 16 KiB (see matmul_coop.wgsl), so larger T run single rows only.
 const threadCounts = values.threads?.split(',').map(Number) ?? [coopThreads()];
@@ -88,6 +96,24 @@ async function readBytes(buffer: GPUBuffer, bytes: number): Promise<Uint8Array> 
   return out;
 }
 const GS = 64;
+
+/**
+ * "same bytes", or how far a variant's outputs are from the reference's: a variant meant as other
+ * arithmetic (another split of the reduction) is checked by its largest difference relative to the
+ * largest reference output.
+ */
+function compareOutputs(out: Uint8Array, ref: Uint8Array): string {
+  if (out.every((b, i) => b === ref[i])) return 'same bytes';
+  const a = new Float32Array(out.buffer, out.byteOffset, out.length / 4);
+  const b = new Float32Array(ref.buffer, ref.byteOffset, ref.length / 4);
+  let diff = 0;
+  let scale = 0;
+  for (let i = 0; i < b.length; i++) {
+    diff = Math.max(diff, Math.abs(a[i] - b[i]));
+    scale = Math.max(scale, Math.abs(b[i]));
+  }
+  return `DIFFERENT BYTES (max diff ${(diff / scale).toExponential(1)} of max |y|)`;
+}
 const MAX_ROWS = 8;
 
 for (const shape of values.shapes.split(',')) {
@@ -130,35 +156,38 @@ for (const shape of values.shapes.split(',')) {
       WG: number;
       T: number;
       R: number;
+      fixed: boolean;
       dispatches: Dispatch[];
       best: number;
       runs: number[];
     }
     const configs: Config[] = [];
-    for (const [label, code] of kernels)
-      for (const WG of values.wg.split(',').map(Number))
-        for (const T of threadCounts)
-          for (const R of values.features?.split(',').map(Number) ?? [coopFeatures(N)]) {
-            if (T > 16 && M > 1) continue;
-            const pipeline = device.createComputePipeline({
-              layout: 'auto',
-              compute: {
-                module: device.createShaderModule({ code }),
-                entryPoint: fused ? 'gate_up' : 'main',
-                constants: { BITS: bits, WG, T, R, GS },
-              },
-            });
-            const per = fused ? 2 : 1;
-            const dispatches = Array.from({ length: copies }, (_, c) => {
-              const w = mats[c * per];
-              const up = mats[c * per + per - 1];
-              const bindings = [params, undefined, undefined, y, scales, scales, xs, x, w, up, scales, scales];
-              return { pipeline, bindings, workgroups: Math.ceil(N / (R * (WG / T))) };
-            });
-            configs.push({ label, WG, T, R, dispatches, best: Infinity, runs: [] });
-          }
+    const grid: [number, number, number][] = [];
+    for (const WG of values.wg.split(',').map(Number))
+      for (const T of threadCounts)
+        for (const R of values.features?.split(',').map(Number) ?? [coopFeatures(N, fused ? 'gate_up' : 'main')])
+          if (T <= 16 || M === 1) grid.push([WG, T, R]);
+    for (const [label, code, fixed] of kernels)
+      for (const [WG, T, R] of fixed ? [fixed] : grid) {
+        const pipeline = device.createComputePipeline({
+          layout: 'auto',
+          compute: {
+            module: device.createShaderModule({ code }),
+            entryPoint: fused ? 'gate_up' : 'main',
+            constants: { BITS: bits, WG, T, R, GS },
+          },
+        });
+        const per = fused ? 2 : 1;
+        const dispatches = Array.from({ length: copies }, (_, c) => {
+          const w = mats[c * per];
+          const up = mats[c * per + per - 1];
+          const bindings = [params, undefined, undefined, y, scales, scales, xs, x, w, up, scales, scales];
+          return { pipeline, bindings, workgroups: Math.ceil(N / (R * (WG / T))) };
+        });
+        configs.push({ label, WG, T, R, fixed: fixed !== undefined, dispatches, best: Infinity, runs: [] });
+      }
     const reference = new Map<string, Uint8Array>(); // first kernel's output per (T, R)
-    const same = new Map<Config, boolean | undefined>();
+    const same = new Map<Config, string | undefined>();
     for (let round = 0; round < rounds; round++)
       for (const c of configs) {
         const seconds = (await timer.measureDispatches(c.dispatches)).seconds / copies;
@@ -166,10 +195,11 @@ for (const shape of values.shapes.split(',')) {
         c.best = Math.min(c.best, seconds);
         if (round > 0) continue;
         const out = await readBytes(y, M * N * 4);
-        const key = `${c.T}:${c.R}`;
+        const key = c.fixed ? 'first' : `${c.T}:${c.R}`;
         const ref = reference.get(key);
         if (!ref) reference.set(key, out);
-        same.set(c, ref ? out.every((b, i) => b === ref[i]) : undefined);
+        if (!reference.has('first')) reference.set('first', out);
+        same.set(c, ref ? compareOutputs(out, ref) : undefined);
       }
     for (const c of configs) {
       const gbs = weightBytes / c.best / 1e9;
@@ -177,7 +207,7 @@ for (const shape of values.shapes.split(',')) {
       console.log(
         `${name.padEnd(8)} M ${M} ${c.label.padEnd(14)} WG ${c.WG} T ${String(c.T).padStart(2)} R ${c.R}${copies > 1 ? ' cold' : ''}: ${(c.best * 1e6).toFixed(1).padStart(8)} us ` +
           `${gbs.toPrecision(4).padStart(6)} GB/s ${(gbs / copy.value).toFixed(3)} x copy` +
-          (check === undefined ? '' : check ? ' same bytes' : ' DIFFERENT BYTES') +
+          (check === undefined ? '' : ` ${check}`) +
           (rounds > 1 ? ` (rounds: ${c.runs.map((r) => (r * 1e6).toFixed(1)).join(' ')} us)` : ''),
       );
     }
