@@ -139,7 +139,12 @@ describe('fused gate/up/GeGLU (matmul_coop gate_up)', () => {
     [4, 64, 2],
     [8, 32, 2],
   ] as const) {
-    it(`${bits}-bit gs ${gs}, R = ${R}: fused == separate, M = 1, 2, 4, 5, 8, 13 (f32 and bf16), and each row alone`, async () => {
+    // 600 s, not the default 120: on lavapipe with a cold Mesa shader cache (every CI machine) compiling
+    // the coop pipelines of one (BITS, R) pair (gate_up, main and the GeGLU, unrolled over up to four rows
+    // and feature slots) took 60-120 s of this test's time on a 2-core machine, the comparisons seconds.
+    it(`${bits}-bit gs ${gs}, R = ${R}: fused == separate, M = 1, 2, 4, 5, 8, 13 (f32 and bf16), and each row alone`, {
+      timeout: 600_000,
+    }, async () => {
       op.setCoopFeatures(R);
       const kernels = kernelsOf(ctx.device, 'gpu');
       const device = ctx.device;
