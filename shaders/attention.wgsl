@@ -315,6 +315,11 @@ fn seg_pv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
 //     DRAM traffic stays ~1x; L2 traffic, ~10 TB/s, is 2x and not the bound.
 // Not done here (each would need a new plan or arithmetic for the GPU class and its tests): smaller
 // segments for more workgroups, both q heads of a kv head in one workgroup, a tree over d per key.
+// Where the 22 us (both dispatches, M = 1) go, one cost knocked out at a time on the H200 (2026-12-01):
+// combine_fused's work 5.3 us (mostly the cost of a second dispatch), K loads 4.2 us, step 2's max and
+// sum 1.6 us, V loads 1.3 us, the compensation of the dot products ~0. Loading K one batch ahead, q from
+// workgroup memory and V's first batch before step 2 made it slower (27.8 us: registers), so the loads
+// stay as they are.
 const SEG_CAP: u32 = 256u;
 var<workgroup> wg_s: array<f32, SEG_CAP>;   // score, then e_i
 var<workgroup> wg_c: array<f32, SEG_CAP>;   // score compensation

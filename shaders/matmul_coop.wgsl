@@ -204,6 +204,10 @@ fn pass_rows(which: u32, f: u32, t: u32, lid: u32, na: u32, nb: u32, r0: u32, ro
   }
   // Groups per chunk: the most whole rounds of T groups whose x for every row fits shared memory
   // (ops.coopThreads keeps T * GS <= 1024, so a chunk holds at least one round at 4 rows).
+  // Measured on an H200 and rejected (2026-12-01): loading the next group's words ahead here (gate_up
+  // 4-bit M = 4 100.5 -> 120.3 us) and 48 KiB chunks (-> 133.6 us). Both slowed single rows as well (LM
+  // head 248 -> 339 us), which never run this code: one pipeline serves every M, so the registers and
+  // workgroup memory of this path set the occupancy of row_slots too.
   let cg = SHARED_VEC4 / (rows * gv) / T * T;
   let xrow = cg * gv; // staged vec4s between rows
   for (var c0 = 0u; c0 < groups; c0 += cg) {
