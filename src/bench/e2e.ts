@@ -1,10 +1,11 @@
 /**
  * End-to-end figures on a small synthetic model (a preset's real geometry with few layers, generated in
  * memory and uploaded like a checkpoint, src/bench/e2e-model.ts; any family: dense, E-series, MoE, Qwen3.5):
- * prefill tokens/s, ms per chain token (decode = step + commit), ms per verify block (step of K + commit), and
+ * prefill tokens/s, ms per chain token (step of 1 + commit), ms per verify block (step of K + commit), and
  * dispatches and submits per token (the engine's TargetStats where it keeps them, else every Recorder's, counted
- * through the RecorderTally). Timed with the wall clock around each awaited call, readback of the logits
- * included: what a caller of the engine waits for. Browser-safe.
+ * through the RecorderTally). Timed with the wall clock around each awaited call, readback included: what MTP
+ * generation waits for, which reads each row's argmax id and final hidden row (GENERATION_READ), not the
+ * logits (the probe, timed in its own row, reads those). Browser-safe.
  */
 import type { GpuContext } from '../gpu/device.ts';
 import { pseudoRandomTokens } from '../util/prng.ts';
@@ -164,10 +165,17 @@ export async function presetDecodeBytes(preset: SynthPreset, context: number): P
 }
 
 /** What the bench drives on a target engine of any family (the members every family's engine has). */
+/**
+ * What a chain step and a verify block read back here: what MTP generation reads (src/model/generate.ts,
+ * GenerateTarget.step: the rows' argmax ids, and their final hidden rows for the drafter). Until
+ * 2026-12-01 the bench read every row's logits instead (1 MB a row at a 262144-word vocabulary), a
+ * readback no generation path makes.
+ */
+const GENERATION_READ = { logits: 'argmax', finalHidden: true } as const;
+
 interface BenchTarget {
   prefill(tokens: number[], o: { logits: 'none' }): Promise<unknown>;
-  decode(token: number): Promise<unknown>;
-  step(tokens: number[]): Promise<unknown>;
+  step(tokens: number[], o: typeof GENERATION_READ): Promise<unknown>;
   commit(accepted: number): void;
   snapshot(): { destroy(): void };
   restore(s: { destroy(): void }): void;
@@ -180,11 +188,17 @@ interface BenchTarget {
 }
 
 function benchTarget(t: object): BenchTarget {
-  const missing = ['prefill', 'decode', 'step', 'commit', 'snapshot', 'restore'].filter(
+  const missing = ['prefill', 'step', 'commit', 'snapshot', 'restore'].filter(
     (m) => typeof (t as Record<string, unknown>)[m] !== 'function',
   );
   if (missing.length) throw new Error(`bench: the ${t.constructor.name} engine lacks ${missing.join(', ')}`);
   return t as BenchTarget;
+}
+
+/** A chain token as generation runs it: a step of one row (GENERATION_READ), then its commit. */
+async function chainToken(model: BenchTarget, token: number): Promise<void> {
+  await model.step([token], GENERATION_READ);
+  model.commit(1);
 }
 
 /** Counters of work submitted so far: the engine's TargetStats, else the open RecorderTally's. */
@@ -248,7 +262,7 @@ export async function benchEndToEnd(ctx: GpuContext, o: E2EOptions): Promise<E2E
     log(`e2e: prefill ${o.promptTokens} tokens in ${prefillSeconds.toFixed(2)} s (${engine})`);
     const snap = model.snapshot();
     // One untimed chain token first: it compiles the step's pipelines and creates its bind groups.
-    await model.decode(tokens(1, 21, V)[0]);
+    await chainToken(model, tokens(1, 21, V)[0]);
     model.restore(snap);
 
     const chainMs: number[] = [];
@@ -256,7 +270,7 @@ export async function benchEndToEnd(ctx: GpuContext, o: E2EOptions): Promise<E2E
     const bg0 = kernels.bindGroups.created;
     for (const tok of tokens(o.chainTokens, 22, V)) {
       t = performance.now();
-      await model.decode(tok);
+      await chainToken(model, tok);
       await ctx.device.queue.onSubmittedWorkDone(); // the commit's copies
       chainMs.push(performance.now() - t);
       log(`e2e: chain token ${chainMs.length}/${o.chainTokens}: ${chainMs[chainMs.length - 1].toFixed(0)} ms`);
@@ -296,7 +310,7 @@ export async function benchEndToEnd(ctx: GpuContext, o: E2EOptions): Promise<E2E
     for (let b = 0; b < o.blocks; b++) {
       const block = tokens(o.block, 33 + b, V);
       t = performance.now();
-      await model.step(block);
+      await model.step(block, GENERATION_READ);
       model.commit(o.block);
       await ctx.device.queue.onSubmittedWorkDone();
       blockMs.push(performance.now() - t);
@@ -364,7 +378,7 @@ async function profileChain(
   if (model.stats) model.profiler = profiler;
   else tally.profiler = profiler;
   try {
-    for (const t of toks) await model.decode(t);
+    for (const t of toks) await chainToken(model, t);
     await ctx.device.queue.onSubmittedWorkDone();
     await profiler.collect();
     if (profiler.problem) return { gpuNote: `timestamps unusable: ${profiler.problem}` };
