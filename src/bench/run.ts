@@ -618,6 +618,9 @@ export function formatBench(b: BenchReport): string {
         ['l', 'r', 'r', 'r'],
       ),
     );
+    out.push(
+      "(chain tokens and verify blocks read back each row's argmax id and final hidden row, as MTP generation does)",
+    );
     const bd = e.chain.breakdown;
     out.push('');
     out.push(
