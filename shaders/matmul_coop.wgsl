@@ -398,13 +398,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 // an invocation has their words in flight, in the lane layout ROW_TL: slots a, b (features fa, fb) of
 // the matrix at bindings 8, 4, 5 and slots c, d (fc, fd) of the one at 9-11; b and d only with two slots
 // per pass (R >= 2). gate_up passes (gate n, gate n + F, up n, up n + F); `main` with R = 4 passes
-// (n, n + F, n + 2F, n + 3F), its own matrix being bound at 9-11 too (ops.matmul). Invocation t < SLOTS returns the totals of slots a|b (t = 0|1) and c|d. The same operations
-// per feature, in the same order, as run_pass (which rows > 1 take): the same bytes
-// (test/gpu/fused-ops.test.ts, test/gpu/kernels-matmul.test.ts). Measured on an H200 (12B, cold
-// weights, M = 1): gate_up 4-bit 42.0 -> 36.6 us, 8-bit 58.2 -> 47.9 us; with R = 4 (`main`) the LM
-// head 292 -> 246 us and the 8-bit gate/up projection 32.1 -> 26.1 us (against R = 2 and run_pass; the
-// same at M = 4 and 8). The lane layout ROW_TL = 4 alone was slower (47 us),
-// and in every other pass slower too (M = 4: 101 -> 165 us), so they keep tl = 1.
+// (n, n + F, n + 2F, n + 3F), its own matrix being bound at 9-11 too (ops.matmul). Invocation
+// t < SLOTS returns the totals of slots a|b (t = 0|1) and c|d. The same operations per feature, in the
+// same order, as run_pass (which rows > 1 take): the same bytes (test/gpu/fused-ops.test.ts,
+// test/gpu/kernels-matmul.test.ts). Measured on an H200 (12B, cold weights, M = 1): gate_up 4-bit
+// 42.0 -> 36.6 us, 8-bit 58.2 -> 47.9 us; with R = 4 (`main`) the LM head 292 -> 246 us and the 8-bit
+// gate/up projection 32.1 -> 26.1 us (against R = 2 and run_pass; the same at M = 4 and 8). The lane
+// layout ROW_TL = 4 alone was slower (47 us), and in every other pass slower too (M = 4: 101 -> 165 us),
+// so they keep tl = 1.
 const ROW_TL: u32 = 4u; // divides T (8 or 16: ops.setCoopThreads)
 var<private> sc: vec4<f32>;  // slot c
 var<private> sd: vec4<f32>;  // slot d

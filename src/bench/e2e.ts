@@ -164,7 +164,6 @@ export async function presetDecodeBytes(preset: SynthPreset, context: number): P
   return decodeBytesPerToken(ck.description as TargetDescription, context);
 }
 
-/** What the bench drives on a target engine of any family (the members every family's engine has). */
 /**
  * What a chain step and a verify block read back here: what MTP generation reads (src/model/generate.ts,
  * GenerateTarget.step: the rows' argmax ids, and their final hidden rows for the drafter). Until
@@ -173,6 +172,7 @@ export async function presetDecodeBytes(preset: SynthPreset, context: number): P
  */
 const GENERATION_READ = { logits: 'argmax', finalHidden: true } as const;
 
+/** What the bench drives on a target engine of any family (the members every family's engine has). */
 interface BenchTarget {
   prefill(tokens: number[], o: { logits: 'none' }): Promise<unknown>;
   step(tokens: number[], o: typeof GENERATION_READ): Promise<unknown>;

@@ -84,8 +84,8 @@ export function coopThreads(): number {
  * least 8192 outputs (the MLP's gate/up, the LM head), 1 for narrower ones, where fewer workgroups would
  * leave a GPU's cores idle. H200, 12B shapes at M = 1 (cold weights): the LM head 292 us with 2,
  * 246 us with 4; the 8-bit gate/up projection 32.1 -> 26.1 us, the 4-bit one 22.2 -> 21.0 us; at M = 4
- * and 8 within 2%. The fused
- * `gate_up` entry serves two features of each matrix (four slots too) and takes at most 2.
+ * and 8 within 2%. The fused `gate_up` entry serves two features of each matrix (four slots too) and
+ * takes at most 2.
  */
 export function coopFeatures(outFeatures: number, entry: 'main' | 'gate_up' = 'main'): number {
   const r = coopFeaturesOverride ?? (outFeatures >= 8192 ? 4 : 1);
