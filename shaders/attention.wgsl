@@ -319,7 +319,9 @@ fn seg_pv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
 // combine_fused's work 5.3 us (mostly the cost of a second dispatch), K loads 4.2 us, step 2's max and
 // sum 1.6 us, V loads 1.3 us, the compensation of the dot products ~0. Loading K one batch ahead, q from
 // workgroup memory and V's first batch before step 2 made it slower (27.8 us: registers), so the loads
-// stay as they are.
+// stay as they are. Longer K batches with q read from workgroup memory (2026-12-02; KB = 16 / 32):
+// M = 1 20.6 / 21.6 us against 22.0-22.3, but M = 4 45-47 us against 22-38 us, and V batches of 16
+// slower at both (24.9 us): not taken; the K round trips are not what bounds this kernel.
 const SEG_CAP: u32 = 256u;
 var<workgroup> wg_s: array<f32, SEG_CAP>;   // score, then e_i
 var<workgroup> wg_c: array<f32, SEG_CAP>;   // score compensation

@@ -16,8 +16,9 @@
 //   feature n + j F) from each x load. ops.coopFeatures picks R from the linear's shape (1, 2 or 4):
 //   more features per invocation means fewer workgroups, which narrow linears cannot afford. A pass
 //   over the weights serves at most two slots (SLOTS): passes of several rows hold every row's sums
-//   of each slot in registers, so R = 4 takes two passes (slots 0, 1, then 2, 3); a single row of
-//   R = 4 takes all four slots in one loop (row_slots).
+//   of each slot in registers, so R = 4 takes two passes (slots 0, 1, then 2, 3), which share each
+//   chunk of x staged for a verify block (staged_passes); a single row of R = 4 takes all four slots in
+//   one loop (row_slots).
 // - A group's weights are loaded and unpacked ONCE for all the rows of the block (up to ROWS per
 //   pass): a verify block of K rows reads and unpacks the weights once, not K times.
 // - Single rows of one-feature linears (R = 1) load the next group's words before the current group's
@@ -173,8 +174,8 @@ fn bias_of(which: u32, i: u32) -> f32 {
   return bias_at(i);
 }
 
-// One pass of matrix `which` over rows r0 .. r0+rows-1 for features na (and nb with two slots), chunk by
-// chunk of groups (each chunk's x staged in shared memory first); then invocation t < SLOTS * rows
+// One pass of matrix `which` over rows r0 .. r0+rows-1 for features na (and nb with two slots), x read
+// straight from the x buffer (!stage_x(rows): single rows, 8-bit blocks); then invocation t < SLOTS * rows
 // returns the total of row t / SLOTS of the pass's slot t % SLOTS (the other invocations return 0).
 fn pass_rows(which: u32, f: u32, t: u32, lid: u32, na: u32, nb: u32, r0: u32, rows: u32) -> f32 {
   let groups = P.K / GS;
@@ -182,26 +183,62 @@ fn pass_rows(which: u32, f: u32, t: u32, lid: u32, na: u32, nb: u32, r0: u32, ro
   let xw = 8u / BITS; // x vec4s per 32-bit word of weights: 2 (4-bit) or 1 (8-bit)
   pa = Partials();
   pb = Partials();
-  if (!stage_x(rows)) {
-    let xrow = P.x_stride / 4u;
-    if (SLOTS == 1u) {
-      // Software pipelining: group g + T's words are loaded before group g's arithmetic, so that an
-      // invocation has two groups' loads in flight. Measured on an H200 (12B, cold weights): the down
-      // matvec at M = 1 1.19 x faster; with R = 2 (two features' words, twice the registers) the LM head
-      // and 8-bit gate/up were 4-20% slower, so two slots keep one group at a time.
-      var next = group_words(which, t, na, groups);
-      for (var g = t; g < groups; g += T) {
-        let cur = next;
-        if (g + T < groups) { next = group_words(which, g + T, na, groups); }
-        pass_group_words(which, g, cur, r0 * xrow + g * gv, xrow, r0, rows, na, nb, groups, xw);
-      }
-      return pass_total(f, t, lid, rows, 1u);
-    }
+  let xrow = P.x_stride / 4u;
+  if (SLOTS == 1u) {
+    // Software pipelining: group g + T's words are loaded before group g's arithmetic, so that an
+    // invocation has two groups' loads in flight. Measured on an H200 (12B, cold weights): the down
+    // matvec at M = 1 1.19 x faster; with R = 2 (two features' words, twice the registers) the LM head
+    // and 8-bit gate/up were 4-20% slower, so two slots keep one group at a time.
+    var next = group_words(which, t, na, groups);
     for (var g = t; g < groups; g += T) {
-      pass_group(which, g, r0 * xrow + g * gv, xrow, r0, rows, na, nb, groups, xw, false);
+      let cur = next;
+      if (g + T < groups) { next = group_words(which, g + T, na, groups); }
+      pass_group_words(which, g, cur, r0 * xrow + g * gv, xrow, r0, rows, na, nb, groups, xw);
     }
     return pass_total(f, t, lid, rows, 1u);
   }
+  for (var g = t; g < groups; g += T) {
+    pass_group(which, g, r0 * xrow + g * gv, xrow, r0, rows, na, nb, groups, xw, false);
+  }
+  return pass_total(f, t, lid, rows, 1u);
+}
+
+// The slots (features a, b) of matrix `which` that one pass over the weights serves.
+struct Pair { which: u32, a: u32, b: u32 }
+
+// The partials of a second pair, for staged_passes. swap_partials exchanges them with pa, pb, so that
+// pass_group and pass_total serve either pair (the compiler renames the registers: no copies, measured).
+var<private> pa1: Partials;
+var<private> pb1: Partials;
+fn swap_partials() {
+  let ta = pa;
+  let tb = pb;
+  pa = pa1;
+  pb = pb1;
+  pa1 = ta;
+  pb1 = tb;
+}
+
+// The passes of a block of rows r0 .. r0+rows-1 with x staged (stage_x(rows)): pair p0 and, when `two`,
+// pair p1 (R = 4's slots 2 and 3, or gate_up's up projection), chunk by chunk of groups, each chunk's x
+// staged in shared memory ONCE for both pairs. Returns each pair's total as pass_rows does (.x: p0,
+// .y: p1). Every (row, feature) runs pass_group's operations in pass_group's order: the pairs interleave
+// per group, their sums and partials are their own.
+// Measured on an H200 (12B, cold weights): staging each chunk once for both pairs instead of once per
+// pair (a sweep of the chunks per pair) made 4-bit blocks faster by 8-12% (gate/up M = 4 51.2 -> 45.9 us,
+// M = 8 98.1 -> 86.3; fused gate_up M = 4 100.5 -> 92.2) and the LM head's by 15% (M = 4 765 -> 654 us),
+// single rows unchanged. Rejected at the same time (2026-12-02): loading a chunk's words before staging
+// its x (3-6% faster with one pair per sweep, but with two pairs 24-32% slower than without it, and
+// single rows 18-37% slower: registers), and all four slots in one sweep at 2 or 4 rows (each staged x
+// load serving four features instead of two: gate/up M = 4 51.4 and 54.3 us, slower).
+fn staged_passes(fs: Features, lid: u32, p0: Pair, p1: Pair, two: bool, r0: u32, rows: u32) -> vec2<f32> {
+  let groups = P.K / GS;
+  let gv = GS / 4u; // x vec4s per group
+  let xw = 8u / BITS; // x vec4s per 32-bit word of weights: 2 (4-bit) or 1 (8-bit)
+  pa = Partials();
+  pb = Partials();
+  pa1 = Partials();
+  pb1 = Partials();
   // Groups per chunk: the most whole rounds of T groups whose x for every row fits shared memory
   // (ops.coopThreads keeps T * GS <= 1024, so a chunk holds at least one round at 4 rows).
   // Measured on an H200 and rejected (2026-12-01): loading the next group's words ahead here (gate_up
@@ -218,12 +255,23 @@ fn pass_rows(which: u32, f: u32, t: u32, lid: u32, na: u32, nb: u32, r0: u32, ro
       shared4[r * xrow + k] = x4[(r0 + r) * (P.x_stride / 4u) + c0 * gv + k];
     }
     workgroupBarrier();
-    for (var g = c0 + t; g < min(c0 + cg, groups); g += T) {
-      pass_group(which, g, (g - c0) * gv, xrow, r0, rows, na, nb, groups, xw, true);
+    for (var g = c0 + fs.t; g < min(c0 + cg, groups); g += T) {
+      pass_group(p0.which, g, (g - c0) * gv, xrow, r0, rows, p0.a, p0.b, groups, xw, true);
+      if (two) {
+        swap_partials();
+        pass_group(p1.which, g, (g - c0) * gv, xrow, r0, rows, p1.a, p1.b, groups, xw, true);
+        swap_partials();
+      }
     }
     workgroupBarrier(); // the next chunk (or the partials) overwrite shared4
   }
-  return pass_total(f, t, lid, rows, 1u);
+  let v0 = pass_total(fs.f, fs.t, lid, rows, 1u);
+  var v1 = 0.0;
+  if (two) {
+    swap_partials();
+    v1 = pass_total(fs.f, fs.t, lid, rows, 1u);
+  }
+  return vec2<f32>(v0, v1);
 }
 
 // Group g of every row of the pass into its sums, then into the partials (x0: the staged x vec4 of
@@ -386,6 +434,18 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   }
   for (var r0 = 0u; r0 < P.M; r0 += ROWS) {
     let rows = min(ROWS, P.M - r0);
+    if (stage_x(rows)) {
+      // Every slot in one sweep of the staged chunks (R = 4: two pairs, slots 0, 1 and 2, 3).
+      let v = staged_passes(fs, lid, Pair(0u, row_of(fs, 0u), row_of(fs, 1u)),
+                            Pair(0u, row_of(fs, 2u), row_of(fs, 3u)), R == 4u, r0, rows);
+      let o = out_index(fs, 0u, r0, rows);
+      if (o != 0xFFFFFFFFu) { y[o] = rnd(v.x); }
+      if (R == 4u) {
+        let o2 = out_index(fs, 2u, r0, rows);
+        if (o2 != 0xFFFFFFFFu) { y[o2] = rnd(v.y); }
+      }
+      continue;
+    }
     for (var h = 0u; h < R; h += SLOTS) {
       let v = run_pass(0u, fs, lid, row_of(fs, h), row_of(fs, h + 1u), r0, rows);
       let o = out_index(fs, h, r0, rows);
@@ -405,7 +465,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 // 42.0 -> 36.6 us, 8-bit 58.2 -> 47.9 us; with R = 4 (`main`) the LM head 292 -> 246 us and the 8-bit
 // gate/up projection 32.1 -> 26.1 us (against R = 2 and run_pass; the same at M = 4 and 8). The lane
 // layout ROW_TL = 4 alone was slower (47 us), and in every other pass slower too (M = 4: 101 -> 165 us),
-// so they keep tl = 1.
+// so they keep tl = 1. Loading the next group's words of all four slots ahead (4-bit) was slower too
+// (gate/up 20.9 -> 21.5 us, fused 35.9 -> 37.3 us; 2026-12-02).
 const ROW_TL: u32 = 4u; // divides T (8 or 16: ops.setCoopThreads)
 var<private> sc: vec4<f32>;  // slot c
 var<private> sd: vec4<f32>;  // slot d
@@ -502,8 +563,16 @@ fn gate_up(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
       if (o != 0xFFFFFFFFu) { y[o] = rnd(rnd(gelu_tanh(rnd(gu.x))) * rnd(gu.y)); }
       continue;
     }
-    let g = rnd(run_pass(0u, fs, lid, na, nb, r0, rows));
-    let u = rnd(run_pass(1u, fs, lid, na, nb, r0, rows));
+    var g = 0.0;
+    var u = 0.0;
+    if (stage_x(rows)) {
+      let gu = staged_passes(fs, lid, Pair(0u, na, nb), Pair(1u, na, nb), true, r0, rows);
+      g = rnd(gu.x);
+      u = rnd(gu.y);
+    } else {
+      g = rnd(run_pass(0u, fs, lid, na, nb, r0, rows));
+      u = rnd(run_pass(1u, fs, lid, na, nb, r0, rows));
+    }
     let o = out_index(fs, 0u, r0, rows);
     if (o != 0xFFFFFFFFu) { y[o] = rnd(rnd(gelu_tanh(g)) * u); }
   }
