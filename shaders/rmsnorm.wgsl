@@ -87,6 +87,46 @@ fn row_inv(ss: vec2<f32>, lid: u32) -> f32 {
   return inv;
 }
 
+// Every loop below loads NB of an invocation's elements (or, for the group sums, of a group's) into
+// registers before their steps of the chain, which then runs on the registers in the same order: the
+// same operations as one load per step, but NB loads in flight instead of one. Why: a decode step runs
+// one workgroup per row, far too few to hide memory latency by occupancy, and each step of a chain
+// waited for its own load; on an H200 a norm with its group sums took ~50 us (profiled chain token,
+// 2026-12-02), for 15 KiB of data.
+const NB: u32 = 8u;
+
+// The NB elements i, i + WG, .. of the row at base b of x / out, or the NB consecutive ones at e of
+// out / out2 (`seq`), into registers.
+struct Batch { v: array<f32, NB> }
+fn load_x(b: u32, i: u32) -> Batch {
+  var q: Batch;
+  for (var u = 0u; u < NB; u++) { q.v[u] = x[b + i + u * WG]; }
+  return q;
+}
+fn load_out(b: u32, i: u32, stride: u32) -> Batch {
+  var q: Batch;
+  for (var u = 0u; u < NB; u++) { q.v[u] = out[b + i + u * stride]; }
+  return q;
+}
+fn load_out2(e: u32) -> Batch {
+  var q: Batch;
+  for (var u = 0u; u < NB; u++) { q.v[u] = out2[e + u]; }
+  return q;
+}
+fn weight_at(i: u32) -> f32 { return bf16_to_f32(u16_at(w[i >> 1u], i)); }
+
+// Element i of the row after the norm (and the residual, mode 1), given x[i], out[i] and 1 / rms.
+fn normed(xv: f32, ov: f32, i: u32, inv: f32) -> f32 {
+  var v = xv * inv;
+  if (P.has_weight == 1u) { v = v * weight_at(i); }
+  v = r(v); // one rounding, as MLX's fused rms_norm
+  if (P.mode == 1u) {
+    let s = r(ov + v);
+    v = r(s * P.post_scale);
+  }
+  return v;
+}
+
 @compute @workgroup_size(WG)
 fn rows_wg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
            @builtin(local_invocation_index) lid: u32) {
@@ -94,27 +134,41 @@ fn rows_wg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
   if (row >= P.rows) { return; }
   let xb = row * P.in_stride;
   let ob = row * P.out_stride;
+  // Whole batches while the batch's last element (i + (NB - 1) WG) is in the row, then one at a time.
+  let span = NB * WG;
   var ss = vec2<f32>(0.0);
-  for (var i = lid; i < P.D; i += WG) { let v = x[xb + i]; ss = ksum_add(ss, v * v); }
+  var i = lid;
+  for (; i + (NB - 1u) * WG < P.D; i += span) {
+    let q = load_x(xb, i);
+    for (var u = 0u; u < NB; u++) { ss = ksum_add(ss, q.v[u] * q.v[u]); }
+  }
+  for (; i < P.D; i += WG) { let v = x[xb + i]; ss = ksum_add(ss, v * v); }
   let inv = row_inv(ss, lid);
   var ss2 = vec2<f32>(0.0);
-  for (var i = lid; i < P.D; i += WG) {
-    var v = x[xb + i] * inv;
-    if (P.has_weight == 1u) { v = v * bf16_to_f32(u16_at(w[i >> 1u], i)); }
-    v = r(v); // one rounding, as MLX's fused rms_norm
-    if (P.mode == 1u) {
-      let s = r(out[ob + i] + v);
-      v = r(s * P.post_scale);
+  i = lid;
+  for (; i + (NB - 1u) * WG < P.D; i += span) {
+    let q = load_x(xb, i);
+    var o: Batch;
+    if (P.mode == 1u) { o = load_out(ob, i, WG); }
+    for (var u = 0u; u < NB; u++) {
+      let v = normed(q.v[u], o.v[u], i + u * WG, inv);
+      out[ob + i + u * WG] = v;
+      ss2 = ksum_add(ss2, v * v);
     }
+  }
+  for (; i < P.D; i += WG) {
+    var ov = 0.0;
+    if (P.mode == 1u) { ov = out[ob + i]; }
+    let v = normed(x[xb + i], ov, i, inv);
     out[ob + i] = v;
     ss2 = ksum_add(ss2, v * v);
   }
   if (P.then_norm == 1u) {
     let inv2 = row_inv(ss2, lid);
-    for (var i = lid; i < P.D; i += WG) {
-      var v = out[ob + i] * inv2;
-      if (P.has_weight2 == 1u) { v = v * bf16_to_f32(u16_at(w2[i >> 1u], i)); }
-      out2[ob + i] = r(v);
+    for (var k = lid; k < P.D; k += WG) {
+      var v = out[ob + k] * inv2;
+      if (P.has_weight2 == 1u) { v = v * bf16_to_f32(u16_at(w2[k >> 1u], k)); }
+      out2[ob + k] = r(v);
     }
   }
   if (P.rot_pairs > 0u) {
@@ -123,12 +177,12 @@ fn rows_wg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
     storageBarrier();
     let half = P.D / 2u;
     let tb = (P.pos0 + row / P.heads) * P.table_half;
-    for (var i = lid; i < P.rot_pairs; i += WG) {
-      let c = cos_t[tb + i];
-      let s = sin_t[tb + i];
-      let r = rope_pair(out[ob + i], out[ob + i + half], c, s, P.round == 1u);
-      out[ob + i] = r.x;
-      out[ob + i + half] = r.y;
+    for (var k = lid; k < P.rot_pairs; k += WG) {
+      let c = cos_t[tb + k];
+      let s = sin_t[tb + k];
+      let r = rope_pair(out[ob + k], out[ob + k + half], c, s, P.round == 1u);
+      out[ob + k] = r.x;
+      out[ob + k + half] = r.y;
     }
   }
   if (P.sums_group > 0u) {
@@ -137,10 +191,14 @@ fn rows_wg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
     for (var g = lid; g < groups; g += WG) {
       let b = ob + g * P.sums_group;
       var sx = vec2<f32>(0.0);
-      if (P.then_norm == 1u) {
-        for (var e = 0u; e < P.sums_group; e++) { sx = ksum_add(sx, out2[b + e]); }
-      } else {
-        for (var e = 0u; e < P.sums_group; e++) { sx = ksum_add(sx, out[b + e]); }
+      var e = 0u;
+      for (; e + NB <= P.sums_group; e += NB) {
+        var q: Batch;
+        if (P.then_norm == 1u) { q = load_out2(b + e); } else { q = load_out(b + e, 0u, 1u); }
+        for (var u = 0u; u < NB; u++) { sx = ksum_add(sx, q.v[u]); }
+      }
+      for (; e < P.sums_group; e++) {
+        if (P.then_norm == 1u) { sx = ksum_add(sx, out2[b + e]); } else { sx = ksum_add(sx, out[b + e]); }
       }
       xs[row * groups + g] = ksum_value(sx);
     }
