@@ -113,12 +113,23 @@ fn load_out2(e: u32) -> Batch {
   for (var u = 0u; u < NB; u++) { q.v[u] = out2[e + u]; }
   return q;
 }
+// The NB weights of elements i, i + WG, .. (w, or w2 with `second`), as floats; unread (0) where the
+// norm has no weight, whose binding is then a placeholder.
+fn load_w(i: u32, second: bool) -> Batch {
+  var q: Batch;
+  if (second && P.has_weight2 == 1u) {
+    for (var u = 0u; u < NB; u++) { let k = i + u * WG; q.v[u] = bf16_to_f32(u16_at(w2[k >> 1u], k)); }
+  } else if (!second && P.has_weight == 1u) {
+    for (var u = 0u; u < NB; u++) { let k = i + u * WG; q.v[u] = bf16_to_f32(u16_at(w[k >> 1u], k)); }
+  }
+  return q;
+}
 fn weight_at(i: u32) -> f32 { return bf16_to_f32(u16_at(w[i >> 1u], i)); }
 
-// Element i of the row after the norm (and the residual, mode 1), given x[i], out[i] and 1 / rms.
-fn normed(xv: f32, ov: f32, i: u32, inv: f32) -> f32 {
+// An element of the row after the norm (and the residual, mode 1), given its x, out, weight and 1 / rms.
+fn normed(xv: f32, ov: f32, wv: f32, inv: f32) -> f32 {
   var v = xv * inv;
-  if (P.has_weight == 1u) { v = v * weight_at(i); }
+  if (P.has_weight == 1u) { v = v * wv; }
   v = r(v); // one rounding, as MLX's fused rms_norm
   if (P.mode == 1u) {
     let s = r(ov + v);
@@ -147,11 +158,14 @@ fn rows_wg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
   var ss2 = vec2<f32>(0.0);
   i = lid;
   for (; i + (NB - 1u) * WG < P.D; i += span) {
+    // Every load of the batch before its first store: a load after a store to `out` may not be moved
+    // ahead of it (the compiler cannot tell the bindings apart), so it would wait again.
     let q = load_x(xb, i);
+    let wq = load_w(i, false);
     var o: Batch;
     if (P.mode == 1u) { o = load_out(ob, i, WG); }
     for (var u = 0u; u < NB; u++) {
-      let v = normed(q.v[u], o.v[u], i + u * WG, inv);
+      let v = normed(q.v[u], o.v[u], wq.v[u], inv);
       out[ob + i + u * WG] = v;
       ss2 = ksum_add(ss2, v * v);
     }
@@ -159,13 +173,25 @@ fn rows_wg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
   for (; i < P.D; i += WG) {
     var ov = 0.0;
     if (P.mode == 1u) { ov = out[ob + i]; }
-    let v = normed(x[xb + i], ov, i, inv);
+    var wv = 1.0;
+    if (P.has_weight == 1u) { wv = weight_at(i); }
+    let v = normed(x[xb + i], ov, wv, inv);
     out[ob + i] = v;
     ss2 = ksum_add(ss2, v * v);
   }
   if (P.then_norm == 1u) {
     let inv2 = row_inv(ss2, lid);
-    for (var k = lid; k < P.D; k += WG) {
+    var k = lid;
+    for (; k + (NB - 1u) * WG < P.D; k += span) {
+      let o = load_out(ob, k, WG);
+      let wq = load_w(k, true);
+      for (var u = 0u; u < NB; u++) {
+        var v = o.v[u] * inv2;
+        if (P.has_weight2 == 1u) { v = v * wq.v[u]; }
+        out2[ob + k + u * WG] = r(v);
+      }
+    }
+    for (; k < P.D; k += WG) {
       var v = out[ob + k] * inv2;
       if (P.has_weight2 == 1u) { v = v * bf16_to_f32(u16_at(w2[k >> 1u], k)); }
       out2[ob + k] = r(v);
