@@ -87,44 +87,49 @@ fn row_inv(ss: vec2<f32>, lid: u32) -> f32 {
   return inv;
 }
 
-// Every loop below loads NB of an invocation's elements (or, for the group sums, of a group's) into
-// registers before their steps of the chain, which then runs on the registers in the same order: the
-// same operations as one load per step, but NB loads in flight instead of one. Why: a decode step runs
-// one workgroup per row, far too few to hide memory latency by occupancy, and each step of a chain
-// waited for its own load; on an H200 a norm with its group sums took ~50 us (profiled chain token,
-// 2026-12-02), for 15 KiB of data.
+// Every loop below loads a batch of NB of an invocation's elements (i, i + WG, .., those in the row; or,
+// for the group sums, NB consecutive ones of a group) into registers before their steps of the chain,
+// which then runs on the registers in the same order: the same operations as one load per step, but NB
+// loads in flight instead of one. Why: a decode step runs one workgroup per row, far too few to hide
+// memory latency by occupancy, and each step of a chain waited for its own load; on an H200 a norm with
+// its group sums took ~60 us (profiled chain token, 2026-12-02) for 15 KiB of data.
 const NB: u32 = 8u;
 
-// The NB elements i, i + WG, .. of the row at base b of x / out, or the NB consecutive ones at e of
-// out / out2 (`seq`), into registers.
 struct Batch { v: array<f32, NB> }
+// Whether element u of the batch at i is in the row (the batch's elements are i + u WG).
+fn in_row(i: u32, u: u32) -> bool { return i + u * WG < P.D; }
 fn load_x(b: u32, i: u32) -> Batch {
   var q: Batch;
-  for (var u = 0u; u < NB; u++) { q.v[u] = x[b + i + u * WG]; }
+  for (var u = 0u; u < NB; u++) { if (in_row(i, u)) { q.v[u] = x[b + i + u * WG]; } }
   return q;
 }
-fn load_out(b: u32, i: u32, stride: u32) -> Batch {
+fn load_out(b: u32, i: u32) -> Batch {
   var q: Batch;
-  for (var u = 0u; u < NB; u++) { q.v[u] = out[b + i + u * stride]; }
+  for (var u = 0u; u < NB; u++) { if (in_row(i, u)) { q.v[u] = out[b + i + u * WG]; } }
   return q;
 }
-fn load_out2(e: u32) -> Batch {
-  var q: Batch;
-  for (var u = 0u; u < NB; u++) { q.v[u] = out2[e + u]; }
-  return q;
-}
-// The NB weights of elements i, i + WG, .. (w, or w2 with `second`), as floats; unread (0) where the
-// norm has no weight, whose binding is then a placeholder.
+// The weights of the batch at i (w, or w2 with `second`), as floats; unread (0) where the norm has no
+// weight, whose binding is then a placeholder.
 fn load_w(i: u32, second: bool) -> Batch {
   var q: Batch;
-  if (second && P.has_weight2 == 1u) {
-    for (var u = 0u; u < NB; u++) { let k = i + u * WG; q.v[u] = bf16_to_f32(u16_at(w2[k >> 1u], k)); }
-  } else if (!second && P.has_weight == 1u) {
-    for (var u = 0u; u < NB; u++) { let k = i + u * WG; q.v[u] = bf16_to_f32(u16_at(w[k >> 1u], k)); }
+  for (var u = 0u; u < NB; u++) {
+    let k = i + u * WG;
+    if (!in_row(i, u)) { continue; }
+    if (second && P.has_weight2 == 1u) { q.v[u] = bf16_to_f32(u16_at(w2[k >> 1u], k)); }
+    if (!second && P.has_weight == 1u) { q.v[u] = bf16_to_f32(u16_at(w[k >> 1u], k)); }
   }
   return q;
 }
-fn weight_at(i: u32) -> f32 { return bf16_to_f32(u16_at(w[i >> 1u], i)); }
+// NB consecutive values of the final row (out2 with the next norm, else out) from offset e.
+fn load_final(e: u32) -> Batch {
+  var q: Batch;
+  if (P.then_norm == 1u) {
+    for (var u = 0u; u < NB; u++) { q.v[u] = out2[e + u]; }
+  } else {
+    for (var u = 0u; u < NB; u++) { q.v[u] = out[e + u]; }
+  }
+  return q;
+}
 
 // An element of the row after the norm (and the residual, mode 1), given its x, out, weight and 1 / rms.
 fn normed(xv: f32, ov: f32, wv: f32, inv: f32) -> f32 {
@@ -145,56 +150,39 @@ fn rows_wg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
   if (row >= P.rows) { return; }
   let xb = row * P.in_stride;
   let ob = row * P.out_stride;
-  // Whole batches while the batch's last element (i + (NB - 1) WG) is in the row, then one at a time.
-  let span = NB * WG;
+  let span = NB * WG; // from one batch of an invocation to its next
   var ss = vec2<f32>(0.0);
-  var i = lid;
-  for (; i + (NB - 1u) * WG < P.D; i += span) {
+  for (var i = lid; i < P.D; i += span) {
     let q = load_x(xb, i);
-    for (var u = 0u; u < NB; u++) { ss = ksum_add(ss, q.v[u] * q.v[u]); }
+    for (var u = 0u; u < NB; u++) { if (in_row(i, u)) { ss = ksum_add(ss, q.v[u] * q.v[u]); } }
   }
-  for (; i < P.D; i += WG) { let v = x[xb + i]; ss = ksum_add(ss, v * v); }
   let inv = row_inv(ss, lid);
   var ss2 = vec2<f32>(0.0);
-  i = lid;
-  for (; i + (NB - 1u) * WG < P.D; i += span) {
+  for (var i = lid; i < P.D; i += span) {
     // Every load of the batch before its first store: a load after a store to `out` may not be moved
     // ahead of it (the compiler cannot tell the bindings apart), so it would wait again.
     let q = load_x(xb, i);
     let wq = load_w(i, false);
     var o: Batch;
-    if (P.mode == 1u) { o = load_out(ob, i, WG); }
+    if (P.mode == 1u) { o = load_out(ob, i); }
     for (var u = 0u; u < NB; u++) {
+      if (!in_row(i, u)) { continue; }
       let v = normed(q.v[u], o.v[u], wq.v[u], inv);
       out[ob + i + u * WG] = v;
       ss2 = ksum_add(ss2, v * v);
     }
   }
-  for (; i < P.D; i += WG) {
-    var ov = 0.0;
-    if (P.mode == 1u) { ov = out[ob + i]; }
-    var wv = 1.0;
-    if (P.has_weight == 1u) { wv = weight_at(i); }
-    let v = normed(x[xb + i], ov, wv, inv);
-    out[ob + i] = v;
-    ss2 = ksum_add(ss2, v * v);
-  }
   if (P.then_norm == 1u) {
     let inv2 = row_inv(ss2, lid);
-    var k = lid;
-    for (; k + (NB - 1u) * WG < P.D; k += span) {
-      let o = load_out(ob, k, WG);
-      let wq = load_w(k, true);
+    for (var i = lid; i < P.D; i += span) {
+      let o = load_out(ob, i);
+      let wq = load_w(i, true);
       for (var u = 0u; u < NB; u++) {
+        if (!in_row(i, u)) { continue; }
         var v = o.v[u] * inv2;
         if (P.has_weight2 == 1u) { v = v * wq.v[u]; }
-        out2[ob + k + u * WG] = r(v);
+        out2[ob + i + u * WG] = r(v);
       }
-    }
-    for (; k < P.D; k += WG) {
-      var v = out[ob + k] * inv2;
-      if (P.has_weight2 == 1u) { v = v * bf16_to_f32(u16_at(w2[k >> 1u], k)); }
-      out2[ob + k] = r(v);
     }
   }
   if (P.rot_pairs > 0u) {
@@ -217,14 +205,10 @@ fn rows_wg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
     for (var g = lid; g < groups; g += WG) {
       let b = ob + g * P.sums_group;
       var sx = vec2<f32>(0.0);
-      var e = 0u;
-      for (; e + NB <= P.sums_group; e += NB) {
-        var q: Batch;
-        if (P.then_norm == 1u) { q = load_out2(b + e); } else { q = load_out(b + e, 0u, 1u); }
+      // sums_group is a multiple of 32 (ops.rmsnorm sums only for linears lanesFit accepts): whole batches
+      for (var e = 0u; e < P.sums_group; e += NB) {
+        let q = load_final(b + e);
         for (var u = 0u; u < NB; u++) { sx = ksum_add(sx, q.v[u]); }
-      }
-      for (; e < P.sums_group; e++) {
-        if (P.then_norm == 1u) { sx = ksum_add(sx, out2[b + e]); } else { sx = ksum_add(sx, out[b + e]); }
       }
       xs[row * groups + g] = ksum_value(sx);
     }
