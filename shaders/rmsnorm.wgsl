@@ -191,12 +191,12 @@ fn rows_wg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
     storageBarrier();
     let half = P.D / 2u;
     let tb = (P.pos0 + row / P.heads) * P.table_half;
-    for (var k = lid; k < P.rot_pairs; k += WG) {
-      let c = cos_t[tb + k];
-      let s = sin_t[tb + k];
-      let r = rope_pair(out[ob + k], out[ob + k + half], c, s, P.round == 1u);
-      out[ob + k] = r.x;
-      out[ob + k + half] = r.y;
+    for (var i = lid; i < P.rot_pairs; i += WG) {
+      let c = cos_t[tb + i];
+      let s = sin_t[tb + i];
+      let r = rope_pair(out[ob + i], out[ob + i + half], c, s, P.round == 1u);
+      out[ob + i] = r.x;
+      out[ob + i + half] = r.y;
     }
   }
   if (P.sums_group > 0u) {

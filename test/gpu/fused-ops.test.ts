@@ -53,7 +53,7 @@ describe('fused residual norm + next norm + group sums (rmsnorm rows_wg)', () =>
     ctx?.destroy();
   });
 
-  // Long enough for rows_wg's batched loads (8 elements per invocation, 256 invocations) with a remainder.
+  // Long enough for rows_wg's batched loads (8 elements per invocation, 256 invocations), the last one partial.
   const D = 2240;
   // The M = 5 case's input rows (residual-norm input a, residual stream h); row m alone is its slice.
   const A = rand(5 * D, 11);

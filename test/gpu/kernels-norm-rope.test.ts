@@ -73,8 +73,8 @@ describe(`GPU kernels: rmsnorm and RoPE vs the CPU float64 reference (${ADAPTER}
       { name: 'residual, post scale 0.7373 (layer scalar)', rows: 3, D: 64, weighted: true, residual: 0.7373 },
       { name: 'strided rows', rows: 3, D: 40, weighted: true, inPad: 6, outPad: 10 },
       // Rows long enough for the GPU form's batched loads (rows_wg: 8 elements per invocation per batch,
-      // 256 invocations): two whole batches and a remainder for some invocations, one batch and a
-      // remainder for others.
+      // 256 invocations): D 4160 gives every invocation two whole batches and some a partial third,
+      // D 2200 every invocation one whole batch and some a partial second.
       { name: 'weighted, long rows', rows: 2, D: 4160, weighted: true },
       { name: 'residual, long rows', rows: 2, D: 2200, weighted: true, residual: 0.7373 },
       {
