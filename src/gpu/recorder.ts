@@ -2,18 +2,23 @@ import { type KernelCache, dispatch, type Binding } from './kernels.ts';
 import type { KernelProfiler } from './profiler.ts';
 import { boundSize, packParams, paramsLayout, type ParamValues } from './params-layout.ts';
 
-/** The shader each parameter block was packed for (Recorder.params), checked when it is bound. */
-const packedFor = new WeakMap<object, string>();
+/**
+ * The shader each parameter block was packed for (Recorder.params), checked when it is bound: a property of
+ * the binding, since a WeakMap entry per dispatch made work for the garbage collector on the path that
+ * bounds classic decode (see BindGroupCache.get).
+ */
+const PACKED_FOR = Symbol('packedFor');
+type Tagged = { [PACKED_FOR]?: string };
 
 /** Records that `binding` holds a parameter block packed with `shader`'s layout; returns it. */
 export function tagParams<B extends Binding>(binding: B, shader: string): B {
-  packedFor.set(binding, shader);
+  (binding as Tagged)[PACKED_FOR] = shader;
   return binding;
 }
 
 /** Throws when `binding` is a parameter block packed for a shader whose struct Params differs from `shader`'s. */
 export function checkParams(shader: string, binding: Binding | undefined): void {
-  const packed = binding && packedFor.get(binding);
+  const packed = binding && (binding as Tagged)[PACKED_FOR];
   if (packed === undefined || packed === shader) return;
   const want = paramsLayout(shader).signature;
   if (paramsLayout(packed).signature !== want) {
@@ -66,6 +71,8 @@ interface Arena {
 export class Recorder {
   private encoder: GPUCommandEncoder;
   private pass: GPUComputePassEncoder | undefined;
+  /** The pipeline last set on `pass`. */
+  private passPipeline: GPUComputePipeline | undefined;
   private readonly arenas: Arena[] = [];
   readonly temporaries: GPUBuffer[] = [];
   dispatches = 0;
@@ -128,8 +135,15 @@ export class Recorder {
       dispatch(this.device, pass, pipeline, bindings, workgroups, this.kernels.bindGroups);
       pass.end();
     } else {
-      if (!this.pass) this.pass = this.encoder.beginComputePass();
-      dispatch(this.device, this.pass, pipeline, bindings, workgroups, this.kernels.bindGroups);
+      if (!this.pass) {
+        this.pass = this.encoder.beginComputePass();
+        this.passPipeline = undefined;
+      }
+      // A pass keeps its pipeline between dispatches: setting it again is a call into WebGPU for nothing
+      // (q, k and v norms, or projections of one shape, run one pipeline in a row).
+      const same = pipeline === this.passPipeline;
+      dispatch(this.device, this.pass, pipeline, bindings, workgroups, this.kernels.bindGroups, same);
+      this.passPipeline = pipeline;
     }
     this.dispatches++;
     this.unsubmitted++;
