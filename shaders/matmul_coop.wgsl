@@ -188,7 +188,9 @@ fn pass_rows(which: u32, f: u32, t: u32, lid: u32, na: u32, nb: u32, r0: u32, ro
     // Software pipelining: group g + T's words are loaded before group g's arithmetic, so that an
     // invocation has two groups' loads in flight. Measured on an H200 (12B, cold weights): the down
     // matvec at M = 1 1.19 x faster; with R = 2 (two features' words, twice the registers) the LM head
-    // and 8-bit gate/up were 4-20% slower, so two slots keep one group at a time.
+    // and 8-bit gate/up were 4-20% slower, so two slots keep one group at a time. Two groups in flight
+    // with their own sums (more independent chains per invocation) were slower still (down 23.7 -> 27.6
+    // us; 2026-12-02).
     var next = group_words(which, t, na, groups);
     for (var g = t; g < groups; g += T) {
       let cur = next;
@@ -467,7 +469,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 // gate/up projection 32.1 -> 26.1 us (against R = 2 and run_pass; the same at M = 4 and 8). The lane
 // layout ROW_TL = 4 alone was slower (47 us), and in every other pass slower too (M = 4: 101 -> 165 us),
 // so they keep tl = 1. Loading the next group's words of all four slots ahead (4-bit) was slower too
-// (gate/up 20.9 -> 21.5 us, fused 35.9 -> 37.3 us; 2026-12-02).
+// (gate/up 20.9 -> 21.5 us, fused 35.9 -> 37.3 us; 2026-12-02), and x staged in workgroup memory with a
+// vec4 of padding per group (conflict-free for the four slices) no faster (20.5 vs 20.6 us): without
+// any loads this loop's arithmetic alone takes 11.5 us of the 20.6 (README, "Figures").
 const ROW_TL: u32 = 4u; // divides T (8 or 16: ops.setCoopThreads)
 var<private> sc: vec4<f32>;  // slot c
 var<private> sd: vec4<f32>;  // slot d
