@@ -139,23 +139,32 @@ export class BindGroupCache {
     let g = this.groups.get(key);
     if (!g) {
       if (this.groups.size >= BindGroupCache.MAX_ENTRIES) this.groups.clear();
-      const entries: GPUBindGroupEntry[] = [];
-      bindings.forEach((b, binding) => {
-        if (!b) return;
-        const resource =
-          'buffer' in b
-            ? b.size === undefined
-              ? { buffer: b.buffer, offset: b.offset ?? 0 }
-              : { buffer: b.buffer, offset: b.offset ?? 0, size: b.size }
-            : { buffer: b, offset: 0 };
-        entries.push({ binding, resource });
-      });
-      g = device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries });
+      g = createBindGroup(device, pipeline, bindings);
       this.groups.set(key, g);
       this.created++;
     }
     return g;
   }
+}
+
+/** A bind group of `pipeline`'s layout 0 with `bindings[i]` at @binding(i) (holes left out). */
+function createBindGroup(
+  device: GPUDevice,
+  pipeline: GPUComputePipeline,
+  bindings: (Binding | undefined)[],
+): GPUBindGroup {
+  const entries: GPUBindGroupEntry[] = [];
+  bindings.forEach((b, binding) => {
+    if (!b) return;
+    const resource =
+      'buffer' in b
+        ? b.size === undefined
+          ? { buffer: b.buffer, offset: b.offset ?? 0 }
+          : { buffer: b.buffer, offset: b.offset ?? 0, size: b.size }
+        : { buffer: b, offset: 0 };
+    entries.push({ binding, resource });
+  });
+  return device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries });
 }
 
 /**
@@ -173,20 +182,7 @@ export function dispatch(
   /** `pipeline` is already the pass's pipeline (set by the previous dispatch of this pass). */
   pipelineSet = false,
 ): void {
-  let bindGroup: GPUBindGroup;
-  if (cache) {
-    bindGroup = cache.get(device, pipeline, bindings);
-  } else {
-    const entries: GPUBindGroupEntry[] = [];
-    bindings.forEach((b, binding) => {
-      if (!b) return;
-      entries.push({
-        binding,
-        resource: 'buffer' in b ? { buffer: b.buffer, offset: b.offset ?? 0, size: b.size } : { buffer: b },
-      });
-    });
-    bindGroup = device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries });
-  }
+  const bindGroup = cache ? cache.get(device, pipeline, bindings) : createBindGroup(device, pipeline, bindings);
   if (!pipelineSet) pass.setPipeline(pipeline);
   pass.setBindGroup(0, bindGroup);
   const [x, y] = foldWorkgroups(workgroups, device.limits.maxComputeWorkgroupsPerDimension);
