@@ -55,7 +55,8 @@ struct Params {
   seg_max: u32,     // exact plan's cap on segments (64 for steps and verify blocks, 1 for prefill)
   split: u32,       // 0: exact plan; S > 0: exactly S segments (inexact policies)
   seg_stride: u32,  // segment slots per (row, head) in stats / partial: at least every row's nseg
-  _p0: u32, _p1: u32,
+  xs_group: u32,    // combine_fused: > 0 = then write the group sums of `out` (this group size) to xs_out
+  _p1: u32,
 }
 
 @group(0) @binding(0) var<uniform> P: Params;
@@ -489,14 +490,22 @@ fn combine(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
 // combine for the fused path: the same arithmetic as `combine` (the same expressions in segment order),
 // with each PB segments' stats and partials loaded into registers before their steps of the chain, so
 // that an invocation waits for one batch of loads instead of 2 nseg loads one after the other.
+// With xs_group > 0 it then writes the group sums o_proj's exact kernels read (o_sums): one dispatch
+// fewer per layer (classic decode of a 12B on an H200 is bound by the CPU recording its dispatches).
+@group(0) @binding(10) var<storage, read_write> xs_out: array<f32>; // [M, heads * d / xs_group]
+
 @compute @workgroup_size(WG)
 fn combine_fused(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
                  @builtin(local_invocation_index) lid: u32) {
-  let idx = linear_workgroup(wid, nwg) * WG + lid;
+  let wg = linear_workgroup(wid, nwg);
+  let idx = wg * WG + lid; // = jh * d4 + c4, the output vec4
   let d4 = P.d / 4u;
-  let c4 = idx % d4;
-  let jh = idx / d4;
-  if (jh >= P.M * P.heads) { return; }
+  if (idx / d4 < P.M * P.heads) { out[idx] = round4(combined(idx / d4, idx % d4, d4)); }
+  if (P.xs_group > 0u) { o_sums(wg, lid); }
+}
+
+// Output vec4 c4 of (row, head) jh over its segments.
+fn combined(jh: u32, c4: u32, d4: u32) -> vec4<f32> {
   let ns = seg_count(key_count(jh / P.heads));
   let sb = jh * P.seg_stride;
   var mv: array<f32, PB>;
@@ -530,5 +539,25 @@ fn combine_fused(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
     l += w * stats[2u * (sb + g) + 1u];
     o += w * partial[(sb + g) * d4 + c4];
   }
-  out[jh * d4 + c4] = round4(o / l);
+  return o / l;
+}
+
+// The group sums of the 4 WG output values workgroup wg just wrote, as matmul.wgsl affine_xsum computes
+// them (one compensated sum per group, its values in order; batched loads change no step): invocation i
+// sums the workgroup's i-th group. ops.attention asks for them only where groups tile the workgroup's
+// values (4 WG a multiple of xs_group, a row of heads * d values a multiple of it), so no group spans two.
+fn o_sums(wg: u32, lid: u32) {
+  storageBarrier(); // the values were written by the other invocations of the workgroup
+  let per = P.xs_group / 4u; // vec4s per group, a multiple of PB (xs_group % 32 == 0)
+  let first = wg * WG + lid * per;
+  if (lid >= WG / per || first >= P.M * P.heads * (P.d / 4u)) { return; }
+  var sx = vec2<f32>(0.0);
+  var xv: array<vec4<f32>, PB>;
+  for (var e = 0u; e < per; e += PB) {
+    for (var u = 0u; u < PB; u++) { xv[u] = out[first + e + u]; }
+    for (var u = 0u; u < PB; u++) {
+      sx = ksum_add(ksum_add(ksum_add(ksum_add(sx, xv[u].x), xv[u].y), xv[u].z), xv[u].w);
+    }
+  }
+  xs_out[first * 4u / P.xs_group] = ksum_value(sx);
 }

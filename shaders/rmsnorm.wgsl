@@ -15,6 +15,8 @@ struct Params {
   // rows_wg only: rot_pairs > 0 = then rotate-half RoPE in place (rope.wgsl), rows being heads of
   // positions pos0 + row / heads
   rot_pairs: u32, heads: u32, pos0: u32, table_half: u32,
+  // qkv_rows only: the q head rows (rows past them are k's kv_rows, then v's), k's heads per position
+  q_rows: u32, kv_rows: u32, kv_heads: u32,
 }
 
 @group(0) @binding(0) var<uniform> P: Params;
@@ -211,6 +213,94 @@ fn rows_wg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
         for (var u = 0u; u < NB; u++) { sx = ksum_add(sx, q.v[u]); }
       }
       xs[row * groups + g] = ksum_value(sx);
+    }
+  }
+}
+
+// ---- qkv_rows: an attention block's q, k and v norms in one dispatch (the GPU form) ----
+// Rows 0 .. q_rows-1 are q's heads (x -> out, weight w, RoPE with `heads` heads per position), the next
+// kv_rows k's (x_k -> out2, weight w2, RoPE with kv_heads heads per position), the last kv_rows v's (x_v ->
+// out_v, no weight, no RoPE); every row has D elements, rows packed. Each row runs rows_wg's operations
+// for its norm (mode 0, no next norm, no group sums) in the same order: the same bytes as three rows_wg
+// dispatches (test/gpu/fused-ops.test.ts). Why: classic decode of a 12B on an H200 is bound by the CPU
+// recording ~760 dispatches per token (~11-16 us each, README "Figures"), and this removes two per layer.
+// The rows' segment is uniform per workgroup, so the barriers below are in uniform control flow.
+@group(0) @binding(9) var<storage, read> x_k: array<f32>;
+@group(0) @binding(10) var<storage, read> x_v: array<f32>;
+@group(0) @binding(11) var<storage, read_write> out_v: array<f32>;
+
+fn seg_x(seg: u32, k: u32) -> f32 {
+  if (seg == 0u) { return x[k]; }
+  if (seg == 1u) { return x_k[k]; }
+  return x_v[k];
+}
+fn seg_w(seg: u32, k: u32) -> f32 {
+  if (seg == 0u) { return bf16_to_f32(u16_at(w[k >> 1u], k)); }
+  return bf16_to_f32(u16_at(w2[k >> 1u], k)); // seg 1; v (seg 2) has no weight and never calls this
+}
+fn seg_out(seg: u32, k: u32) -> f32 {
+  if (seg == 0u) { return out[k]; }
+  return out2[k]; // seg 1: only q and k rows are rotated
+}
+fn seg_store(seg: u32, k: u32, v: f32) {
+  if (seg == 0u) {
+    out[k] = v;
+  } else if (seg == 1u) {
+    out2[k] = v;
+  } else {
+    out_v[k] = v;
+  }
+}
+
+@compute @workgroup_size(WG)
+fn qkv_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+            @builtin(local_invocation_index) lid: u32) {
+  let row = linear_workgroup(wid, nwg);
+  if (row >= P.q_rows + 2u * P.kv_rows) { return; }
+  var seg = 0u;
+  var lr = row; // the row within its segment
+  var heads = P.heads;
+  if (row >= P.q_rows) {
+    seg = 1u;
+    lr = row - P.q_rows;
+    heads = P.kv_heads;
+  }
+  if (row >= P.q_rows + P.kv_rows) {
+    seg = 2u;
+    lr = row - P.q_rows - P.kv_rows;
+  }
+  let b = lr * P.D;
+  let span = NB * WG;
+  var ss = vec2<f32>(0.0);
+  for (var i = lid; i < P.D; i += span) {
+    var q: Batch;
+    for (var u = 0u; u < NB; u++) { if (in_row(i, u)) { q.v[u] = seg_x(seg, b + i + u * WG); } }
+    for (var u = 0u; u < NB; u++) { if (in_row(i, u)) { ss = ksum_add(ss, q.v[u] * q.v[u]); } }
+  }
+  let inv = row_inv(ss, lid);
+  for (var i = lid; i < P.D; i += span) {
+    var q: Batch;
+    var wq: Batch;
+    for (var u = 0u; u < NB; u++) {
+      if (!in_row(i, u)) { continue; }
+      q.v[u] = seg_x(seg, b + i + u * WG);
+      if (seg < 2u) { wq.v[u] = seg_w(seg, i + u * WG); }
+    }
+    for (var u = 0u; u < NB; u++) {
+      if (!in_row(i, u)) { continue; }
+      var v = q.v[u] * inv;
+      if (seg < 2u) { v = v * wq.v[u]; }
+      seg_store(seg, b + i + u * WG, r(v)); // one rounding, as MLX's fused rms_norm
+    }
+  }
+  if (seg < 2u && P.rot_pairs > 0u) {
+    storageBarrier(); // as rows_wg: the row just written is read across invocations
+    let half = P.D / 2u;
+    let tb = (P.pos0 + lr / heads) * P.table_half;
+    for (var i = lid; i < P.rot_pairs; i += WG) {
+      let rp = rope_pair(seg_out(seg, b + i), seg_out(seg, b + i + half), cos_t[tb + i], sin_t[tb + i], P.round == 1u);
+      seg_store(seg, b + i, rp.x);
+      seg_store(seg, b + i + half, rp.y);
     }
   }
 }

@@ -65,6 +65,19 @@ export interface AttentionArgs {
   scratch: AttentionScratch;
   /** Tests only: force the fused (true) or four-pass (false) path instead of attentionFused's choice. */
   fused?: boolean;
+  /**
+   * Also write the group sums (groups of `groupSize` along each row of out) that o_proj's exact kernels read,
+   * into `buffer` ([M, heads * d / groupSize]), where the fused path can (outSumsFit): attention() says whether it did.
+   */
+  outSums?: { buffer: GPUBuffer; groupSize: number };
+}
+
+/**
+ * Whether combine_fused can write out's group sums: every group within one workgroup's 4 WG values (groups
+ * tile a row of heads * d values and the workgroup's span) and whole PB batches of vec4s per group.
+ */
+export function outSumsFit(heads: number, d: number, groupSize: number): boolean {
+  return groupSize % 32 === 0 && (4 * WG) % groupSize === 0 && (heads * d) % groupSize === 0;
 }
 
 /**
@@ -156,7 +169,8 @@ export function createAttentionScratch(
   };
 }
 
-export function attention(rec: Recorder, a: AttentionArgs): void {
+/** Records attention; returns whether it wrote a.outSums (the fused path, where they fit). */
+export function attention(rec: Recorder, a: AttentionArgs): boolean {
   const { scores, stats, partial, segments } = a.scratch;
   if (!(a.split >= 0 && a.split <= SEG_MAX) || !Number.isInteger(a.split))
     throw new Error(`attention split ${a.split} outside 0..${SEG_MAX}`);
@@ -177,7 +191,7 @@ export function attention(rec: Recorder, a: AttentionArgs): void {
         `attention scratch "${name}" holds ${have} bytes, ${n} needed (M ${a.M}, ${a.heads} heads, ${keyStride} keys, ${segStride} segments)`,
       );
   }
-  const params = rec.params('attention.wgsl', {
+  const values = {
     M: a.M,
     heads: a.heads,
     kv_heads: a.kvHeads,
@@ -192,7 +206,9 @@ export function attention(rec: Recorder, a: AttentionArgs): void {
     seg_max: segments,
     split: a.split,
     seg_stride: segStride,
-  });
+    xs_group: 0,
+  };
+  const params = rec.params('attention.wgsl', values);
   const d4 = a.d / 4;
   if (a.fused ?? attentionFused(rec.kernels)) {
     // One workgroup per (row, head, segment slot); slots past a row's segment count return at once.
@@ -203,14 +219,18 @@ export function attention(rec: Recorder, a: AttentionArgs): void {
       [params, a.q, a.kCache, a.vCache, a.kStage, a.vStage, scores, undefined, stats, partial],
       rows * segStride,
     );
+    const sums = a.outSums && outSumsFit(a.heads, a.d, a.outSums.groupSize) ? a.outSums : undefined;
+    // combine_fused binds xs_out whether it writes it or not: a placeholder of its own when not
+    const xsOut = sums?.buffer ?? rec.kernels.scratch('unused.attention-xs', 16);
+    const combineParams = sums ? rec.params('attention.wgsl', { ...values, xs_group: sums.groupSize }) : params;
     rec.run(
       'attention.wgsl',
       'combine_fused',
       {},
-      [params, undefined, undefined, undefined, undefined, undefined, undefined, a.out, stats, partial],
+      [combineParams, undefined, undefined, undefined, undefined, undefined, undefined, a.out, stats, partial, xsOut],
       groups(rows * d4),
     );
-    return;
+    return sums !== undefined;
   }
   rec.run(
     'attention.wgsl',
@@ -240,4 +260,5 @@ export function attention(rec: Recorder, a: AttentionArgs): void {
     [params, undefined, undefined, undefined, undefined, undefined, undefined, a.out, stats, partial],
     groups(rows * d4),
   );
+  return false;
 }

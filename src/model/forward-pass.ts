@@ -158,30 +158,55 @@ export class ForwardPass {
     const { M, ws } = this;
     const kvw = l.numKvHeads * l.headDim;
     const xs = this.attentionInput(i);
-    this.projectQ(i, xs);
     // A sliding layer's step or block rows go straight to its staging rows (KvCache: attention reads
     // them there, commit() moves the accepted ones into the ring); a buffer copy would end the pass.
     const staged = l.type === 'sliding' && this.kind !== 'prefill';
     const [kOut, vOut] = staged ? [kv.kStage, kv.vStage] : [ws.k, ws.v];
-    this.projectKv(i, xs, kOut, vOut);
+    this.projectQkv(i, xs, kOut, vOut);
     this.capture(`q.${i}`, ws.q, M * l.numHeads * l.headDim);
     this.capture(`k.${i}`, kOut, M * kvw);
     this.capture(`v.${i}`, vOut, M * kvw);
     if (l.type === 'full') this.writeFullRows(i, kv);
-    this.attend(i, kv, ws.k, ws.v);
+    const oSums = this.attend(i, kv, ws.k, ws.v);
     if (l.type === 'sliding' && this.kind === 'prefill')
       this.e.cache.commitPrefillRows(this.rec, i, ws.k, ws.v, this.p, M);
-    return this.attentionOut(i);
+    return this.attentionOut(i, oSums);
+  }
+
+  /**
+   * Layer i's q, k and v (projectQ and projectKv) with their three norms in one dispatch on GPUs
+   * (op.qkvNorm): q into ws.q, k into kOut, v into vOut.
+   */
+  projectQkv(i: number, xs: op.GroupSums | undefined, kOut: GPUBuffer, vOut: GPUBuffer): void {
+    const l = this.e.desc.layers[i];
+    const w = this.e.weights.layers[i];
+    const ws = this.ws;
+    if (!w.kNorm) {
+      // a weightless k_norm: qkv_rows weighs both q and k rows
+      this.projectQ(i, xs);
+      this.projectKv(i, xs, kOut, vOut);
+      return;
+    }
+    this.qMatmul(i, xs);
+    const vSrc = this.kvMatmuls(i, xs);
+    const kvRows = this.M * l.numKvHeads;
+    op.qkvNorm(this.rec, this.e.work.dummy, {
+      D: l.headDim,
+      eps: this.e.desc.eps,
+      round: this.e.round,
+      q: { x: ws.attn, out: ws.q, rows: this.M * l.numHeads, weight: w.qNorm, heads: l.numHeads },
+      k: { x: ws.kraw, out: kOut, rows: kvRows, weight: w.kNorm, heads: l.numKvHeads },
+      v: { x: vSrc, out: vOut, rows: kvRows },
+      rope: { table: this.e.work.ropes.get(l.rope, l.headDim), pos0: this.p },
+    });
   }
 
   /** Layer i's q: q_proj (into ws.attn, free until attention), q_norm and RoPE into ws.q. */
   projectQ(i: number, xs: op.GroupSums | undefined): void {
     const l = this.e.desc.layers[i];
-    const w = this.e.weights.layers[i];
-    const ws = this.ws;
     const rope = this.e.work.ropes.get(l.rope, l.headDim);
-    op.matmul(this.rec, w.qProj, ws.xn, ws.attn, this.rows, undefined, undefined, undefined, xs);
-    this.norm(ws.attn, w.qNorm, ws.q, this.M * l.numHeads, l.headDim, {
+    this.qMatmul(i, xs);
+    this.norm(this.ws.attn, this.e.weights.layers[i].qNorm, this.ws.q, this.M * l.numHeads, l.headDim, {
       rope: { table: rope, heads: l.numHeads, pos0: this.p },
     });
   }
@@ -189,19 +214,37 @@ export class ForwardPass {
   /** Layer i's k (k_proj, k_norm, RoPE) into kOut and v (v_proj or, for k_eq_v, the raw k; v_norm) into vOut. */
   projectKv(i: number, xs: op.GroupSums | undefined, kOut: GPUBuffer, vOut: GPUBuffer): void {
     const l = this.e.desc.layers[i];
-    const w = this.e.weights.layers[i];
-    const ws = this.ws;
     const rope = this.e.work.ropes.get(l.rope, l.headDim);
-    op.matmul(this.rec, w.kProj!, ws.xn, ws.kraw, this.rows, undefined, undefined, undefined, xs);
-    this.norm(ws.kraw, w.kNorm, kOut, this.M * l.numKvHeads, l.headDim, {
+    const vSrc = this.kvMatmuls(i, xs);
+    this.norm(this.ws.kraw, this.e.weights.layers[i].kNorm, kOut, this.M * l.numKvHeads, l.headDim, {
       rope: { table: rope, heads: l.numKvHeads, pos0: this.p },
     });
-    let vSrc = ws.kraw; // k_eq_v: V = v_norm(raw K projection)
-    if (w.vProj) {
-      op.matmul(this.rec, w.vProj, ws.xn, ws.vraw, this.rows, undefined, undefined, undefined, xs);
-      vSrc = ws.vraw;
-    }
     this.norm(vSrc, null, vOut, this.M * l.numKvHeads, l.headDim);
+  }
+
+  /** Layer i's q_proj into ws.attn. */
+  private qMatmul(i: number, xs: op.GroupSums | undefined): void {
+    op.matmul(
+      this.rec,
+      this.e.weights.layers[i].qProj,
+      this.ws.xn,
+      this.ws.attn,
+      this.rows,
+      undefined,
+      undefined,
+      undefined,
+      xs,
+    );
+  }
+
+  /** Layer i's k_proj into ws.kraw and v_proj into ws.vraw; returns v's raw rows (ws.kraw itself for k_eq_v). */
+  private kvMatmuls(i: number, xs: op.GroupSums | undefined): GPUBuffer {
+    const w = this.e.weights.layers[i];
+    const ws = this.ws;
+    op.matmul(this.rec, w.kProj!, ws.xn, ws.kraw, this.rows, undefined, undefined, undefined, xs);
+    if (!w.vProj) return ws.kraw; // k_eq_v: V = v_norm(raw K projection)
+    op.matmul(this.rec, w.vProj, ws.xn, ws.vraw, this.rows, undefined, undefined, undefined, xs);
+    return ws.vraw;
   }
 
   /** A full layer's new rows (ws.k, ws.v) into its linear cache at their positions, before attention reads them. */
@@ -215,8 +258,9 @@ export class ForwardPass {
   /**
    * Layer i's attention of ws.q over the cache `kv` into ws.attn. A sliding layer's prefill chunk reads the
    * chunk's own keys from `chunkK` / `chunkV` (chrono mode); its step rows read the cache's staging rows.
+   * Returns the group sums of ws.attn that o_proj reads where the attention dispatch wrote them too.
    */
-  attend(i: number, kv: LayerKv, chunkK: GPUBuffer, chunkV: GPUBuffer): void {
+  attend(i: number, kv: LayerKv, chunkK: GPUBuffer, chunkV: GPUBuffer): op.GroupSums | undefined {
     const d = this.e.desc;
     const l = d.layers[i];
     const { M, p, kind, policy } = this;
@@ -233,7 +277,15 @@ export class ForwardPass {
       [kStage, vStage, base] = [kv.kStage, kv.vStage, this.e.cache.state.base];
     }
     const scratch = this.e.work.attnScratch;
-    op.attention(this.rec, {
+    const oProj = this.e.weights.layers[i].oProj.desc;
+    const K = l.numHeads * l.headDim;
+    const wantSums =
+      oProj.kind === 'affine' &&
+      oProj.inFeatures === K &&
+      op.readsGroupSums(this.rec, this.e.weights.layers[i].oProj, this.rows);
+    const groupSize = oProj.kind === 'affine' ? oProj.groupSize : 0;
+    const sumsBuffer = wantSums ? this.rec.kernels.scratch('xsums.o_proj', M * (K / groupSize) * 4) : undefined;
+    const wrote = op.attention(this.rec, {
       M,
       heads: l.numHeads,
       kvHeads: l.numKvHeads,
@@ -251,18 +303,22 @@ export class ForwardPass {
       vStage,
       out: this.ws.attn,
       scratch: kind === 'prefill' ? scratch.prefill : scratch.step,
+      outSums: sumsBuffer && { buffer: sumsBuffer, groupSize },
     });
+    if (!wrote || !sumsBuffer) return undefined;
+    return { buffer: sumsBuffer, x: this.ws.attn, M, K, xStride: K, groupSize };
   }
 
   /**
    * Layer i's o_proj into ws.a (capture attn.i), then the post-attention residual into ws.h, the pre-feedforward
-   * norm into ws.xn and the group sums gate and up share, one dispatch on GPUs. Returns those sums.
+   * norm into ws.xn and the group sums gate and up share, one dispatch on GPUs. Returns those sums. `oSums`:
+   * ws.attn's group sums where attend() wrote them (else o_proj's matmul computes them).
    */
-  attentionOut(i: number): op.GroupSums | undefined {
+  attentionOut(i: number, oSums: op.GroupSums | undefined): op.GroupSums | undefined {
     const w = this.e.weights.layers[i];
     const { M, ws, rows } = this;
     const H = this.e.desc.hidden;
-    op.matmul(this.rec, w.oProj, ws.attn, ws.a, rows);
+    op.matmul(this.rec, w.oProj, ws.attn, ws.a, rows, undefined, undefined, undefined, oSums);
     this.capture(`attn.${i}`, ws.a, M * H);
     return this.norm(ws.a, w.postAttnNorm, ws.h, M, H, {
       residual: { postScale: 1 },

@@ -130,6 +130,13 @@ export function stepKernel(rec: Recorder, lin: GpuLinear, xStride = lin.desc.inF
   return affineKernel(rec.kernels.kernelClass, lin.desc, xStride, false);
 }
 
+/** Whether matmul(rec, lin, x, y, r) reads group sums of x (and so takes them as `sums`): its exact affine kernels do. */
+export function readsGroupSums(rec: Recorder, lin: GpuLinear, r: Rows, xStride = lin.desc.inFeatures): boolean {
+  const d = lin.desc;
+  if (d.kind !== 'affine' || (r.split ?? 0) > 0 || r.mlx) return false;
+  return affineKernel(rec.kernels.kernelClass, d, xStride, r.prefill ?? false) !== 'affine';
+}
+
 /**
  * The exact affine kernels the engine runs on a device of this kernel class, for its usual linears
  * (4- or 8-bit, group size 32 or 64, inputs a multiple of 32: every Gemma 4 MLX checkpoint's): `step`
@@ -503,6 +510,9 @@ export interface NormArgs {
   rope?: { table: RopeTable; heads: number; pos0: number };
 }
 
+/** rmsnorm.wgsl's Params fields that only `qkv_rows` reads, off for the other entry points. */
+const QKV_ROWS_ONLY = { q_rows: 0, kv_rows: 0, kv_heads: 0 } as const;
+
 /** rmsnorm.wgsl's Params fields that only `rows_wg` reads, off for `main`. */
 const RMSNORM_ROWS_WG_ONLY = {
   then_norm: 0,
@@ -512,6 +522,7 @@ const RMSNORM_ROWS_WG_ONLY = {
   heads: 0,
   pos0: 0,
   table_half: 0,
+  ...QKV_ROWS_ONLY,
 } as const;
 
 /** Invocations per row of rmsnorm.wgsl `rows_wg` (a power of two). */
@@ -562,6 +573,7 @@ export function rmsnorm(
       heads: a.rope?.heads ?? 1,
       pos0: a.rope?.pos0 ?? 0,
       table_half: a.rope?.table.half ?? 0,
+      ...QKV_ROWS_ONLY,
     });
     // Unused writable bindings get placeholders of their own (WebGPU forbids two writable bindings of one range).
     const xs = gs
@@ -605,6 +617,74 @@ export function rmsnorm(
   if (a.nextNorm) one(out, a.nextNorm.weight, a.nextNorm.out, { inStride: outStride, outStride });
   if (!sumsLin) return undefined;
   return groupSums(rec, sumsLin, a.nextNorm?.out ?? out, a.sums!.rows, D, a.sums!.slot);
+}
+
+/** One head-row tensor of an attention block's q / k / v norms: [rows, D] in `x`, normalised into `out`. */
+export interface HeadRows {
+  x: GPUBuffer;
+  out: GPUBuffer;
+  rows: number;
+}
+
+/** An attention block's three norms: q and k with their weights and RoPE (heads per position each), v weightless. */
+export interface QkvNormArgs {
+  D: number;
+  eps: number;
+  round: boolean;
+  q: HeadRows & { weight: GPUBuffer; heads: number };
+  k: HeadRows & { weight: GPUBuffer; heads: number };
+  v: HeadRows;
+  rope: { table: RopeTable; pos0: number };
+}
+
+/** Storage bindings of rmsnorm.wgsl `qkv_rows` (WebGPU guarantees 8 per stage; GPUs offer 10 or more). */
+const QKV_ROWS_STORAGE = 10;
+
+/**
+ * The q, k and v norms (q, k with RoPE) of an attention block: one rmsnorm.wgsl `qkv_rows` dispatch on GPUs
+ * whose stage takes its ten storage bindings, else the three rmsnorm calls it equals byte for byte.
+ */
+export function qkvNorm(rec: Recorder, dummy: GPUBuffer, a: QkvNormArgs): void {
+  const fused =
+    rec.kernels.kernelClass === 'gpu' && rec.kernels.device.limits.maxStorageBuffersPerShaderStage >= QKV_ROWS_STORAGE;
+  if (!fused) {
+    const base = { D: a.D, eps: a.eps, round: a.round };
+    const ropeOf = (heads: number) => ({ table: a.rope.table, heads, pos0: a.rope.pos0 });
+    rmsnorm(rec, a.q.x, a.q.weight, a.q.out, dummy, { ...base, rows: a.q.rows, rope: ropeOf(a.q.heads) });
+    rmsnorm(rec, a.k.x, a.k.weight, a.k.out, dummy, { ...base, rows: a.k.rows, rope: ropeOf(a.k.heads) });
+    rmsnorm(rec, a.v.x, null, a.v.out, dummy, { ...base, rows: a.v.rows });
+    return;
+  }
+  if (a.k.rows !== a.v.rows) throw new Error(`qkvNorm: ${a.k.rows} k rows but ${a.v.rows} v rows`);
+  const t = a.rope.table;
+  const params = rec.params('rmsnorm.wgsl', {
+    rows: a.q.rows + 2 * a.k.rows,
+    D: a.D,
+    in_stride: a.D,
+    out_stride: a.D,
+    eps: a.eps,
+    has_weight: 1,
+    mode: 0,
+    round: a.round,
+    post_scale: 1,
+    then_norm: 0,
+    has_weight2: 1,
+    sums_group: 0,
+    rot_pairs: t.rotPairs,
+    heads: a.q.heads,
+    pos0: a.rope.pos0,
+    table_half: t.half,
+    q_rows: a.q.rows,
+    kv_rows: a.k.rows,
+    kv_heads: a.k.heads,
+  });
+  rec.run(
+    'rmsnorm.wgsl',
+    'qkv_rows',
+    { WG: NORM_WG },
+    [params, a.q.x, a.q.weight, a.q.out, a.k.weight, a.k.out, undefined, t.cos, t.sin, a.k.x, a.v.x, a.v.out],
+    a.q.rows + 2 * a.k.rows,
+  );
 }
 
 export interface RopeTable {

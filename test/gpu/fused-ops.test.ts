@@ -14,6 +14,7 @@ import { Recorder } from '../../src/gpu/recorder.ts';
 import { readBytes, storageBuffer, uploadBuffer } from '../../src/gpu/buffers.ts';
 import { syntheticAffine } from '../../src/bench/synthetic-gpu.ts';
 import * as op from '../../src/model/ops.ts';
+import { createAttentionScratch, outSumsFit } from '../../src/model/attention-op.ts';
 import { ropeTable } from '../../src/model/rope-tables.ts';
 import type { RopeSpec } from '../../src/format/config.ts';
 
@@ -254,6 +255,188 @@ describe('fused q/k norm + RoPE (rmsnorm rows_wg)', () => {
           ).toBe(true);
         }
         [w, dummy, table.cos, table.sin].forEach((b) => b.destroy());
+      });
+    }
+  }
+});
+
+/**
+ * rmsnorm.wgsl `qkv_rows` (op.qkvNorm on GPUs) runs an attention block's q norm + RoPE, k norm + RoPE and
+ * weightless v norm in one dispatch. It must give the bytes of the three separate norms (the software
+ * class's dispatches, and the GPU class's own rows_wg calls), with k_eq_v's v reading k's raw rows, and be
+ * row-invariant (6 positions together == each position alone).
+ */
+describe('fused q + k + v norms (rmsnorm qkv_rows)', () => {
+  let ctx: GpuContext;
+  beforeAll(async () => {
+    ctx = await testGpu();
+  });
+  afterAll(() => {
+    forceKernelClass(undefined);
+    ctx?.destroy();
+  });
+
+  const spec: RopeSpec = { ropeType: 'proportional', theta: 1e6, partialRotary: 0.25 };
+  for (const round of [false, true]) {
+    for (const kEqV of [false, true]) {
+      it(`${round ? 'bf16' : 'f32'}${kEqV ? ', k_eq_v' : ''}: one dispatch == three norms, together == each position alone`, async () => {
+        const device = ctx.device;
+        const d = 128,
+          qHeads = 4,
+          kvHeads = 2,
+          M = 6,
+          p0 = 29;
+        const table = ropeTable(device, spec, d, 64);
+        const wq = uploadBuffer(device, bf16Weights(d, 5), 'qnorm');
+        const wk = uploadBuffer(device, bf16Weights(d, 6), 'knorm');
+        const dummy = storageBuffer(device, 16, 'dummy');
+        const qAll = rand(M * qHeads * d, 41, 3);
+        const kAll = rand(M * kvHeads * d, 42, 3);
+        const vAll = rand(M * kvHeads * d, 43, 3);
+        const slice = (a: Float32Array, m: number, rows: number, heads: number) =>
+          a.subarray(m * heads * d, (m + rows) * heads * d);
+        const compute = async (cls: KernelClass, rows: number, m0: number, separate: boolean) => {
+          const kernels = kernelsOf(device, cls);
+          const xq = uploadBuffer(device, slice(qAll, m0, rows, qHeads), 'raw-q');
+          const xk = uploadBuffer(device, slice(kAll, m0, rows, kvHeads), 'raw-k');
+          const xv = kEqV ? xk : uploadBuffer(device, slice(vAll, m0, rows, kvHeads), 'raw-v');
+          const outs = [qHeads, kvHeads, kvHeads].map((h, i) => storageBuffer(device, rows * h * d * 4, `out${i}`));
+          const rec = new Recorder(device, kernels, 'qkv-norm-test');
+          const base = { D: d, eps: 1e-6, round };
+          const pos0 = p0 + m0;
+          if (separate) {
+            op.rmsnorm(rec, xq, wq, outs[0], dummy, {
+              ...base,
+              rows: rows * qHeads,
+              rope: { table, heads: qHeads, pos0 },
+            });
+            op.rmsnorm(rec, xk, wk, outs[1], dummy, {
+              ...base,
+              rows: rows * kvHeads,
+              rope: { table, heads: kvHeads, pos0 },
+            });
+            op.rmsnorm(rec, xv, null, outs[2], dummy, { ...base, rows: rows * kvHeads });
+          } else {
+            op.qkvNorm(rec, dummy, {
+              ...base,
+              q: { x: xq, out: outs[0], rows: rows * qHeads, weight: wq, heads: qHeads },
+              k: { x: xk, out: outs[1], rows: rows * kvHeads, weight: wk, heads: kvHeads },
+              v: { x: xv, out: outs[2], rows: rows * kvHeads },
+              rope: { table, pos0 },
+            });
+          }
+          const dispatches = rec.dispatches;
+          rec.submit();
+          const bytes = await Promise.all(outs.map((o) => readBytes(device, o, o.size)));
+          [xq, xk, xv, ...outs].forEach((b) => b.destroy());
+          return { bytes: Buffer.concat(bytes.map((b) => Buffer.from(b))), dispatches };
+        };
+        const fused = await compute('gpu', M, 0, false);
+        // the fused path is what GPUs run: this adapter's stage must take its ten storage bindings
+        expect(fused.dispatches, 'one dispatch').toBe(1);
+        expect(fused.bytes.equals((await compute('gpu', M, 0, true)).bytes), 'vs rows_wg norms').toBe(true);
+        expect(fused.bytes.equals((await compute('software', M, 0, false)).bytes), 'vs software class').toBe(true);
+        const parts = [qHeads, kvHeads, kvHeads].map((h) => h * d * 4); // bytes per position of q, k, v
+        for (let m = 0; m < M; m++) {
+          const alone = (await compute('gpu', 1, m, false)).bytes;
+          let at = 0;
+          parts.forEach((n, s) => {
+            const whole = fused.bytes.subarray(at + m * n, at + (m + 1) * n);
+            expect(
+              alone
+                .subarray(parts.slice(0, s).reduce((a, b) => a + b, 0))
+                .subarray(0, n)
+                .equals(whole),
+              `position ${m}, part ${s}`,
+            ).toBe(true);
+            at += M * n;
+          });
+        }
+        [wq, wk, dummy, table.cos, table.sin].forEach((b) => b.destroy());
+      });
+    }
+  }
+});
+
+/**
+ * attention.wgsl combine_fused with xs_group (op.attention's outSums) also writes the group sums o_proj's exact
+ * kernels read: they must be the bytes matmul.wgsl affine_xsum (op.groupSums) computes from the attention
+ * output, for whole and partial last workgroups and both group sizes, and the output itself must not move.
+ */
+describe('attention combine + o_proj group sums (attention combine_fused xs_group)', () => {
+  let ctx: GpuContext;
+  beforeAll(async () => {
+    ctx = await testGpu();
+  });
+  afterAll(() => {
+    forceKernelClass(undefined);
+    ctx?.destroy();
+  });
+
+  // [M, heads, d]: 3 x 4 x 128 fills whole workgroups of 256 values; 3 x 3 x 96 leaves the last one partial
+  const shapes = [
+    { M: 3, heads: 4, d: 128, gs: 64 },
+    { M: 3, heads: 3, d: 96, gs: 32 },
+  ];
+  for (const s of shapes) {
+    for (const round of [false, true]) {
+      it(`M ${s.M}, ${s.heads} heads x d ${s.d}, groups of ${s.gs}, ${round ? 'bf16' : 'f32'}: sums == affine_xsum, output unchanged`, async () => {
+        const device = ctx.device;
+        const kernels = kernelsOf(device, 'gpu');
+        const keys = 70; // linear mode: row j reads keys 0 .. p + j
+        const p = keys - s.M;
+        const K = s.heads * s.d;
+        expect(outSumsFit(s.heads, s.d, s.gs), 'the shape is one combine_fused can sum').toBe(true);
+        const q = uploadBuffer(device, rand(s.M * K, 51, 2), 'q');
+        const kc = uploadBuffer(device, rand(keys * s.d, 52, 2), 'k');
+        const vc = uploadBuffer(device, rand(keys * s.d, 53, 2), 'v');
+        const scratch = createAttentionScratch(
+          device,
+          { heads: s.heads, qWidth: K, maxKeys: keys, prefillRows: s.M, stepRows: s.M },
+          'test-attn',
+        );
+        const lin = syntheticAffine(device, 'o', 8, K, 4, s.gs, 7);
+        const run = async (withSums: boolean) => {
+          const out = storageBuffer(device, s.M * K * 4, 'attn-out');
+          const xs = storageBuffer(device, s.M * (K / s.gs) * 4, 'xs');
+          const rec = new Recorder(device, kernels, 'combine-sums-test');
+          const wrote = op.attention(rec, {
+            M: s.M,
+            heads: s.heads,
+            kvHeads: 1,
+            d: s.d,
+            mode: 'linear',
+            window: keys,
+            base: 0,
+            p,
+            round,
+            split: 0,
+            q,
+            kCache: kc,
+            vCache: vc,
+            kStage: kc,
+            vStage: vc,
+            out,
+            scratch: scratch.step,
+            fused: true,
+            outSums: withSums ? { buffer: xs, groupSize: s.gs } : undefined,
+          });
+          const ref = op.groupSums(rec, lin, out, { M: s.M, round });
+          rec.submit();
+          const bytes = {
+            out: Buffer.from(await readBytes(device, out, out.size)),
+            sums: Buffer.from(await readBytes(device, xs, xs.size)),
+            ref: Buffer.from(await readBytes(device, ref.buffer, xs.size)),
+          };
+          [out, xs].forEach((b) => b.destroy());
+          return { wrote, ...bytes };
+        };
+        const fused = await run(true);
+        expect(fused.wrote, 'attention wrote the sums').toBe(true);
+        expect(fused.sums.equals(fused.ref), 'combine_fused sums vs affine_xsum').toBe(true);
+        expect(fused.out.equals((await run(false)).out), 'output with and without the sums').toBe(true);
+        [q, kc, vc, ...scratch.buffers].forEach((b) => b.destroy());
+        lin.destroy();
       });
     }
   }

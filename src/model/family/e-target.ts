@@ -141,10 +141,10 @@ export class ETargetModel extends TargetCore {
 
     // Attention block: q always; k and v on owner layers only (a shared layer reads its donor's).
     const xsAttn = f.attentionInput(i);
-    f.projectQ(i, xsAttn);
-    f.capture(`q.${i}`, ws.q, M * l.numHeads * l.headDim);
     const chunkRows = this.donorChunk.get(i);
-    if (owner) {
+    if (!owner) {
+      f.projectQ(i, xsAttn);
+    } else {
       if (!w.kProj) throw new Error(`layer ${i} owns a cache but has no k_proj`);
       // Sliding step / block rows go to the staging rows (KvCache); a sliding donor's prefill rows to its own
       // chunk buffers (see donorChunk); everything else to the workspace.
@@ -154,17 +154,18 @@ export class ETargetModel extends TargetCore {
         : l.type === 'sliding' && chunkRows
           ? [chunkRows.k, chunkRows.v]
           : [ws.k, ws.v];
-      f.projectKv(i, xsAttn, kOut, vOut);
+      f.projectQkv(i, xsAttn, kOut, vOut);
       f.capture(`k.${i}`, kOut, M * kvw);
       f.capture(`v.${i}`, vOut, M * kvw);
       if (l.type === 'full') f.writeFullRows(i, kv);
     }
+    f.capture(`q.${i}`, ws.q, M * l.numHeads * l.headDim);
     // A sliding prefill chunk's own keys: this layer's (an owner that lends none), or its donor's chunk buffers.
     const chunk = this.donorChunk.get(donor);
-    f.attend(i, kv, chunk ? chunk.k : ws.k, chunk ? chunk.v : ws.v);
+    const oSums = f.attend(i, kv, chunk ? chunk.k : ws.k, chunk ? chunk.v : ws.v);
     if (owner && l.type === 'sliding' && f.kind === 'prefill' && !chunkRows)
       this.cache.commitPrefillRows(f.rec, i, ws.k, ws.v, f.p, M);
-    const xsMlp = f.attentionOut(i);
+    const xsMlp = f.attentionOut(i, oSums);
 
     // MLP block (double width on the shared layers of E2B: the weights say how wide).
     f.mlp(i, xsMlp);
