@@ -277,14 +277,7 @@ export class ForwardPass {
       [kStage, vStage, base] = [kv.kStage, kv.vStage, this.e.cache.state.base];
     }
     const scratch = this.e.work.attnScratch;
-    const oProj = this.e.weights.layers[i].oProj.desc;
-    const K = l.numHeads * l.headDim;
-    const wantSums =
-      oProj.kind === 'affine' &&
-      oProj.inFeatures === K &&
-      op.readsGroupSums(this.rec, this.e.weights.layers[i].oProj, this.rows);
-    const groupSize = oProj.kind === 'affine' ? oProj.groupSize : 0;
-    const sumsBuffer = wantSums ? this.rec.kernels.scratch('xsums.o_proj', M * (K / groupSize) * 4) : undefined;
+    const oSums = this.oProjSums(i);
     const wrote = op.attention(this.rec, {
       M,
       heads: l.numHeads,
@@ -303,10 +296,24 @@ export class ForwardPass {
       vStage,
       out: this.ws.attn,
       scratch: kind === 'prefill' ? scratch.prefill : scratch.step,
-      outSums: sumsBuffer && { buffer: sumsBuffer, groupSize },
+      outSums: oSums,
     });
-    if (!wrote || !sumsBuffer) return undefined;
-    return { buffer: sumsBuffer, x: this.ws.attn, M, K, xStride: K, groupSize };
+    return wrote && oSums ? oSums : undefined;
+  }
+
+  /**
+   * Where attention may write the group sums of its output that layer i's o_proj reads (a scratch buffer of
+   * GroupSums over ws.attn), or undefined where o_proj reads none (dense, split-K, MLX kernels).
+   */
+  private oProjSums(i: number): op.GroupSums | undefined {
+    const l = this.e.desc.layers[i];
+    const lin = this.e.weights.layers[i].oProj;
+    const K = l.numHeads * l.headDim;
+    if (lin.desc.kind !== 'affine' || lin.desc.inFeatures !== K || !op.readsGroupSums(this.rec, lin, this.rows))
+      return undefined;
+    const groupSize = lin.desc.groupSize;
+    const buffer = this.rec.kernels.scratch('xsums.o_proj', this.M * (K / groupSize) * 4);
+    return { buffer, x: this.ws.attn, M: this.M, K, xStride: K, groupSize };
   }
 
   /**
