@@ -34,6 +34,22 @@ function bf16Weights(n: number, seed: number): Uint32Array {
   return Uint32Array.from({ length: bits.length / 2 }, (_, i) => (bits[2 * i] | (bits[2 * i + 1] << 16)) >>> 0);
 }
 
+/** The GPU of a describe block's tests: made before them, destroyed after (with any forced kernel class undone). */
+function useTestGpu(): () => GpuContext {
+  let ctx: GpuContext | undefined;
+  beforeAll(async () => {
+    ctx = await testGpu();
+  });
+  afterAll(() => {
+    forceKernelClass(undefined);
+    ctx?.destroy();
+  });
+  return () => {
+    if (!ctx) throw new Error('no test GPU yet: use it inside a test');
+    return ctx;
+  };
+}
+
 /** A kernel cache of the given class (the class is read when the cache is made). */
 function kernelsOf(device: GPUDevice, cls: KernelClass): KernelCache {
   forceKernelClass(cls);
@@ -45,14 +61,7 @@ function kernelsOf(device: GPUDevice, cls: KernelClass): KernelCache {
 }
 
 describe('fused residual norm + next norm + group sums (rmsnorm rows_wg)', () => {
-  let ctx: GpuContext;
-  beforeAll(async () => {
-    ctx = await testGpu();
-  });
-  afterAll(() => {
-    forceKernelClass(undefined);
-    ctx?.destroy();
-  });
+  const gpu = useTestGpu();
 
   // Long enough for rows_wg's batched loads (8 elements per invocation, 256 invocations), the last one partial.
   const D = 2240;
@@ -60,7 +69,7 @@ describe('fused residual norm + next norm + group sums (rmsnorm rows_wg)', () =>
   const A = rand(5 * D, 11);
   const Hs = rand(5 * D, 12, 4);
   const run = async (cls: KernelClass, a0: Float32Array, h0: Float32Array, fused: boolean, round: boolean) => {
-    const device = ctx.device;
+    const device = gpu().device;
     const M = a0.length / D;
     const kernels = kernelsOf(device, cls);
     const lin = syntheticAffine(device, 'next', 32, D, 4, 64, 3);
@@ -127,15 +136,8 @@ describe('fused residual norm + next norm + group sums (rmsnorm rows_wg)', () =>
  * invocation) run, as the rule gives R = 2 to the real MLP shapes (8192 outputs or more).
  */
 describe('fused gate/up/GeGLU (matmul_coop gate_up)', () => {
-  let ctx: GpuContext;
-  beforeAll(async () => {
-    ctx = await testGpu();
-  });
-  afterAll(() => {
-    forceKernelClass(undefined);
-    op.setCoopFeatures(undefined);
-    ctx?.destroy();
-  });
+  const gpu = useTestGpu();
+  afterAll(() => op.setCoopFeatures(undefined));
 
   for (const [bits, gs, R] of [
     [4, 64, 1],
@@ -149,8 +151,8 @@ describe('fused gate/up/GeGLU (matmul_coop gate_up)', () => {
       timeout: 600_000,
     }, async () => {
       op.setCoopFeatures(R);
-      const kernels = kernelsOf(ctx.device, 'gpu');
-      const device = ctx.device;
+      const kernels = kernelsOf(gpu().device, 'gpu');
+      const device = gpu().device;
       const N = 40,
         K = 1088;
       const gate = syntheticAffine(device, 'gate', N, K, bits, gs, 21);
@@ -201,14 +203,7 @@ describe('fused gate/up/GeGLU (matmul_coop gate_up)', () => {
  * rope.wgsl as separate dispatches, and row-invariant (M positions together == each position alone).
  */
 describe('fused q/k norm + RoPE (rmsnorm rows_wg)', () => {
-  let ctx: GpuContext;
-  beforeAll(async () => {
-    ctx = await testGpu();
-  });
-  afterAll(() => {
-    forceKernelClass(undefined);
-    ctx?.destroy();
-  });
+  const gpu = useTestGpu();
 
   const specs: [string, RopeSpec][] = [
     ['default', { ropeType: 'default', theta: 10000, partialRotary: 1 }],
@@ -217,8 +212,8 @@ describe('fused q/k norm + RoPE (rmsnorm rows_wg)', () => {
   for (const [name, spec] of specs) {
     for (const round of [false, true]) {
       it(`${name} RoPE, ${round ? 'bf16' : 'f32'}: fused == separate, 6 positions x 3 heads together == each position alone`, async () => {
-        const kernels = kernelsOf(ctx.device, 'gpu');
-        const device = ctx.device;
+        const kernels = kernelsOf(gpu().device, 'gpu');
+        const device = gpu().device;
         const d = 128,
           heads = 3,
           M = 6,
@@ -267,20 +262,13 @@ describe('fused q/k norm + RoPE (rmsnorm rows_wg)', () => {
  * row-invariant (6 positions together == each position alone).
  */
 describe('fused q + k + v norms (rmsnorm qkv_rows)', () => {
-  let ctx: GpuContext;
-  beforeAll(async () => {
-    ctx = await testGpu();
-  });
-  afterAll(() => {
-    forceKernelClass(undefined);
-    ctx?.destroy();
-  });
+  const gpu = useTestGpu();
 
   const spec: RopeSpec = { ropeType: 'proportional', theta: 1e6, partialRotary: 0.25 };
   for (const round of [false, true]) {
     for (const kEqV of [false, true]) {
       it(`${round ? 'bf16' : 'f32'}${kEqV ? ', k_eq_v' : ''}: one dispatch == three norms, together == each position alone`, async () => {
-        const device = ctx.device;
+        const device = gpu().device;
         const d = 128,
           qHeads = 4,
           kvHeads = 2,
@@ -364,14 +352,7 @@ describe('fused q + k + v norms (rmsnorm qkv_rows)', () => {
  * output, for whole and partial last workgroups and both group sizes, and the output itself must not move.
  */
 describe('attention combine + o_proj group sums (attention combine_fused xs_group)', () => {
-  let ctx: GpuContext;
-  beforeAll(async () => {
-    ctx = await testGpu();
-  });
-  afterAll(() => {
-    forceKernelClass(undefined);
-    ctx?.destroy();
-  });
+  const gpu = useTestGpu();
 
   // [M, heads, d]: 3 x 4 x 128 fills whole workgroups of 256 values; 3 x 3 x 96 leaves the last one partial
   const shapes = [
@@ -381,7 +362,7 @@ describe('attention combine + o_proj group sums (attention combine_fused xs_grou
   for (const s of shapes) {
     for (const round of [false, true]) {
       it(`M ${s.M}, ${s.heads} heads x d ${s.d}, groups of ${s.gs}, ${round ? 'bf16' : 'f32'}: sums == affine_xsum, output unchanged`, async () => {
-        const device = ctx.device;
+        const device = gpu().device;
         const kernels = kernelsOf(device, 'gpu');
         const keys = 70; // linear mode: row j reads keys 0 .. p + j
         const p = keys - s.M;
