@@ -44,6 +44,24 @@ export function isSoftwareAdapter(info: AdapterIdentity | undefined): boolean {
   return SOFTWARE.test(text);
 }
 
-export function detectKernelClass(info: AdapterIdentity | undefined): KernelClass {
-  return forced ?? (isSoftwareAdapter(info) ? 'software' : 'gpu');
+/**
+ * Storage buffers per shader stage the GPU family binds at most: matmul_coop.wgsl's `main` and `gate_up` take
+ * 9 (rmsnorm.wgsl `qkv_rows`, 10, falls back to three norms by itself). WebGPU guarantees 8; the software
+ * family needs no more than that.
+ */
+export const GPU_CLASS_STORAGE_BUFFERS = 9;
+
+/**
+ * The family a device runs: forced, else 'software' on software adapters and on GPUs whose shader stages
+ * take fewer storage buffers than the GPU family binds (its pipelines could not be made there; the software
+ * family is exact too, only slower on a GPU), else 'gpu'.
+ */
+export function detectKernelClass(
+  info: AdapterIdentity | undefined,
+  limits?: { maxStorageBuffersPerShaderStage: number },
+): KernelClass {
+  if (forced) return forced;
+  if (isSoftwareAdapter(info)) return 'software';
+  if (limits && limits.maxStorageBuffersPerShaderStage < GPU_CLASS_STORAGE_BUFFERS) return 'software';
+  return 'gpu';
 }

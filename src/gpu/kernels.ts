@@ -29,7 +29,7 @@ export class KernelCache {
       device as GPUDevice & { adapterInfo?: GPUAdapterInfo & { subgroupMinSize?: number; isFallbackAdapter?: boolean } }
     ).adapterInfo;
     this.subgroupsOf8 = device.features.has('subgroups') && (info?.subgroupMinSize ?? 0) >= 8;
-    this.kernelClass = detectKernelClass(info);
+    this.kernelClass = detectKernelClass(info, device.limits);
   }
 
   module(shader: string): GPUShaderModule {
