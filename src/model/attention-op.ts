@@ -191,7 +191,10 @@ export function attention(rec: Recorder, a: AttentionArgs): boolean {
         `attention scratch "${name}" holds ${have} bytes, ${n} needed (M ${a.M}, ${a.heads} heads, ${keyStride} keys, ${segStride} segments)`,
       );
   }
-  const values = {
+  const fused = a.fused ?? attentionFused(rec.kernels);
+  // combine_fused also writes out's group sums where asked and where they fit (the other passes never do)
+  const sums = fused && a.outSums && outSumsFit(a.heads, a.d, a.outSums.groupSize) ? a.outSums : undefined;
+  const params = rec.params('attention.wgsl', {
     M: a.M,
     heads: a.heads,
     kv_heads: a.kvHeads,
@@ -206,11 +209,10 @@ export function attention(rec: Recorder, a: AttentionArgs): boolean {
     seg_max: segments,
     split: a.split,
     seg_stride: segStride,
-    xs_group: 0,
-  };
-  const params = rec.params('attention.wgsl', values);
+    xs_group: sums?.groupSize ?? 0,
+  });
   const d4 = a.d / 4;
-  if (a.fused ?? attentionFused(rec.kernels)) {
+  if (fused) {
     // One workgroup per (row, head, segment slot); slots past a row's segment count return at once.
     rec.run(
       'attention.wgsl',
@@ -219,15 +221,13 @@ export function attention(rec: Recorder, a: AttentionArgs): boolean {
       [params, a.q, a.kCache, a.vCache, a.kStage, a.vStage, scores, undefined, stats, partial],
       rows * segStride,
     );
-    const sums = a.outSums && outSumsFit(a.heads, a.d, a.outSums.groupSize) ? a.outSums : undefined;
     // combine_fused binds xs_out whether it writes it or not: a placeholder of its own when not
     const xsOut = sums?.buffer ?? rec.kernels.scratch('unused.attention-xs', 16);
-    const combineParams = sums ? rec.params('attention.wgsl', { ...values, xs_group: sums.groupSize }) : params;
     rec.run(
       'attention.wgsl',
       'combine_fused',
       {},
-      [combineParams, undefined, undefined, undefined, undefined, undefined, undefined, a.out, stats, partial, xsOut],
+      [params, undefined, undefined, undefined, undefined, undefined, undefined, a.out, stats, partial, xsOut],
       groups(rows * d4),
     );
     return sums !== undefined;

@@ -130,11 +130,25 @@ export function stepKernel(rec: Recorder, lin: GpuLinear, xStride = lin.desc.inF
   return affineKernel(rec.kernels.kernelClass, lin.desc, xStride, false);
 }
 
-/** Whether matmul(rec, lin, x, y, r) reads group sums of x (and so takes them as `sums`): its exact affine kernels do. */
+/**
+ * The exact affine kernel (lanes, tile or coop) matmul runs for a linear over rows `r`, which reads the group
+ * sums of x; undefined where matmul takes another path (MLX's kernel, split-K, 'affine', dense).
+ */
+function sumsKernel(
+  rec: Recorder,
+  d: LinearShape,
+  r: Rows,
+  xStride: number,
+  kernel?: AffineKernel,
+): AffineKernel | undefined {
+  if (d.kind !== 'affine' || r.mlx || (r.split ?? 0) > 0) return undefined;
+  const k = affineKernel(rec.kernels.kernelClass, d, xStride, r.prefill ?? false, kernel);
+  return k === 'affine' ? undefined : k;
+}
+
+/** Whether matmul(rec, lin, x, y, r) reads group sums of x (and so takes them as `sums`). */
 export function readsGroupSums(rec: Recorder, lin: GpuLinear, r: Rows, xStride = lin.desc.inFeatures): boolean {
-  const d = lin.desc;
-  if (d.kind !== 'affine' || (r.split ?? 0) > 0 || r.mlx) return false;
-  return affineKernel(rec.kernels.kernelClass, d, xStride, r.prefill ?? false) !== 'affine';
+  return sumsKernel(rec, lin.desc, r, xStride) !== undefined;
 }
 
 /**
@@ -189,8 +203,8 @@ export function matmul(
     matmulSplitK(rec, lin, x, y, r, split, xStride, yStride, kernel);
     return;
   }
-  const k = affineKernel(rec.kernels.kernelClass, desc, xStride, r.prefill ?? false, kernel);
-  if (desc.kind === 'affine' && k !== 'affine') {
+  const k = sumsKernel(rec, desc, r, xStride, kernel);
+  if (desc.kind === 'affine' && k) {
     const xs = sumsFor(rec, lin, x, r, xStride, sums);
     const shader =
       k === 'coop'
