@@ -75,6 +75,8 @@ export interface E2EResult {
     msPerToken: number;
     dispatchesPerBlock: number;
     submitsPerBlock: number;
+    /** GPU time per kernel of one profiled verify block (ms per block), as the chain token's breakdown. */
+    gpu?: Pick<StepBreakdown, 'gpuMs' | 'kernels' | 'gpuNote'>;
   };
   /** ms per verify block / ms per chain token (1 = a block of K costs one chain step; K = no gain). */
   blockVsChain: number;
@@ -302,7 +304,7 @@ export async function benchEndToEnd(ctx: GpuContext, o: E2EOptions): Promise<E2E
       effectiveGBps: bytesPerToken === undefined ? undefined : bytesPerToken / (minMs / 1000) / 1e9,
       breakdown,
     };
-    Object.assign(breakdown, await profileChain(ctx, model, tally, tokens(2, 44, V)));
+    Object.assign(breakdown, await profile(ctx, model, tally, 2, () => chainTokens(model, tokens(2, 44, V))));
 
     model.restore(snap);
     const blockMs: number[] = [];
@@ -317,6 +319,12 @@ export async function benchEndToEnd(ctx: GpuContext, o: E2EOptions): Promise<E2E
       log(`e2e: verify block ${b + 1}/${o.blocks} (K = ${o.block}): ${blockMs[b].toFixed(0)} ms`);
     }
     c1 = counts();
+    // One more block, profiled: where a verify block's GPU time goes (its kernels run at M = K).
+    model.restore(snap);
+    const blockGpu = await profile(ctx, model, tally, 1, async () => {
+      await model.step(tokens(o.block, 55, V), GENERATION_READ);
+      model.commit(o.block);
+    });
     snap.destroy();
     g.destroy();
     g = undefined;
@@ -338,6 +346,7 @@ export async function benchEndToEnd(ctx: GpuContext, o: E2EOptions): Promise<E2E
       msPerToken: msPerBlock / o.block,
       dispatchesPerBlock: (c1.dispatches - c0.dispatches) / o.blocks,
       submitsPerBlock: (c1.submits - c0.submits) / o.blocks,
+      gpu: blockGpu,
     };
     return {
       model: m.label,
@@ -363,26 +372,32 @@ export async function benchEndToEnd(ctx: GpuContext, o: E2EOptions): Promise<E2E
   }
 }
 
+async function chainTokens(model: BenchTarget, toks: number[]): Promise<void> {
+  for (const t of toks) await chainToken(model, t);
+}
+
 /**
- * GPU time per kernel over a few chain tokens, each dispatch timestamped (see StepBreakdown): TargetCore engines
- * take the profiler as a property, the others through the RecorderTally their recorders read it from.
+ * GPU time per kernel over `runs` runs of `work` (chain tokens or verify blocks), each dispatch timestamped
+ * (see StepBreakdown), per run: TargetCore engines take the profiler as a property, the others through the
+ * RecorderTally their recorders read it from.
  */
-async function profileChain(
+async function profile(
   ctx: GpuContext,
   model: BenchTarget,
   tally: RecorderTally,
-  toks: number[],
+  runs: number,
+  work: () => Promise<void>,
 ): Promise<Pick<StepBreakdown, 'gpuMs' | 'kernels' | 'gpuNote'>> {
   if (!ctx.device.features.has('timestamp-query')) return { gpuNote: 'no timestamp-query on this adapter' };
   const profiler = new KernelProfiler(ctx.device);
   if (model.stats) model.profiler = profiler;
   else tally.profiler = profiler;
   try {
-    for (const t of toks) await chainToken(model, t);
+    await work();
     await ctx.device.queue.onSubmittedWorkDone();
     await profiler.collect();
     if (profiler.problem) return { gpuNote: `timestamps unusable: ${profiler.problem}` };
-    const kernels = profiler.times(toks.length);
+    const kernels = profiler.times(runs);
     return { kernels, gpuMs: kernels.reduce((a, k) => a + k.ms, 0) };
   } finally {
     if (model.stats) model.profiler = undefined;

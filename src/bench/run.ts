@@ -21,6 +21,7 @@ import {
 } from './kernels.ts';
 import { isSoftwareAdapter } from '../gpu/kernel-class.ts';
 import { benchEndToEnd, presetDecodeBytes, type E2EOptions, type E2EResult } from './e2e.ts';
+import type { KernelTime } from '../gpu/profiler.ts';
 import type { SynthPreset } from '../format/synthetic.ts';
 
 export const BENCH_VERSION = 1;
@@ -628,20 +629,20 @@ export function formatBench(b: BenchReport): string {
     );
     if (bd.phasesNote) out.push(`(${bd.phasesNote})`);
     if (bd.kernels) {
-      out.push(`GPU time per chain token (profiled, each dispatch timestamped): ${fx(bd.gpuMs, 3)} ms`);
+      const vb = e.verify.gpu?.kernels ? e.verify.gpu : undefined;
       out.push(
-        ...table(
-          [
-            ['kernel', 'ms / token', 'dispatches', 'share'],
-            ...bd.kernels.map((k) => [
-              k.kernel,
-              fx(k.ms, 3),
-              fx(k.dispatches, 1),
-              `${fx((100 * k.ms) / (bd.gpuMs || 1), 1)}%`,
-            ]),
-          ],
-          ['l', 'r', 'r', 'r'],
-        ),
+        `GPU time per chain token (profiled, each dispatch timestamped): ${fx(bd.gpuMs, 3)} ms` +
+          (vb ? `; per verify block of ${e.verify.block}: ${fx(vb.gpuMs, 3)} ms` : ''),
+      );
+      out.push(
+        ...table(kernelTimeRows(bd.kernels, bd.gpuMs ?? 0, vb?.kernels, e.verify.block), [
+          'l',
+          'r',
+          'r',
+          'r',
+          'r',
+          'r',
+        ]),
       );
     } else if (bd.gpuNote) out.push(`GPU time per kernel: not measured (${bd.gpuNote})`);
     out.push('');
@@ -703,4 +704,37 @@ export function formatBench(b: BenchReport): string {
   for (const n of b.notes) out.push(`note: ${n}`);
   out.push(`bench took ${b.seconds.toFixed(1)} s`);
   return out.join('\n');
+}
+
+/**
+ * The profiled GPU time per kernel of a chain token beside a verify block's (when profiled), each kernel
+ * followed by its workgroup counts where it ran with several (one row per linear shape, roughly).
+ */
+function kernelTimeRows(chain: KernelTime[], chainMs: number, block: KernelTime[] | undefined, K: number): string[][] {
+  const rows = [['kernel', 'ms / token', 'dispatches', 'share', `ms / block of ${K}`, 'block / token']];
+  type T = { ms: number; dispatches: number };
+  const line = (label: string, c?: T, b?: T) => [
+    label,
+    c ? fx(c.ms, 3) : '-',
+    c ? fx(c.dispatches, 1) : '-',
+    c ? `${fx((100 * c.ms) / (chainMs || 1), 1)}%` : '-',
+    b ? fx(b.ms, 3) : '-',
+    b && c && c.ms > 0 ? `${fx(b.ms / c.ms, 2)} x` : '-',
+  ];
+  for (const k of chain) {
+    const bk = block?.find((x) => x.kernel === k.kernel);
+    rows.push(line(k.kernel, k, bk));
+    // Workgroup counts that scale with M (norms, attention) differ between the two: list both sides'.
+    const counts = [...new Set([...k.byWorkgroups, ...(bk?.byWorkgroups ?? [])].map((w) => w.workgroups))];
+    if (counts.length > 1)
+      for (const n of counts)
+        rows.push(
+          line(
+            `  ${n} workgroups`,
+            k.byWorkgroups.find((x) => x.workgroups === n),
+            bk?.byWorkgroups.find((x) => x.workgroups === n),
+          ),
+        );
+  }
+  return rows;
 }

@@ -8,21 +8,37 @@ export interface KernelTime {
   kernel: string;
   ms: number;
   dispatches: number;
+  /**
+   * The same time by workgroup count, largest first: one kernel serves linears of several shapes (q, k,
+   * v, o, gate/up, down all run matmul_coop's main), and the workgroup count tells most of them apart.
+   */
+  byWorkgroups: { workgroups: number; ms: number; dispatches: number }[];
 }
 
 const PAIRS = 2048; // dispatches per query set (4096 queries, the spec's limit per set)
 
+interface Slot {
+  label: string;
+  workgroups: number;
+}
+
 interface Pending {
-  labels: string[];
+  slots: Slot[];
   readback: GPUBuffer;
+}
+
+interface Total {
+  ns: number;
+  dispatches: number;
 }
 
 export class KernelProfiler {
   private readonly sets: GPUQuerySet[] = [];
   private readonly resolveBuf: GPUBuffer;
-  private labels: string[] = [];
+  private slots: Slot[] = [];
   private pending: Pending[] = [];
-  private readonly totals = new Map<string, { ns: number; dispatches: number }>();
+  /** Per kernel label, per workgroup count. */
+  private readonly totals = new Map<string, Map<number, Total>>();
   /** Set when the timestamps looked unusable (all zero, or decreasing). */
   problem?: string;
 
@@ -35,21 +51,21 @@ export class KernelProfiler {
     });
   }
 
-  /** The timestampWrites of the next dispatch's pass. */
-  slot(label: string): GPUComputePassTimestampWrites {
-    const i = this.labels.length;
+  /** The timestampWrites of the next dispatch's pass (`workgroups`: its workgroup count). */
+  slot(label: string, workgroups: number): GPUComputePassTimestampWrites {
+    const i = this.slots.length;
     if (i >= PAIRS * 16) throw new Error('profiler: too many dispatches in one submit');
     const set = Math.floor(i / PAIRS);
     while (this.sets.length <= set) this.sets.push(this.device.createQuerySet({ type: 'timestamp', count: 2 * PAIRS }));
-    this.labels.push(label);
+    this.slots.push({ label, workgroups });
     const j = i % PAIRS;
     return { querySet: this.sets[set], beginningOfPassWriteIndex: 2 * j, endOfPassWriteIndex: 2 * j + 1 };
   }
 
   /** Resolves this submit's timestamps into a buffer read back later (called by Recorder.submit). */
   resolve(enc: GPUCommandEncoder): void {
-    if (!this.labels.length) return;
-    const n = this.labels.length;
+    if (!this.slots.length) return;
+    const n = this.slots.length;
     const readback = this.device.createBuffer({
       label: 'profile-read',
       size: n * 16,
@@ -60,8 +76,8 @@ export class KernelProfiler {
       enc.resolveQuerySet(this.sets[s], 0, 2 * count, this.resolveBuf, 0);
       enc.copyBufferToBuffer(this.resolveBuf, 0, readback, s * PAIRS * 16, count * 16);
     }
-    this.pending.push({ labels: this.labels, readback });
-    this.labels = [];
+    this.pending.push({ slots: this.slots, readback });
+    this.slots = [];
   }
 
   /** Reads every submitted profile back and adds it to the totals. */
@@ -72,23 +88,31 @@ export class KernelProfiler {
       const ts = new BigUint64Array(p.readback.getMappedRange().slice(0));
       p.readback.unmap();
       p.readback.destroy();
-      p.labels.forEach((label, i) => {
+      p.slots.forEach(({ label, workgroups }, i) => {
         const d = Number(ts[2 * i + 1] - ts[2 * i]);
         if (!(d >= 0) || ts[2 * i + 1] < ts[2 * i]) this.problem = 'a timestamp interval was negative';
-        const t = this.totals.get(label) ?? { ns: 0, dispatches: 0 };
+        let byWg = this.totals.get(label);
+        if (!byWg) this.totals.set(label, (byWg = new Map()));
+        const t = byWg.get(workgroups) ?? { ns: 0, dispatches: 0 };
         t.ns += Math.max(0, d);
         t.dispatches++;
-        this.totals.set(label, t);
+        byWg.set(workgroups, t);
       });
     }
-    const all = [...this.totals.values()];
+    const all = [...this.totals.values()].flatMap((m) => [...m.values()]);
     if (all.length && all.every((t) => t.ns === 0)) this.problem = 'every timestamp interval read as zero';
   }
 
   /** Totals per kernel divided by `per` (e.g. tokens), largest first. */
   times(per = 1): KernelTime[] {
     return [...this.totals.entries()]
-      .map(([kernel, t]) => ({ kernel, ms: t.ns / 1e6 / per, dispatches: t.dispatches / per }))
+      .map(([kernel, byWg]) => {
+        const byWorkgroups = [...byWg.entries()]
+          .map(([workgroups, t]) => ({ workgroups, ms: t.ns / 1e6 / per, dispatches: t.dispatches / per }))
+          .sort((a, b) => b.ms - a.ms);
+        const sum = (k: 'ms' | 'dispatches') => byWorkgroups.reduce((a, w) => a + w[k], 0);
+        return { kernel, ms: sum('ms'), dispatches: sum('dispatches'), byWorkgroups };
+      })
       .sort((a, b) => b.ms - a.ms);
   }
 

@@ -130,7 +130,7 @@ export class Recorder {
     if (this.profiler) {
       this.endPass();
       const pass = this.encoder.beginComputePass({
-        timestampWrites: this.profiler.slot(`${shader.replace(/\.wgsl$/, '')}.${entry}`),
+        timestampWrites: this.profiler.slot(`${shader.replace(/\.wgsl$/, '')}.${entry}`, workgroups),
       });
       dispatch(this.device, pass, pipeline, bindings, workgroups, this.kernels.bindGroups);
       pass.end();

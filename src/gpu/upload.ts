@@ -13,6 +13,16 @@ export interface RowPart {
   rowStart: number;
   rows: number;
   buffer: GPUBuffer;
+  /**
+   * Where the part lies in `buffer` when it shares it with other tensors (TensorUploader.uploadStacked):
+   * byte offset and size. Absent: the part is the whole buffer.
+   */
+  view?: { offset: number; size: number };
+}
+
+/** A part as a binding: the whole buffer, or its view of a shared one. */
+export function partBinding(p: RowPart): GPUBuffer | { buffer: GPUBuffer; offset: number; size: number } {
+  return p.view ? { buffer: p.buffer, ...p.view } : p.buffer;
 }
 export interface GpuTensor {
   name: string;
@@ -67,6 +77,46 @@ export class TensorUploader {
     return { name: ref.name, rows, parts };
   }
 
+  /**
+   * Whether uploadStacked can stack these tensors: 2-D, rows of equal length, each but the last a whole
+   * number of the device's storage binding offset alignment (so that each can be bound on its own), and
+   * all of them within one binding.
+   */
+  canStack(refs: TensorRef[]): boolean {
+    const lim = this.device.limits;
+    const rowBytes = refs[0].byteLength / refs[0].shape[0];
+    return (
+      refs.every((r) => r.shape.length === 2 && r.byteLength / r.shape[0] === rowBytes) &&
+      refs.slice(0, -1).every((r) => r.byteLength % lim.minStorageBufferOffsetAlignment === 0) &&
+      refs.reduce((a, r) => a + r.byteLength, 0) <= Math.min(lim.maxStorageBufferBindingSize, lim.maxBufferSize)
+    );
+  }
+
+  /**
+   * Uploads tensors with rows of equal length into ONE buffer, one after the other (canStack must hold):
+   * `whole`, their rows stacked as one tensor, and `each` tensor as a view of it. The memory is that of the
+   * tensors alone; kernels bind either.
+   */
+  async uploadStacked(refs: TensorRef[], name: string): Promise<{ whole: GpuTensor; each: GpuTensor[] }> {
+    if (!this.canStack(refs)) throw new Error(`${name}: these tensors cannot share one buffer`);
+    const bytes = refs.reduce((a, r) => a + r.byteLength, 0);
+    const rows = refs.reduce((a, r) => a + r.shape[0], 0);
+    const buffer = storageBuffer(this.device, bytes, name);
+    this.buffers.push(buffer);
+    const each: GpuTensor[] = [];
+    let offset = 0;
+    for (const r of refs) {
+      await this.stream(r, 0, r.byteLength, buffer, offset);
+      each.push({
+        name: r.name,
+        rows: r.shape[0],
+        parts: [{ rowStart: 0, rows: r.shape[0], buffer, view: { offset, size: r.byteLength } }],
+      });
+      offset += r.byteLength;
+    }
+    return { whole: { name, rows, parts: [{ rowStart: 0, rows, buffer }] }, each };
+  }
+
   /** Counts a tensor uploaded by other means (e.g. widened on the CPU first) in the progress, and checks for a cancel. */
   countUploaded(bytes: number, what: string): void {
     this.cancel?.throwIfCancelled();
@@ -74,7 +124,7 @@ export class TensorUploader {
     this.report(what);
   }
 
-  private async stream(ref: TensorRef, from: number, length: number, buffer: GPUBuffer): Promise<void> {
+  private async stream(ref: TensorRef, from: number, length: number, buffer: GPUBuffer, at = 0): Promise<void> {
     for (let off = 0; off < length; off += CHUNK_BYTES) {
       this.cancel?.throwIfCancelled();
       const n = Math.min(CHUNK_BYTES, length - off);
@@ -84,7 +134,7 @@ export class TensorUploader {
           `${ref.file.name}: short read of tensor "${ref.name}" (${bytes.byteLength} of ${n} bytes): the file is truncated or changed.`,
         );
       }
-      writeBytes(this.device, buffer, off, bytes);
+      writeBytes(this.device, buffer, at + off, bytes);
       this.done += n;
       this.report(ref.name);
     }

@@ -1,6 +1,7 @@
 import type { TargetDescription } from '../format/model-description.ts';
 import { storageBuffer, uploadBuffer } from '../gpu/buffers.ts';
 import type { Recorder } from '../gpu/recorder.ts';
+import type { Binding } from '../gpu/kernels.ts';
 import type { GpuWeights } from './gpu-weights.ts';
 import type { KvCache, LayerKv } from './kv-cache.ts';
 import * as op from './ops.ts';
@@ -175,7 +176,8 @@ export class ForwardPass {
 
   /**
    * Layer i's q, k and v (projectQ and projectKv) with their three norms in one dispatch on GPUs
-   * (op.qkvNorm): q into ws.q, k into kOut, v into vOut.
+   * (op.qkvNorm): q into ws.q, k into kOut, v into vOut. Where the layer's projections are stacked and the
+   * rows allow it (op.stackedQkvFits), the three projections run as one dispatch too.
    */
   projectQkv(i: number, xs: op.GroupSums | undefined, kOut: GPUBuffer, vOut: GPUBuffer): void {
     const l = this.e.desc.layers[i];
@@ -187,15 +189,25 @@ export class ForwardPass {
       this.projectKv(i, xs, kOut, vOut);
       return;
     }
-    this.qMatmul(i, xs);
-    const vSrc = this.kvMatmuls(i, xs);
+    let qSrc: GPUBuffer | Binding = ws.attn;
+    let kSrc: GPUBuffer | Binding = ws.kraw;
+    let vSrc: GPUBuffer | Binding;
+    if (w.qkv && this.M <= this.e.work.qkvRows && op.stackedQkvFits(this.rec, w.qkv, this.rows)) {
+      // one dispatch for the three projections; the norms read them where it wrote them
+      const views = op.stackedQkvMatmul(this.rec, w.qkv, ws.xn, ws.qkvraw, this.rows, xs);
+      [qSrc, kSrc] = views;
+      vSrc = views[2] ?? kSrc; // k_eq_v: V = v_norm(raw K projection)
+    } else {
+      this.qMatmul(i, xs);
+      vSrc = this.kvMatmuls(i, xs);
+    }
     const kvRows = this.M * l.numKvHeads;
     op.qkvNorm(this.rec, this.e.work.dummy, {
       D: l.headDim,
       eps: this.e.desc.eps,
       round: this.e.round,
-      q: { x: ws.attn, out: ws.q, rows: this.M * l.numHeads, weight: w.qNorm, heads: l.numHeads },
-      k: { x: ws.kraw, out: kOut, rows: kvRows, weight: w.kNorm, heads: l.numKvHeads },
+      q: { x: qSrc, out: ws.q, rows: this.M * l.numHeads, weight: w.qNorm, heads: l.numHeads },
+      k: { x: kSrc, out: kOut, rows: kvRows, weight: w.kNorm, heads: l.numKvHeads },
       v: { x: vSrc, out: vOut, rows: kvRows },
       rope: { table: this.e.work.ropes.get(l.rope, l.headDim), pos0: this.p },
     });

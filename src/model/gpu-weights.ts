@@ -2,6 +2,7 @@ import { FormatError } from '../format/errors.ts';
 import {
   familyFeatures,
   linearTensors,
+  type AffineLinear,
   type DecoderLayer,
   type Linear,
   type ModelDescription,
@@ -29,9 +30,24 @@ export interface GpuLinear {
   biases?: GpuTensor;
 }
 
+/**
+ * A target layer's q, k and v projections (k_eq_v: q and k) stacked by rows in one matrix, uploaded once:
+ * the layer's qProj, kProj and vProj are views of it (src/gpu/upload.ts uploadStacked), and
+ * ops.stackedQkvMatmul runs the three in one dispatch. `lin.desc` holds the projections' common kind,
+ * bits, group size and inputs, and the stack's rows as outFeatures (its tensors are q's: the stack is no
+ * tensor of the checkpoint).
+ */
+export interface GpuStackedQkv {
+  lin: GpuLinear;
+  /** Output features of each projection in the stack: [q, k] or [q, k, v]. */
+  rows: number[];
+}
+
 export interface GpuLayer {
   desc: DecoderLayer;
   inputNorm: GPUBuffer;
+  /** Present where q, k and v could share one buffer (uploadWeights' `stackQkv`, on by default). */
+  qkv?: GpuStackedQkv;
   qProj: GpuLinear;
   kProj: GpuLinear | null;
   vProj: GpuLinear | null;
@@ -120,6 +136,14 @@ export function unsupportedFamilyFeatures(desc: ModelDescription): string[] {
   return desc.role === 'assistant' && desc.config.moe ? familyFeatures(desc) : [];
 }
 
+export interface UploadOptions {
+  /**
+   * Upload each target layer's q, k and v projections stacked in one buffer where they allow it (GpuStackedQkv);
+   * default true. Off: three buffers, as the checkpoint stores them (tests compare the two).
+   */
+  stackQkv?: boolean;
+}
+
 /**
  * Uploads a checkpoint's weights. Refuses before reading anything when the weights exceed
  * `availableBytes` (a weight row too large for one binding is refused by TensorUploader); an
@@ -132,6 +156,7 @@ export async function uploadWeights<D extends ModelDescription>(
   onProgress?: ProgressFn,
   cancel?: CancelToken,
   availableBytes?: number,
+  opts: UploadOptions = {},
 ): Promise<GpuWeights<D>> {
   // The format layer reads every family member for the CPU reference; a variant no GPU engine runs is refused here
   // (running it as a dense model would be silently wrong).
@@ -152,7 +177,7 @@ export async function uploadWeights<D extends ModelDescription>(
     return await withErrorScopes(
       device,
       `uploading the ${desc.modelType} weights (${(total / 1e9).toFixed(2)} GB)`,
-      () => uploadAll(up, desc, total, device),
+      () => uploadAll(up, desc, total, device, opts.stackQkv ?? true),
     );
   } catch (e) {
     up.buffers.forEach((b) => b.destroy());
@@ -165,6 +190,7 @@ async function uploadAll<D extends ModelDescription>(
   desc: D,
   total: number,
   device: GPUDevice,
+  stackQkv: boolean,
 ): Promise<GpuWeights<D>> {
   const linear = async (l: Linear): Promise<GpuLinear> => {
     if (l.kind === 'affine') {
@@ -188,12 +214,16 @@ async function uploadAll<D extends ModelDescription>(
   const layers: GpuLayer[] = [];
   for (const l of desc.layers) {
     const scalar = toFloat64(await readTensorBytes(l.layerScalar), l.layerScalar.dtype)[0];
+    const inputNorm = await vector(l.inputNorm);
+    const qkv = stackQkv ? await uploadStackedQkv(up, l) : undefined;
     layers.push({
       desc: l,
-      inputNorm: await vector(l.inputNorm),
-      qProj: await linear(l.qProj),
-      kProj: l.kProj ? await linear(l.kProj) : null,
-      vProj: l.vProj ? await linear(l.vProj) : null,
+      inputNorm,
+      ...(qkv ?? {
+        qProj: await linear(l.qProj),
+        kProj: l.kProj ? await linear(l.kProj) : null,
+        vProj: l.vProj ? await linear(l.vProj) : null,
+      }),
       oProj: await linear(l.oProj),
       qNorm: await vector(l.qNorm),
       kNorm: l.kNorm ? await vector(l.kNorm) : null,
@@ -248,4 +278,49 @@ async function uploadAll<D extends ModelDescription>(
     };
   }
   return w;
+}
+
+/**
+ * A layer's q, k and v (k_eq_v: q and k) uploaded stacked in one set of buffers, with the three as views of
+ * it; undefined where they cannot be stacked (no k_proj, other kinds, bits, group sizes or inputs, sizes
+ * a binding offset cannot split, or a stack larger than one binding), and the caller uploads them apart.
+ */
+async function uploadStackedQkv(
+  up: TensorUploader,
+  l: DecoderLayer,
+): Promise<Pick<GpuLayer, 'qkv' | 'qProj' | 'kProj' | 'vProj'> | undefined> {
+  const lins = [l.qProj, l.kProj, l.vProj].filter((x): x is Linear => x !== null);
+  if (!l.kProj || !lins.every((x) => x.kind === 'affine')) return undefined;
+  const aff = lins as AffineLinear[];
+  const q = aff[0];
+  const same = aff.every((x) => x.bits === q.bits && x.groupSize === q.groupSize && x.inFeatures === q.inFeatures);
+  const tensors = (k: 'weight' | 'scales' | 'biases') => aff.map((x) => x[k]);
+  if (
+    !same ||
+    !SUPPORTED_BITS.has(q.bits) ||
+    !(['weight', 'scales', 'biases'] as const).every((k) => up.canStack(tensors(k)))
+  )
+    return undefined;
+  const name = `${q.name.replace(/q_proj$/, '')}${aff.length === 3 ? 'q|k|v' : 'q|k'}_proj (stacked)`;
+  const [w, sc, b] = [
+    await up.uploadStacked(tensors('weight'), `${name}.weight`),
+    await up.uploadStacked(tensors('scales'), `${name}.scales`),
+    await up.uploadStacked(tensors('biases'), `${name}.biases`),
+  ];
+  const view = (i: number): GpuLinear => ({ desc: aff[i], weight: w.each[i], scales: sc.each[i], biases: b.each[i] });
+  const rows = aff.map((x) => x.outFeatures);
+  return {
+    qkv: {
+      lin: {
+        desc: { ...q, name, outFeatures: rows.reduce((a, n) => a + n, 0) },
+        weight: w.whole,
+        scales: sc.whole,
+        biases: b.whole,
+      },
+      rows,
+    },
+    qProj: view(0),
+    kProj: view(1),
+    vProj: aff.length === 3 ? view(2) : null,
+  };
 }

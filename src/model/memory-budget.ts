@@ -18,6 +18,7 @@ import {
   type TensorRef,
 } from '../format/model-description.ts';
 import { GpuError } from '../gpu/errors.ts';
+import { stackedQkvBlocks } from './ops.ts';
 import { attentionScratchBytes, type AttentionScratchShape } from './attention-op.ts';
 
 export interface MemoryOptions {
@@ -169,6 +170,8 @@ function targetWorkspace(p: Planner, d: TargetDescription, o: MemoryOptions): vo
   for (const n of ['h', 'xn', 'a', 'y']) f(n, R * d.hidden);
   for (const n of ['q', 'attn']) f(n, R * qw);
   for (const n of ['kraw', 'vraw', 'k', 'v']) f(n, R * kvw);
+  const stack = stackedQkvBlocks(o.maxBlock, [qw, kvw, kvw]); // as TargetWorkspace sizes it
+  f('qkvraw', stack[2].offset + stack[2].floats);
   for (const n of ['g', 'u']) f(n, R * d.intermediate);
   // As target.ts sizes it: prefill rows in one segment each, step / verify rows in up to SEG_MAX.
   attentionScratch(p, 'target', {

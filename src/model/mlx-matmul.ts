@@ -8,6 +8,7 @@
 import type { Recorder } from '../gpu/recorder.ts';
 import type { AffineLinear } from '../format/model-description.ts';
 import type { GpuLinear } from './gpu-weights.ts';
+import { partBinding } from '../gpu/upload.ts';
 import { mlxKernel, type MlxKernelChoice, type MlxMachine } from './mlx-dispatch.ts';
 import { affineParams } from './affine-params.ts';
 
@@ -53,7 +54,14 @@ export function mlxMatmul(
     : { BITS: d.bits, LANES: choice.lanes, VPT: choice.valuesPerThread };
   lin.weight.parts.forEach((part, i) => {
     const params = affineParams(rec, SHADER, d, part, r, xStride, yStride);
-    const bindings = [params, x, part.buffer, y, lin.scales!.parts[i].buffer, lin.biases!.parts[i].buffer];
+    const bindings = [
+      params,
+      x,
+      partBinding(part),
+      y,
+      partBinding(lin.scales!.parts[i]),
+      partBinding(lin.biases!.parts[i]),
+    ];
     rec.run(SHADER, wide ? 'qmv_wide' : 'qmv', constants, bindings, Math.ceil((r.M * part.rows) / WG));
   });
 }

@@ -1,5 +1,7 @@
 import type { Recorder } from '../gpu/recorder.ts';
-import type { GpuLinear } from './gpu-weights.ts';
+import type { Binding } from '../gpu/kernels.ts';
+import type { GpuLinear, GpuStackedQkv } from './gpu-weights.ts';
+import { partBinding } from '../gpu/upload.ts';
 import type { KernelClass } from '../gpu/kernel-class.ts';
 import type { MlxMachine } from './mlx-dispatch.ts';
 import { mlxMatmul } from './mlx-matmul.ts';
@@ -79,16 +81,18 @@ export function coopThreads(): number {
 }
 
 /**
- * Output features per invocation of `main` in matmul_coop.wgsl, a function of the linear's shape only:
- * 4 (every x load serves four features: delivering x bounds the kernel on an H200) for linears of at
- * least 8192 outputs (the MLP's gate/up, the LM head), 1 for narrower ones, where fewer workgroups would
- * leave a GPU's cores idle. H200, 12B shapes at M = 1 (cold weights): the LM head 292 us with 2,
- * 246 us with 4; the 8-bit gate/up projection 32.1 -> 26.1 us, the 4-bit one 22.2 -> 21.0 us; at M = 4
- * and 8 within 2%. The fused `gate_up` entry serves two features of each matrix (four slots too) and
- * takes at most 2.
+ * Output features per invocation of `main` in matmul_coop.wgsl, a function of the linear's shape only
+ * (which invocation computes a feature changes none of its arithmetic): 4 (every x load serves four
+ * features: delivering x bounds the kernel on an H200) for linears of at least 12288 outputs (the MLP's
+ * gate/up, the LM head), 2 from 6144 (a layer's stacked q, k and v), 1 for narrower ones, where fewer
+ * workgroups would leave a GPU's cores idle. H200, 12B shapes (cold weights): the LM head 292 us with 2,
+ * 246 us with 4 at M = 1; the 8-bit gate/up projection 32.1 -> 26.1 us, the 4-bit one 22.2 -> 21.0 us; at
+ * M = 4 and 8 within 2%. 8192 x 3840 (the stacked q, k, v of a sliding layer), R = 1 / 2 / 4: 15.9 / 13.1 /
+ * 14.0 us at M = 1, 37.0 / 26.4 / 32.1 us at M = 4 (2026-12-02, fourth session). The fused `gate_up` entry
+ * serves two features of each matrix (four slots too) and takes at most 2.
  */
 export function coopFeatures(outFeatures: number, entry: 'main' | 'gate_up' = 'main'): number {
-  const r = coopFeaturesOverride ?? (outFeatures >= 8192 ? 4 : 1);
+  const r = coopFeaturesOverride ?? (outFeatures >= 12288 ? 4 : outFeatures >= 6144 ? 2 : 1);
   return entry === 'gate_up' ? Math.min(r, 2) : r;
 }
 
@@ -214,13 +218,13 @@ export function matmul(
           : 'matmul_lanes_loadx.wgsl';
     lin.weight.parts.forEach((part, i) => {
       const params = affineParams(rec, shader, desc, part, r, xStride, yStride);
-      const sb = [lin.scales!.parts[i].buffer, lin.biases!.parts[i].buffer];
-      const bindings = [params, undefined, undefined, y, ...sb, xs, x, part.buffer];
+      const sb = [partBinding(lin.scales!.parts[i]), partBinding(lin.biases!.parts[i])];
+      const bindings = [params, undefined, undefined, y, ...sb, xs, x, partBinding(part)];
       if (k === 'coop') {
         const { constants, workgroups } = coopDispatch(desc, part.rows, 'main');
         // bindings 9-11 hold gate_up's second matrix; `main` gets its own again there, where single rows
         // of R = 4 read their slots 2 and 3 (matmul_coop.wgsl row_slots)
-        rec.run(shader, 'main', constants, [...bindings, part.buffer, ...sb], workgroups);
+        rec.run(shader, 'main', constants, [...bindings, partBinding(part), ...sb], workgroups);
         return;
       }
       if (k === 'lanes') {
@@ -238,7 +242,7 @@ export function matmul(
         'matmul.wgsl',
         'affine',
         { BITS: desc.bits },
-        [params, x, part.buffer, y, lin.scales!.parts[i].buffer, lin.biases!.parts[i].buffer],
+        [params, x, partBinding(part), y, partBinding(lin.scales!.parts[i]), partBinding(lin.biases!.parts[i])],
         groups(r.M * part.rows),
       );
     } else {
@@ -255,7 +259,7 @@ export function matmul(
         'matmul_dense.wgsl',
         'main',
         { DTYPE: DENSE_DTYPE[desc.weight.dtype] },
-        [params, x, part.buffer, y],
+        [params, x, partBinding(part), y],
         groups(r.M * part.rows),
       );
     }
@@ -428,14 +432,14 @@ export function gateUp(
       undefined,
       undefined,
       g,
-      gate.scales!.parts[i].buffer,
-      gate.biases!.parts[i].buffer,
+      partBinding(gate.scales!.parts[i]),
+      partBinding(gate.biases!.parts[i]),
       xs,
       x,
-      part.buffer,
-      up.weight.parts[i].buffer,
-      up.scales!.parts[i].buffer,
-      up.biases!.parts[i].buffer,
+      partBinding(part),
+      partBinding(up.weight.parts[i]),
+      partBinding(up.scales!.parts[i]),
+      partBinding(up.biases!.parts[i]),
     ];
     const { constants, workgroups } = coopDispatch(d, part.rows, 'gate_up');
     rec.run('matmul_coop.wgsl', 'gate_up', constants, bindings, workgroups);
@@ -479,7 +483,7 @@ export function embed(rec: Recorder, table: GpuLinear, ids: GPUBuffer, h: GPUBuf
         'embed.wgsl',
         'affine',
         { BITS: desc.bits },
-        [params, ids, part.buffer, h, table.scales!.parts[i].buffer, table.biases!.parts[i].buffer],
+        [params, ids, partBinding(part), h, partBinding(table.scales!.parts[i]), partBinding(table.biases!.parts[i])],
         groups(r.M * H),
       );
     } else {
@@ -496,7 +500,7 @@ export function embed(rec: Recorder, table: GpuLinear, ids: GPUBuffer, h: GPUBuf
         'embed.wgsl',
         'dense',
         { DTYPE: DENSE_DTYPE[desc.weight.dtype] },
-        [params, ids, part.buffer, h],
+        [params, ids, partBinding(part), h],
         groups(r.M * H),
       );
     }
@@ -633,9 +637,12 @@ export function rmsnorm(
   return groupSums(rec, sumsLin, a.nextNorm?.out ?? out, a.sums!.rows, D, a.sums!.slot);
 }
 
-/** One head-row tensor of an attention block's q / k / v norms: [rows, D] in `x`, normalised into `out`. */
+/**
+ * One head-row tensor of an attention block's q / k / v norms: [rows, D] in `x` (a buffer, or a view of a
+ * stacked projection's output: stackedQkvMatmul), normalised into `out`.
+ */
 export interface HeadRows {
-  x: GPUBuffer;
+  x: GPUBuffer | Binding;
   out: GPUBuffer;
   rows: number;
 }
@@ -654,19 +661,27 @@ export interface QkvNormArgs {
 /** Storage bindings of rmsnorm.wgsl `qkv_rows` (WebGPU guarantees 8 per stage; GPUs offer 10 or more). */
 const QKV_ROWS_STORAGE = 10;
 
+/** Whether qkvNorm runs as one `qkv_rows` dispatch on this device. */
+export function qkvNormFused(rec: Recorder): boolean {
+  return (
+    rec.kernels.kernelClass === 'gpu' && rec.kernels.device.limits.maxStorageBuffersPerShaderStage >= QKV_ROWS_STORAGE
+  );
+}
+
 /**
  * The q, k and v norms (q, k with RoPE) of an attention block: one rmsnorm.wgsl `qkv_rows` dispatch on GPUs
  * whose stage takes its ten storage bindings, else the three rmsnorm calls it equals byte for byte.
  */
 export function qkvNorm(rec: Recorder, dummy: GPUBuffer, a: QkvNormArgs): void {
-  const fused =
-    rec.kernels.kernelClass === 'gpu' && rec.kernels.device.limits.maxStorageBuffersPerShaderStage >= QKV_ROWS_STORAGE;
-  if (!fused) {
+  if (!qkvNormFused(rec)) {
+    const raw = [a.q.x, a.k.x, a.v.x];
+    if (!raw.every((b): b is GPUBuffer => !('buffer' in b)))
+      throw new Error('qkvNorm: views of a stacked projection need the fused qkv_rows kernel');
     const base = { D: a.D, eps: a.eps, round: a.round };
     const ropeOf = (heads: number) => ({ table: a.rope.table, heads, pos0: a.rope.pos0 });
-    rmsnorm(rec, a.q.x, a.q.weight, a.q.out, dummy, { ...base, rows: a.q.rows, rope: ropeOf(a.q.heads) });
-    rmsnorm(rec, a.k.x, a.k.weight, a.k.out, dummy, { ...base, rows: a.k.rows, rope: ropeOf(a.k.heads) });
-    rmsnorm(rec, a.v.x, null, a.v.out, dummy, { ...base, rows: a.v.rows });
+    rmsnorm(rec, raw[0], a.q.weight, a.q.out, dummy, { ...base, rows: a.q.rows, rope: ropeOf(a.q.heads) });
+    rmsnorm(rec, raw[1], a.k.weight, a.k.out, dummy, { ...base, rows: a.k.rows, rope: ropeOf(a.k.heads) });
+    rmsnorm(rec, raw[2], null, a.v.out, dummy, { ...base, rows: a.v.rows });
     return;
   }
   if (a.k.rows !== a.v.rows) throw new Error(`qkvNorm: ${a.k.rows} k rows but ${a.v.rows} v rows`);
@@ -759,3 +774,65 @@ export function argmax(rec: Recorder, logits: GPUBuffer, ids: GPUBuffer, M: numb
 }
 
 export { ATTENTION_MODE, attention, maskedKeyCount, type AttentionArgs, type AttentionMode } from './attention-op.ts';
+
+/**
+ * Where stackedQkvMatmul writes each projection of M rows in its output buffer, in floats: q at 0 as
+ * [M, rows[0]], then each next one as [M, rows[i]] from the next multiple of 64 floats (a 256-byte binding
+ * offset). matmul_coop.wgsl `y_index` computes the same places.
+ */
+export function stackedQkvBlocks(M: number, rows: number[]): { offset: number; floats: number }[] {
+  let offset = 0;
+  return rows.map((n, i) => {
+    if (i > 0) offset = Math.ceil(offset / 64) * 64;
+    const b = { offset, floats: M * n };
+    offset += M * n;
+    return b;
+  });
+}
+
+/**
+ * Whether a forward runs layer `qkv`'s stacked q, k and v as one dispatch (stackedQkvMatmul) for rows r: where
+ * each projection alone would run the coop kernel's exact path (GPUs, decode steps and verify blocks; not
+ * MLX's kernels, split-K, or prefill) and the norms after it run as `qkv_rows`, which reads the projections as
+ * views of the stack's output. Everywhere else the three matmuls run apart, on the same weights.
+ */
+export function stackedQkvFits(rec: Recorder, qkv: GpuStackedQkv, r: Rows): boolean {
+  const d = qkv.lin.desc;
+  return qkvNormFused(rec) && qkv.lin.weight.parts.length === 1 && sumsKernel(rec, d, r, d.inFeatures) === 'coop';
+}
+
+/**
+ * A layer's q, k and v (k_eq_v: q and k) projections of x in ONE matmul_coop.wgsl dispatch over their stacked
+ * weights (GpuStackedQkv), into `out` at stackedQkvBlocks' places; returns each projection's rows as a view of
+ * `out`. Each output feature runs the arithmetic the projection's own matmul gives it (the coop kernel's
+ * arithmetic depends on a feature's row, x and the kernel's T, never on the linear's other rows), so the
+ * bytes equal the three matmuls' (test/gpu/stacked-qkv.test.ts). H200, 12B sliding layer: 13.1 us at M = 1
+ * and 26.4 us at M = 4 against 23.8 and 51.0 for the three dispatches (their narrow grids leave the GPU idle).
+ */
+export function stackedQkvMatmul(
+  rec: Recorder,
+  qkv: GpuStackedQkv,
+  x: GPUBuffer,
+  out: GPUBuffer,
+  r: Rows,
+  sums?: GroupSums,
+): Binding[] {
+  const { lin, rows } = qkv;
+  const d = lin.desc as AffineLinearDesc;
+  const part = lin.weight.parts[0];
+  const xs = sumsFor(rec, lin, x, r, d.inFeatures, sums);
+  const params = affineParams(rec, 'matmul_coop.wgsl', d, part, r, d.inFeatures, rows[0]);
+  const sb = [partBinding(lin.scales!.parts[0]), partBinding(lin.biases!.parts[0])];
+  const { constants, workgroups } = coopDispatch(d, part.rows, 'main');
+  // matmul_coop.wgsl y_index: segment 1 starts at q's rows, segment 2 at q's and k's (none for k_eq_v)
+  const seg = { SEG1: rows[0], SEG2: rows.length > 2 ? rows[0] + rows[1] : part.rows };
+  const w = partBinding(part);
+  rec.run(
+    'matmul_coop.wgsl',
+    'main',
+    { ...constants, ...seg },
+    [params, undefined, undefined, out, ...sb, xs, x, w, w, ...sb],
+    workgroups,
+  );
+  return stackedQkvBlocks(r.M, rows).map((b) => ({ buffer: out, offset: b.offset * 4, size: b.floats * 4 }));
+}

@@ -2,6 +2,7 @@ import type { TargetDescription } from '../format/model-description.ts';
 import { storageBuffer } from '../gpu/buffers.ts';
 import { createAttentionScratch } from './attention-op.ts';
 import { RopeTables } from './rope-tables.ts';
+import * as op from './ops.ts';
 import type { TargetOptions } from './target.ts';
 
 /**
@@ -12,6 +13,8 @@ import type { TargetOptions } from './target.ts';
 export class TargetWorkspace {
   /** Rows of every per-row buffer: a prefill chunk or a verify block, whichever is larger. */
   readonly rows: number;
+  /** Rows the stacked q, k, v output (`qkvraw`, op.stackedQkvMatmul) holds: a verify block's. */
+  readonly qkvRows: number;
   readonly buf: Record<string, GPUBuffer> = {};
   /** Bound where a kernel's optional input is absent. */
   readonly dummy: GPUBuffer;
@@ -44,6 +47,10 @@ export class TargetWorkspace {
     this.add('k', R * kvw);
     this.add('v', R * kvw);
     this.add('attn', R * qw);
+    // A layer's stacked q, k and v projections at op.stackedQkvBlocks' places (decode steps and verify blocks).
+    this.qkvRows = opts.maxBlock;
+    const stack = op.stackedQkvBlocks(this.qkvRows, [qw, kvw, kvw]);
+    this.add('qkvraw', stack[2].offset + stack[2].floats);
     this.add('a', R * d.hidden);
     this.add('g', R * mlpWidth);
     this.add('u', R * mlpWidth);

@@ -8,6 +8,7 @@
  */
 import type { Recorder } from '../../gpu/recorder.ts';
 import type { GpuLinear } from '../gpu-weights.ts';
+import { partBinding } from '../../gpu/upload.ts';
 import * as op from '../ops.ts';
 import type { GpuExperts, GpuMoeBlock } from './moe-weights.ts';
 
@@ -183,11 +184,11 @@ export function expertMatvec(
       undefined,
       undefined,
       y,
-      w.scales.parts[i].buffer,
-      w.biases.parts[i].buffer,
+      partBinding(w.scales.parts[i]),
+      partBinding(w.biases.parts[i]),
       xs,
       x,
-      part.buffer,
+      partBinding(part),
       ws.ids,
       ws.counts,
     ];
