@@ -101,27 +101,35 @@ describe('stacked q, k, v projections', () => {
   const COLD_COMPILE_MS = 900_000;
 
   for (const precision of ['f32', 'bf16'] as const) {
-    it(`GPU kernels, ${precision}: one dispatch for q, k, v, the bytes of three`, async () => {
-      const a = await run(stacked, 'gpu', precision);
-      const b = await run(apart, 'gpu', precision);
-      a.logits.forEach((x, i) => expect(bytes(x).equals(bytes(b.logits[i])), `logits ${i}`).toBe(true));
-      // two dispatches fewer per layer with a v projection, one per k_eq_v layer
-      const saved = stacked.layers.reduce((n, l) => n + (l.desc.vProj ? 2 : 1), 0);
-      expect(b.dispatches - a.dispatches).toBe(saved);
-    }, COLD_COMPILE_MS);
+    it(
+      `GPU kernels, ${precision}: one dispatch for q, k, v, the bytes of three`,
+      async () => {
+        const a = await run(stacked, 'gpu', precision);
+        const b = await run(apart, 'gpu', precision);
+        a.logits.forEach((x, i) => expect(bytes(x).equals(bytes(b.logits[i])), `logits ${i}`).toBe(true));
+        // two dispatches fewer per layer with a v projection, one per k_eq_v layer
+        const saved = stacked.layers.reduce((n, l) => n + (l.desc.vProj ? 2 : 1), 0);
+        expect(b.dispatches - a.dispatches).toBe(saved);
+      },
+      COLD_COMPILE_MS,
+    );
   }
 
-  it('software kernels and an MLX policy: the views give the bytes of the separate buffers', async () => {
-    for (const [cls, policy] of [
-      ['software', undefined],
-      ['gpu', 'mlx-m3plus'],
-    ] as const) {
-      const a = await run(stacked, cls, 'f32', policy);
-      const b = await run(apart, cls, 'f32', policy);
-      a.logits.forEach((x, i) =>
-        expect(bytes(x).equals(bytes(b.logits[i])), `${cls} ${policy} logits ${i}`).toBe(true),
-      );
-      expect(a.dispatches).toBe(b.dispatches); // the three matmuls run apart
-    }
-  }, COLD_COMPILE_MS);
+  it(
+    'software kernels and an MLX policy: the views give the bytes of the separate buffers',
+    async () => {
+      for (const [cls, policy] of [
+        ['software', undefined],
+        ['gpu', 'mlx-m3plus'],
+      ] as const) {
+        const a = await run(stacked, cls, 'f32', policy);
+        const b = await run(apart, cls, 'f32', policy);
+        a.logits.forEach((x, i) =>
+          expect(bytes(x).equals(bytes(b.logits[i])), `${cls} ${policy} logits ${i}`).toBe(true),
+        );
+        expect(a.dispatches).toBe(b.dispatches); // the three matmuls run apart
+      }
+    },
+    COLD_COMPILE_MS,
+  );
 });
