@@ -137,7 +137,7 @@ export interface BenchSummary {
   e2eModel?: string;
   chainTokensPerSecond?: number;
   /** Where a chain token's wall time goes (ms per token); gpuMs from the per-kernel profile when measured. */
-  breakdown?: { encodeMs: number; submitMs: number; waitMs: number; gpuMs?: number };
+  breakdown?: { encodeMs: number; submitMs: number; waitMs: number; gpuMs?: number; blockGpuMs?: number };
   /** Chain decode: bytes one token reads / the fastest token's time, and that / copy bandwidth. */
   decodeEffectiveGBps?: number;
   decodeBwRatio?: number;
@@ -473,6 +473,7 @@ export async function runBench(ctx: GpuContext, opts: BenchOptions): Promise<Ben
               submitMs: e2e.chain.breakdown.submitMs,
               waitMs: e2e.chain.breakdown.waitMs,
               gpuMs: e2e.chain.breakdown.gpuMs,
+              blockGpuMs: e2e.verify.gpu?.gpuMs,
             }
           : undefined,
       submitsPerToken: e2e?.chain.submitsPerToken,

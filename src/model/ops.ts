@@ -564,12 +564,10 @@ export function rmsnorm(
   const D = a.D;
   const inStride = a.inStride ?? D;
   const outStride = a.outStride ?? D;
+  // Sums only where the next matmul reads them (sumsKernel's decision: not for MLX's kernels or split-K) of rows
+  // of exactly its inputs.
   const sumsLin =
-    a.sums &&
-    (a.sums.rows.split ?? 0) === 0 &&
-    lanesFit(a.sums.lin.desc, D) &&
-    outStride === D &&
-    a.sums.lin.desc.inFeatures === D
+    a.sums && outStride === D && a.sums.lin.desc.inFeatures === D && readsGroupSums(rec, a.sums.lin, a.sums.rows, D)
       ? a.sums.lin
       : undefined;
   if (rec.kernels.kernelClass === 'gpu') {

@@ -224,8 +224,11 @@ export interface PerformanceSummary {
   msPerChainToken?: number;
   chainTokensPerSecond?: number;
   dispatchesPerToken?: number;
-  /** Where a chain token's wall time goes (ms): recording, submit, waiting; GPU time when profiled. */
-  breakdown?: { encodeMs: number; submitMs: number; waitMs: number; gpuMs?: number };
+  /**
+   * Where a chain token's wall time goes (ms): recording, submit, waiting; GPU time when profiled, and a
+   * profiled verify block's GPU time (blockGpuMs).
+   */
+  breakdown?: { encodeMs: number; submitMs: number; waitMs: number; gpuMs?: number; blockGpuMs?: number };
 }
 
 export interface ProbeReport {

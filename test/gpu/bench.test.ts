@@ -127,6 +127,20 @@ describe('bench module (tiny shapes)', () => {
       );
       // every dispatch of a profiled token is attributed to a kernel
       expect(bd.kernels!.reduce((a, k) => a + k.dispatches, 0)).toBeCloseTo(e.chain.dispatchesPerToken, 9);
+      // ... and, within a kernel, to its workgroup counts
+      for (const k of bd.kernels!) {
+        expect(k.byWorkgroups.reduce((a, w) => a + w.dispatches, 0)).toBeCloseTo(k.dispatches, 9);
+        expect(k.byWorkgroups.reduce((a, w) => a + w.ms, 0)).toBeCloseTo(k.ms, 9);
+      }
+      // a profiled verify block: every dispatch attributed too, its total in the summary
+      const vb = e.verify.gpu!;
+      expect(vb.kernels!.reduce((a, k) => a + k.dispatches, 0)).toBeCloseTo(e.verify.dispatchesPerBlock, 9);
+      expect(vb.gpuMs).toBeCloseTo(
+        vb.kernels!.reduce((a, k) => a + k.ms, 0),
+        9,
+      );
+      expect(s.breakdown?.blockGpuMs).toBe(vb.gpuMs);
+      expect(formatBench(report)).toMatch(/GPU time per chain token .*; per verify block of \d+: /);
     }
     // yardsticks are the best of the two measurements, and every ratio is against them
     for (const k of report.kernels) expect(k.bwRatio).toBeCloseTo(k.gbPerS / s.copyGBps, 9);

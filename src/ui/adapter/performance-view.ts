@@ -39,7 +39,7 @@ export function performanceList(p: PerformanceSummary): HTMLElement {
     ...(p.breakdown
       ? row(
           'Where a token goes',
-          `recording ${fix(p.breakdown.encodeMs, 2, ' ms')} · submit ${fix(p.breakdown.submitMs, 2, ' ms')} · waiting for the GPU ${fix(p.breakdown.waitMs, 2, ' ms')}${p.breakdown.gpuMs !== undefined ? ` · GPU kernels ${fix(p.breakdown.gpuMs, 2, ' ms')}` : ''}${p.dispatchesPerToken !== undefined ? ` · ${fix(p.dispatchesPerToken, 0)} dispatches` : ''}`,
+          `recording ${fix(p.breakdown.encodeMs, 2, ' ms')} · submit ${fix(p.breakdown.submitMs, 2, ' ms')} · waiting for the GPU ${fix(p.breakdown.waitMs, 2, ' ms')}${p.breakdown.gpuMs !== undefined ? ` · GPU kernels ${fix(p.breakdown.gpuMs, 2, ' ms')}` : ''}${p.breakdown.blockGpuMs !== undefined ? ` (a verify block: ${fix(p.breakdown.blockGpuMs, 2, ' ms')})` : ''}${p.dispatchesPerToken !== undefined ? ` · ${fix(p.dispatchesPerToken, 0)} dispatches` : ''}`,
         )
       : []),
     ...row('Timing', p.timing),
@@ -77,6 +77,7 @@ function normalizeBreakdown(x: unknown): PerformanceSummary['breakdown'] {
     submitMs: num(o.submitMs),
     waitMs: num(o.waitMs),
     gpuMs: o.gpuMs === undefined ? undefined : num(o.gpuMs),
+    blockGpuMs: o.blockGpuMs === undefined ? undefined : num(o.blockGpuMs),
   };
 }
 
