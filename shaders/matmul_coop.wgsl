@@ -410,21 +410,24 @@ fn out_index(fs: Features, h: u32, r0: u32, rows: u32) -> u32 {
 }
 
 // A stacked linear (ops.stackedQkvMatmul: an attention block's q, k and v projections stacked by rows in
-// one matrix, run as one dispatch) writes its features in segments [0, SEG1), [SEG1, SEG2), [SEG2, N):
-// segment 0 as any linear (rows y_stride apart), segments 1 and 2 each as its own [M, width] block,
-// starting at the next multiple of 64 floats after the previous block (so that each block can be bound
-// at a 256-byte offset). Where a feature's value goes changes nothing in how it is computed: a stacked
-// linear's features have the bytes of the separate linears' (test/gpu/stacked-qkv.test.ts). Other linears
-// keep the defaults: one segment.
-override SEG1: u32 = 0xFFFFFFFFu;
-override SEG2: u32 = 0xFFFFFFFFu;
+// one matrix, run as one dispatch) writes its features in SEGMENTS segments: q's (the first y_stride
+// features) as any linear, rows y_stride apart; then k's and v's (of equal widths; with two segments, k's
+// alone) each as its own [M, width] block, starting at the next multiple of 64 floats after the previous
+// block (so that each block can be bound at a 256-byte offset). Where a feature's value goes changes
+// nothing in how it is computed: a stacked linear's features have the bytes of the separate linears'
+// (test/gpu/stacked-qkv.test.ts). Other linears keep SEGMENTS = 1, which removes the segments' code from
+// their pipelines (llvmpipe compiles this shader for minutes: every branch left in costs CI time), and
+// the segments' widths come from the parameters, so that every geometry shares two more pipelines at most.
+override SEGMENTS: u32 = 1u;
 fn block_end(start: u32, floats: u32) -> u32 { return (start + floats + 63u) / 64u * 64u; }
 fn y_index(m: u32, n: u32) -> u32 {
-  if (n < SEG1) { return m * P.y_stride + P.n_offset + n; }
-  let base1 = block_end(0u, P.M * SEG1);
-  if (n < SEG2) { return base1 + m * (SEG2 - SEG1) + (n - SEG1); }
-  let base2 = block_end(base1, P.M * (SEG2 - SEG1));
-  return base2 + m * (P.N - SEG2) + (n - SEG2);
+  if (SEGMENTS == 1u || n < P.y_stride) { return m * P.y_stride + P.n_offset + n; }
+  let seg1 = P.y_stride;
+  let seg2 = select(P.N, seg1 + (P.N - seg1) / 2u, SEGMENTS == 3u);
+  let base1 = block_end(0u, P.M * seg1);
+  if (n < seg2) { return base1 + m * (seg2 - seg1) + (n - seg1); }
+  let base2 = block_end(base1, P.M * (seg2 - seg1));
+  return base2 + m * (P.N - seg2) + (n - seg2);
 }
 
 // pass_rows for a pass of `rows` rows. A single row (every decode step) calls it with the constant 1,

@@ -796,7 +796,12 @@ export function stackedQkvBlocks(M: number, rows: number[]): { offset: number; f
  */
 export function stackedQkvFits(rec: Recorder, qkv: GpuStackedQkv, r: Rows): boolean {
   const d = qkv.lin.desc;
-  return qkvNormFused(rec) && qkv.lin.weight.parts.length === 1 && sumsKernel(rec, d, r, d.inFeatures) === 'coop';
+  const { rows } = qkv;
+  // matmul_coop.wgsl's segments: q, then k, then v as wide as k (every Gemma 4 layer's)
+  const segments = rows.length === 2 || (rows.length === 3 && rows[1] === rows[2]);
+  return (
+    segments && qkvNormFused(rec) && qkv.lin.weight.parts.length === 1 && sumsKernel(rec, d, r, d.inFeatures) === 'coop'
+  );
 }
 
 /**
@@ -822,13 +827,12 @@ export function stackedQkvMatmul(
   const params = affineParams(rec, 'matmul_coop.wgsl', d, part, r, d.inFeatures, rows[0]);
   const sb = [partBinding(lin.scales!.parts[0]), partBinding(lin.biases!.parts[0])];
   const { constants, workgroups } = coopDispatch(d, part.rows, 'main');
-  // matmul_coop.wgsl y_index: segment 1 starts at q's rows, segment 2 at q's and k's (none for k_eq_v)
-  const seg = { SEG1: rows[0], SEG2: rows.length > 2 ? rows[0] + rows[1] : part.rows };
+  // matmul_coop.wgsl y_index: q's rows (y_stride), then k's and v's (equal widths: stackedQkvFits)
   const w = partBinding(part);
   rec.run(
     'matmul_coop.wgsl',
     'main',
-    { ...constants, ...seg },
+    { ...constants, SEGMENTS: rows.length },
     [params, undefined, undefined, out, ...sb, xs, x, w, w, ...sb],
     workgroups,
   );

@@ -147,12 +147,14 @@ describe(`GPU kernels: matmul vs the CPU float64 reference (${ADAPTER})`, () => 
       { name: '4-bit gs 64, x in several staged chunks', bits: 4, gs: 64, K: 4224, N: 20 },
       { name: '8-bit gs 32, x in several staged chunks', bits: 8, gs: 32, K: 2080, N: 40 },
     ];
-    // The coop rule gives several features per invocation only to linears of 8192 outputs or more (the
-    // MLP's gate/up, the LM head: too big for these tests), so R = 2 and R = 4 are forced here on the same
-    // cases. R = 4 runs single rows through row_slots (four slots in one loop, another lane layout) and
-    // blocks as two passes of two slots: both must give every feature the bytes of R = 1.
+    // The coop rule gives several features per invocation only to linears of 6144 outputs or more (stacked
+    // q/k/v, the MLP's gate/up, the LM head: too big for these tests), so R = 2 and R = 4 are forced here on
+    // the same cases. R = 4 runs single rows through row_slots (four slots in one loop, another lane layout)
+    // and blocks as two passes of two slots: both must give every feature the bytes of R = 1.
+    // Timeout: the first case of each R compiles its pipelines, minutes on llvmpipe with a cold shader cache
+    // (a fresh CI machine; one case ran past the default 120 s there).
     for (const R of [2, 4] as const) {
-      describe(`coop with ${R} features per invocation (R = ${R})`, () => {
+      describe(`coop with ${R} features per invocation (R = ${R})`, { timeout: 600_000 }, () => {
         beforeAll(() => op.setCoopFeatures(R));
         afterAll(() => op.setCoopFeatures(undefined));
         for (const c of invCases) {
