@@ -96,6 +96,35 @@ export function coopFeatures(outFeatures: number, entry: 'main' | 'gate_up' = 'm
   return entry === 'gate_up' ? Math.min(r, 2) : r;
 }
 
+/**
+ * matmul_coop.wgsl `main` over row part i of an affine linear (ops.matmul's coop path, and a stacked q/k/v in
+ * `segments` segments: stackedQkvMatmul), with its parameters and x group sums made by the caller.
+ */
+function coopMain(
+  rec: Recorder,
+  lin: GpuLinear,
+  i: number,
+  params: Binding,
+  x: GPUBuffer,
+  xs: GPUBuffer,
+  y: GPUBuffer,
+  segments = 1,
+): void {
+  const part = lin.weight.parts[i];
+  const w = partBinding(part);
+  const sb = [partBinding(lin.scales!.parts[i]), partBinding(lin.biases!.parts[i])];
+  const { constants, workgroups } = coopDispatch(lin.desc as AffineLinearDesc, part.rows, 'main');
+  // bindings 9-11 hold gate_up's second matrix; `main` gets its own again there, where single rows of R = 4
+  // read their slots 2 and 3 (matmul_coop.wgsl row_slots). SEGMENTS = 1: the default pipeline.
+  rec.run(
+    'matmul_coop.wgsl',
+    'main',
+    segments === 1 ? constants : { ...constants, SEGMENTS: segments },
+    [params, undefined, undefined, y, ...sb, xs, x, w, w, ...sb],
+    workgroups,
+  );
+}
+
 /** The coop pipeline's constants and workgroup count for one row part of a linear. */
 function coopDispatch(
   d: AffineLinearDesc,
@@ -221,10 +250,7 @@ export function matmul(
       const sb = [partBinding(lin.scales!.parts[i]), partBinding(lin.biases!.parts[i])];
       const bindings = [params, undefined, undefined, y, ...sb, xs, x, partBinding(part)];
       if (k === 'coop') {
-        const { constants, workgroups } = coopDispatch(desc, part.rows, 'main');
-        // bindings 9-11 hold gate_up's second matrix; `main` gets its own again there, where single rows
-        // of R = 4 read their slots 2 and 3 (matmul_coop.wgsl row_slots)
-        rec.run(shader, 'main', constants, [...bindings, partBinding(part), ...sb], workgroups);
+        coopMain(rec, lin, i, params, x, xs, y);
         return;
       }
       if (k === 'lanes') {
@@ -822,19 +848,9 @@ export function stackedQkvMatmul(
 ): Binding[] {
   const { lin, rows } = qkv;
   const d = lin.desc as AffineLinearDesc;
-  const part = lin.weight.parts[0];
   const xs = sumsFor(rec, lin, x, r, d.inFeatures, sums);
-  const params = affineParams(rec, 'matmul_coop.wgsl', d, part, r, d.inFeatures, rows[0]);
-  const sb = [partBinding(lin.scales!.parts[0]), partBinding(lin.biases!.parts[0])];
-  const { constants, workgroups } = coopDispatch(d, part.rows, 'main');
   // matmul_coop.wgsl y_index: q's rows (y_stride), then k's and v's (equal widths: stackedQkvFits)
-  const w = partBinding(part);
-  rec.run(
-    'matmul_coop.wgsl',
-    'main',
-    { ...constants, SEGMENTS: rows.length },
-    [params, undefined, undefined, out, ...sb, xs, x, w, w, ...sb],
-    workgroups,
-  );
+  const params = affineParams(rec, 'matmul_coop.wgsl', d, lin.weight.parts[0], r, d.inFeatures, rows[0]);
+  coopMain(rec, lin, 0, params, x, xs, out, rows.length);
   return stackedQkvBlocks(r.M, rows).map((b) => ({ buffer: out, offset: b.offset * 4, size: b.floats * 4 }));
 }
