@@ -75,9 +75,9 @@ for (const spec of values.variants?.split(',') ?? []) {
   const config = fixed?.split(':').map(Number) as [number, number, number] | undefined;
   kernels.push([label, expandIncludes(readFileSync(file, 'utf8')), config]);
 }
-// Invocations per feature to try (default: the engine's choice). Past 16, a block of 4 rows cannot stage a
+// Invocations per feature to try (default: the engine's choice for each shape). Past 16, a block of 4 rows cannot stage a
 // round of groups in 16 KiB (see matmul_coop.wgsl), so larger T run single rows only.
-const threadCounts = values.threads?.split(',').map(Number) ?? [coopThreads()];
+const threadCounts = values.threads?.split(',').map(Number);
 // --cold MB: cycle through copies of the weights totalling at least this much, so that every dispatch reads
 // its weights from memory (an H200's 50 MB L2 holds one 30 MB MLP linear), as `npm run bench` does.
 const coldBytes = Number(values.cold) * 2 ** 20;
@@ -164,7 +164,7 @@ for (const shape of values.shapes.split(',')) {
     const configs: Config[] = [];
     const grid: [number, number, number][] = [];
     for (const WG of values.wg.split(',').map(Number))
-      for (const T of threadCounts)
+      for (const T of threadCounts ?? [coopThreads(N, fused ? 'gate_up' : 'main')])
         for (const R of values.features?.split(',').map(Number) ?? [coopFeatures(N, fused ? 'gate_up' : 'main')])
           if (T <= 16 || M === 1) grid.push([WG, T, R]);
     for (const [label, code, fixed] of kernels)

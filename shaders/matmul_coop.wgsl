@@ -575,6 +575,44 @@ fn row_slots(fs: Features, lid: u32, r0: u32, fa: u32, fb: u32, fc: u32, fd: u32
 @compute @workgroup_size(WG)
 fn gate_up(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
            @builtin(local_invocation_index) lid: u32) {
+  gate_up_rows(wid, nwg, lid);
+}
+
+// gate_up_sums: gate_up, then the group sums of its output that the down projection reads (xs_out[m, g],
+// the compensated sum of y[m, :] over group g of SUMS_GROUP features, in feature order: matmul.wgsl
+// affine_xsum's steps, the same bytes; test/gpu/fused-ops.test.ts). A workgroup's features are R * WG / T
+// consecutive ones (see `features`), so it sums the groups that lie within them, once its outputs are
+// written (ops.gateUp fuses the sums only where that is a whole number of groups, and where the stage
+// takes this tenth storage binding). Why: the sums were a dispatch of their own per layer (an H200 spends
+// ~1.7 us of GPU time on a dispatch besides its work, and the host ~8 us recording it).
+override SUMS_GROUP: u32 = 64u;
+@group(0) @binding(12) var<storage, read_write> xs_out: array<f32>;
+const SUMS_BATCH: u32 = 16u; // y values loaded ahead of their steps of a sum (as affine_xsum's XB)
+@compute @workgroup_size(WG)
+fn gate_up_sums(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                @builtin(local_invocation_index) lid: u32) {
+  gate_up_rows(wid, nwg, lid);
+  storageBarrier(); // the workgroup's outputs, written by all its invocations, are read across them
+  let base = linear_workgroup(wid, nwg) * R * (WG / T); // the workgroup's first feature in this part
+  let per = R * (WG / T) / SUMS_GROUP; // groups per workgroup
+  let row_groups = P.y_stride / SUMS_GROUP;
+  for (var i = lid; i < P.M * per; i += WG) {
+    let m = i / per;
+    let n0 = base + (i % per) * SUMS_GROUP;
+    if (n0 >= P.N) { continue; }
+    let k0 = m * P.y_stride + P.n_offset + n0;
+    var sx = vec2<f32>(0.0);
+    var yv: array<f32, SUMS_BATCH>;
+    for (var e = 0u; e < SUMS_GROUP; e += SUMS_BATCH) { // SUMS_GROUP: 32 or 64, whole batches
+      for (var u = 0u; u < SUMS_BATCH; u++) { yv[u] = y[k0 + e + u]; }
+      for (var u = 0u; u < SUMS_BATCH; u++) { sx = ksum_add(sx, yv[u]); }
+    }
+    xs_out[m * row_groups + (P.n_offset + n0) / SUMS_GROUP] = ksum_value(sx);
+  }
+}
+
+// gate_up's work: every row's outputs into y.
+fn gate_up_rows(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) {
   let fs = features(wid, nwg, lid, 1u);
   let fs1 = features(wid, nwg, lid, ROW_TL); // single rows: row_slots' lane layout
   let na = row_of(fs, 0u);

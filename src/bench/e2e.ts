@@ -75,6 +75,11 @@ export interface E2EResult {
     msPerToken: number;
     dispatchesPerBlock: number;
     submitsPerBlock: number;
+    /**
+     * Where a verify block's wall time goes, as the chain token's: recording, submit and waiting (ms per block;
+     * absent for engines that keep no TargetStats). A GPU-bound block waits; a CPU-bound one records.
+     */
+    wall?: Pick<StepBreakdown, 'encodeMs' | 'submitMs' | 'waitMs'>;
     /** GPU time per kernel of one profiled verify block (ms per block), as the chain token's breakdown. */
     gpu?: Pick<StepBreakdown, 'gpuMs' | 'kernels' | 'gpuNote'>;
   };
@@ -212,6 +217,16 @@ interface Counts {
   waitMs?: number;
 }
 
+/** Recording, submit and waiting time between two counts, per unit (token or block). */
+function wallPer(c0: Counts, c1: Counts, units: number): Pick<StepBreakdown, 'encodeMs' | 'submitMs' | 'waitMs'> {
+  const per = (k: 'encodeMs' | 'submitMs' | 'waitMs') => {
+    const a = c0[k];
+    const b = c1[k];
+    return a === undefined || b === undefined ? undefined : (b - a) / units;
+  };
+  return { encodeMs: per('encodeMs'), submitMs: per('submitMs')!, waitMs: per('waitMs') };
+}
+
 /** The probe's inexact policy for a family: mlx-metal where it applies, else Qwen3.5's own gdn-chunked. */
 function inexactPolicy(family: E2EModel['family']): string {
   return family === 'qwen3_5' && !QWEN_POLICIES.has('mlx-metal') ? 'gdn-chunked' : 'mlx-metal';
@@ -281,15 +296,8 @@ export async function benchEndToEnd(ctx: GpuContext, o: E2EOptions): Promise<E2E
     const dense = m.gemma && !m.gemma.perLayer && !m.gemma.config.moe ? m.gemma : null;
     const bytesPerToken = dense ? decodeBytesPerToken(dense, o.promptTokens) : undefined;
     const minMs = Math.min(...chainMs);
-    const per = (k: 'encodeMs' | 'submitMs' | 'waitMs') => {
-      const a = c0[k];
-      const b = c1[k];
-      return a === undefined || b === undefined ? undefined : (b - a) / o.chainTokens;
-    };
     const breakdown: StepBreakdown = {
-      encodeMs: per('encodeMs'),
-      submitMs: per('submitMs')!,
-      waitMs: per('waitMs'),
+      ...wallPer(c0, c1, o.chainTokens),
       bindGroupsPerToken: (kernels.bindGroups.created - bg0) / o.chainTokens,
       ...(stats ? {} : { phasesNote: `${engine} keeps no recording / waiting timers; submits timed by the bench` }),
     };
@@ -319,6 +327,7 @@ export async function benchEndToEnd(ctx: GpuContext, o: E2EOptions): Promise<E2E
       log(`e2e: verify block ${b + 1}/${o.blocks} (K = ${o.block}): ${blockMs[b].toFixed(0)} ms`);
     }
     c1 = counts();
+    const blockWall = stats ? wallPer(c0, c1, o.blocks) : undefined;
     // One more block, profiled: where a verify block's GPU time goes (its kernels run at M = K).
     model.restore(snap);
     const blockGpu = await profile(ctx, model, tally, 1, async () => {
@@ -346,6 +355,7 @@ export async function benchEndToEnd(ctx: GpuContext, o: E2EOptions): Promise<E2E
       msPerToken: msPerBlock / o.block,
       dispatchesPerBlock: (c1.dispatches - c0.dispatches) / o.blocks,
       submitsPerBlock: (c1.submits - c0.submits) / o.blocks,
+      wall: blockWall,
       gpu: blockGpu,
     };
     return {

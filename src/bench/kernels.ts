@@ -199,6 +199,8 @@ export interface GateUpCase {
   label: string;
   gate: SyntheticLinear;
   up: SyntheticLinear;
+  /** The down projection that reads g: where the engine fuses its x group sums in (ops.downSumsFused), so does the bench. */
+  down?: SyntheticLinear;
   Ms: number[];
   /** The engine's step kernel ('coop': one fused gate_up dispatch; else two matmuls and the GeGLU). */
   engineKernel: AffineKernel;
@@ -207,7 +209,7 @@ export interface GateUpCase {
 
 /**
  * The MLP's first half as the engine runs it (op.gateUp: on GPUs one matmul_coop.wgsl `gate_up`
- * dispatch, both projections and the GeGLU; on software adapters two matmuls and elementwise.wgsl
+ * dispatch, both projections and the GeGLU, and down's x group sums where they fuse; on software adapters two matmuls and elementwise.wgsl
  * geglu): both weights + x + output bytes, 4 M N K flops. The x group sums are precomputed, as in
  * benchMatmul.
  */
@@ -228,7 +230,12 @@ export async function benchGateUp(
   const copies: [SyntheticLinear, SyntheticLinear][] = [[c.gate, c.up]];
   const wanted = Math.min(MAX_COPIES, Math.ceil((c.coldBytes ?? 0) / pairBytes));
   while (copies.length < wanted) copies.push([copyLinear(device, c.gate), copyLinear(device, c.up)]);
-  const kernel = c.engineKernel === 'coop' ? 'coop gate_up' : `${c.engineKernel} x 2 + geglu`;
+  const withSums = (M: number) =>
+    c.down !== undefined &&
+    c.engineKernel === 'coop' &&
+    op.downSumsFused(new Recorder(device, timer.kernels, 'bench-probe'), c.gate, c.down, { M, round: false });
+  const kernelOf = (M: number) =>
+    c.engineKernel !== 'coop' ? `${c.engineKernel} x 2 + geglu` : withSums(M) ? 'coop gate_up_sums' : 'coop gate_up';
   const results: KernelResult[] = [];
   try {
     for (const M of c.Ms) {
@@ -236,7 +243,7 @@ export async function benchGateUp(
       const sums = op.groupSums(pre, c.gate, x, { M, round: false }, K, 'bench');
       pre.submit();
       const all = await timer.measure((rec) =>
-        copies.forEach(([gate, up]) => op.gateUp(rec, gate, up, x, g, u, { M, round: false }, sums)),
+        copies.forEach(([gate, up]) => op.gateUp(rec, gate, up, x, g, u, { M, round: false }, sums, c.down)),
       );
       const timing = perCopy(all, copies.length);
       const r = result(
@@ -245,7 +252,7 @@ export async function benchGateUp(
           name: c.label,
           model,
           M,
-          kernel,
+          kernel: kernelOf(M),
           engine: true,
           bytes: pairBytes + M * (K + N) * 4,
           flops: 4 * M * N * K,

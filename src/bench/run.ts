@@ -332,6 +332,7 @@ export async function runBench(ctx: GpuContext, opts: BenchOptions): Promise<Ben
         // GeGLU (the rows above time one projection alone through the engine's matmul kernel).
         const gate = makeLinear(device, `${m}.mlp.gate`, S.intermediate, S.hidden, bits, S.groupSize);
         const up = makeLinear(device, `${m}.mlp.up`, S.intermediate, S.hidden, bits, S.groupSize);
+        const down = makeLinear(device, `${m}.mlp.down`, S.hidden, S.intermediate, bits, S.groupSize);
         try {
           await benchGateUp(
             timer,
@@ -340,6 +341,7 @@ export async function runBench(ctx: GpuContext, opts: BenchOptions): Promise<Ben
               label: `${GATE_UP_LABEL} ${bits}-bit [2 x ${S.intermediate} x ${S.hidden}]`,
               gate,
               up,
+              down,
               Ms: opts.matmulRows.filter((M) => M === 1 || M === 4 || M === 8),
               engineKernel,
               coldBytes,
@@ -350,6 +352,7 @@ export async function runBench(ctx: GpuContext, opts: BenchOptions): Promise<Ben
         } finally {
           gate.destroy();
           up.destroy();
+          down.destroy();
         }
       }
       // Attention decode: sliding ring (W slots, d 256) and full cache (4096 keys, d 512).
@@ -628,6 +631,11 @@ export function formatBench(b: BenchReport): string {
     out.push(
       `chain token breakdown (wall ms per token): recording ${fx(bd.encodeMs, 2)}, submit ${fx(bd.submitMs, 2)}, waiting for results ${fx(bd.waitMs, 2)}; ${fx(bd.bindGroupsPerToken, 1)} bind groups created per token`,
     );
+    const vw = e.verify.wall;
+    if (vw)
+      out.push(
+        `verify block breakdown (wall ms per block of ${e.verify.block}): recording ${fx(vw.encodeMs, 2)}, submit ${fx(vw.submitMs, 2)}, waiting for results ${fx(vw.waitMs, 2)}`,
+      );
     if (bd.phasesNote) out.push(`(${bd.phasesNote})`);
     if (bd.kernels) {
       const vb = e.verify.gpu?.kernels ? e.verify.gpu : undefined;

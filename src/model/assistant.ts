@@ -186,8 +186,8 @@ export class AssistantModel {
           nextNorm: { weight: w.preFfNorm, out: ws.xn },
           sums: { lin: w.gate, rows, slot: 'mlp' },
         });
-        op.gateUp(rec, w.gate, w.up, ws.xn, ws.g, ws.u, rows, xsMlp);
-        op.matmul(rec, w.down, ws.g, ws.a, rows);
+        const xsDown = op.gateUp(rec, w.gate, w.up, ws.xn, ws.g, ws.u, rows, xsMlp, w.down);
+        op.matmul(rec, w.down, ws.g, ws.a, rows, undefined, undefined, undefined, xsDown);
         norm(ws.a, w.postFfNorm, ws.x, 1, a.hidden, { residual: { postScale: w.layerScalar } });
       });
       norm(ws.x, this.weights.finalNorm, ws.y, 1, a.hidden);

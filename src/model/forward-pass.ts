@@ -350,8 +350,8 @@ export class ForwardPass {
   mlp(i: number, xs: op.GroupSums | undefined): void {
     const w = this.e.weights.layers[i];
     const { ws, rows } = this;
-    op.gateUp(this.rec, w.gate, w.up, ws.xn, ws.g, ws.u, rows, xs);
-    op.matmul(this.rec, w.down, ws.g, ws.a, rows);
+    const downSums = op.gateUp(this.rec, w.gate, w.up, ws.xn, ws.g, ws.u, rows, xs, w.down);
+    op.matmul(this.rec, w.down, ws.g, ws.a, rows, undefined, undefined, undefined, downSums);
     this.capture(`mlp.${i}`, ws.a, this.M * this.e.desc.hidden);
   }
 

@@ -69,15 +69,19 @@ export function setCoopFeatures(r: number | undefined): void {
 /** matmul_coop.wgsl's workgroup: WG invocations, T of them per output feature. */
 export const COOP_WG = 256;
 /**
- * Invocations per output feature of matmul_coop.wgsl: 16. Chosen on the H200 with the kernel of this
- * commit (microbenchmarks of the 4-bit LM head and MLP shapes at M = 1, 4, 8; T = 16, 32, 64): 16 was
- * the fastest or within 5% at M = 1 for both the 3840- and the 15360-wide inputs, 32 about 20% faster
- * at M = 4 on the wide-output linears. At least 8 (the kernel's final totals need SLOTS * ROWS = 8 of
- * them). Never a function of M, so every row count runs the same pipeline.
+ * Invocations per output feature of matmul_coop.wgsl, a function of the linear's shape and entry only, never
+ * of M (so every row count runs the same pipeline): 16, and 8 for the fused `gate_up` of wide MLPs (12288
+ * outputs or more). Chosen on the H200 (microbenchmarks of the 4-bit LM head and MLP shapes at M = 1, 4, 8;
+ * T = 8, 16, 32, 64): 16 was the fastest or within 5% at M = 1 for both the 3840- and the 15360-wide inputs
+ * (8 made the 4-bit gate/up projection 20.6 -> 23.9 us, down 23.7 -> 36.2); for the fused gate_up of the
+ * 12B's MLP 8 measured the same at M = 1 (36.3 vs 36.2 us) and faster for blocks (M = 4 91.4 -> 84.7 us,
+ * M = 8 175.7 -> 165.5; 2026-12-02, fifth session), and it gives a workgroup 64 consecutive features, a
+ * whole quantization group of the down projection, whose x sums `gate_up_sums` then computes (gateUp).
+ * At least 8 (the kernel's final totals need SLOTS * ROWS = 8 of them).
  */
-export function coopThreads(): number {
+export function coopThreads(outFeatures = 0, entry: 'main' | 'gate_up' = 'main'): number {
   if (coopThreadsOverride) return coopThreadsOverride;
-  return 16;
+  return entry === 'gate_up' && outFeatures >= 12288 ? 8 : 16;
 }
 
 /**
@@ -131,7 +135,7 @@ function coopDispatch(
   rows: number,
   entry: 'main' | 'gate_up',
 ): { constants: Record<string, number>; workgroups: number } {
-  const T = coopThreads();
+  const T = coopThreads(d.outFeatures, entry);
   const R = coopFeatures(d.outFeatures, entry);
   return {
     constants: { BITS: d.bits, WG: COOP_WG, T, R, GS: d.groupSize },
@@ -424,6 +428,8 @@ function sumsFor(rec: Recorder, lin: GpuLinear, x: GPUBuffer, r: Rows, xStride: 
  * coop kernel runs, one matmul_coop.wgsl `gate_up` dispatch computes both projections and the GeGLU,
  * with the arithmetic of two coop matmuls and elementwise.wgsl geglu; elsewhere (software adapters,
  * prefill, the split-K and MLX policies) exactly those three dispatches. `u` is the up projection's workspace.
+ * `down`: the linear that reads g next; where its kernel reads x group sums and `gate_up_sums` can compute them
+ * (downSumsFused), the same dispatch writes them, and they are returned for matmul(down, g, ...).
  */
 export function gateUp(
   rec: Recorder,
@@ -434,23 +440,18 @@ export function gateUp(
   u: GPUBuffer,
   r: Rows,
   sums?: GroupSums,
-): void {
-  const fused =
-    !r.prefill &&
-    (r.split ?? 0) === 0 &&
-    !r.mlx &&
-    stepKernel(rec, gate) === 'coop' &&
-    stepKernel(rec, up) === 'coop' &&
-    sameShape(gate, up);
-  if (!fused) {
+  down?: GpuLinear,
+): GroupSums | undefined {
+  if (!gateUpFused(rec, gate, up, r)) {
     matmul(rec, gate, x, g, r, undefined, undefined, undefined, sums);
     matmul(rec, up, x, u, r, undefined, undefined, undefined, sums);
     geglu(rec, g, u, r.M * gate.desc.outFeatures, r.round);
-    return;
+    return undefined;
   }
   const d = gate.desc as AffineLinearDesc;
   const K = d.inFeatures;
   const xs = sumsFor(rec, gate, x, r, K, sums);
+  const out = down && downSumsFused(rec, gate, down, r) ? downSums(rec, down, g, r) : undefined;
   gate.weight.parts.forEach((part, i) => {
     const params = affineParams(rec, 'matmul_coop.wgsl', d, part, r, K, d.outFeatures);
     const bindings = [
@@ -466,10 +467,54 @@ export function gateUp(
       partBinding(up.weight.parts[i]),
       partBinding(up.scales!.parts[i]),
       partBinding(up.biases!.parts[i]),
+      ...(out ? [out.buffer] : []),
     ];
     const { constants, workgroups } = coopDispatch(d, part.rows, 'gate_up');
-    rec.run('matmul_coop.wgsl', 'gate_up', constants, bindings, workgroups);
+    if (out)
+      rec.run('matmul_coop.wgsl', 'gate_up_sums', { ...constants, SUMS_GROUP: out.groupSize }, bindings, workgroups);
+    else rec.run('matmul_coop.wgsl', 'gate_up', constants, bindings, workgroups);
   });
+  return out;
+}
+
+/** Whether gateUp runs as matmul_coop.wgsl `gate_up` (else as two matmuls and a GeGLU). */
+function gateUpFused(rec: Recorder, gate: GpuLinear, up: GpuLinear, r: Rows): boolean {
+  return (
+    !r.prefill &&
+    (r.split ?? 0) === 0 &&
+    !r.mlx &&
+    stepKernel(rec, gate) === 'coop' &&
+    stepKernel(rec, up) === 'coop' &&
+    sameShape(gate, up)
+  );
+}
+
+/** Storage bindings of matmul_coop.wgsl `gate_up_sums` (gate_up's nine and the sums). */
+const GATE_UP_SUMS_STORAGE = 10;
+
+/**
+ * Whether the fused gate_up (gateUpFused) also writes the x group sums `down` reads of its output: down reads
+ * sums (readsGroupSums), the stage takes the tenth storage binding, and every workgroup's features (R * WG / T
+ * consecutive ones, from each row part's start) are whole quantization groups of down.
+ */
+export function downSumsFused(rec: Recorder, gate: GpuLinear, down: GpuLinear, r: Rows): boolean {
+  const g = gate.desc;
+  const d = down.desc;
+  if (g.kind !== 'affine' || d.kind !== 'affine' || d.inFeatures !== g.outFeatures) return false;
+  if (rec.kernels.device.limits.maxStorageBuffersPerShaderStage < GATE_UP_SUMS_STORAGE) return false;
+  if (!readsGroupSums(rec, down, r)) return false;
+  const span = coopFeatures(g.outFeatures, 'gate_up') * (COOP_WG / coopThreads(g.outFeatures, 'gate_up'));
+  return (
+    span % d.groupSize === 0 &&
+    gate.weight.parts.every((p) => p.rowStart % d.groupSize === 0 && p.rows % d.groupSize === 0)
+  );
+}
+
+/** The scratch buffer of down's x group sums over the MLP hidden g (what gate_up_sums writes). */
+function downSums(rec: Recorder, down: GpuLinear, g: GPUBuffer, r: Rows): GroupSums {
+  const d = down.desc as AffineLinearDesc;
+  const buffer = rec.kernels.scratch('xsums.down', r.M * (d.inFeatures / d.groupSize) * 4);
+  return { buffer, x: g, M: r.M, K: d.inFeatures, xStride: d.inFeatures, groupSize: d.groupSize };
 }
 
 type AffineLinearDesc = Extract<GpuLinear['desc'], { kind: 'affine' }>;

@@ -118,6 +118,10 @@ describe('bench module (tiny shapes)', () => {
     const bd = e.chain.breakdown;
     for (const v of [bd.encodeMs!, bd.submitMs, bd.waitMs!]) expect(v >= 0 && Number.isFinite(v)).toBe(true);
     expect(bd.bindGroupsPerToken).toBe(0);
+    // ... and the verify block's, printed beside it
+    const vw = e.verify.wall!;
+    for (const v of [vw.encodeMs!, vw.submitMs, vw.waitMs!]) expect(v >= 0 && Number.isFinite(v)).toBe(true);
+    expect(formatBench(report)).toMatch(/verify block breakdown \(wall ms per block of \d+\): recording \d/);
     if (ctx.device.features.has('timestamp-query') && !bd.gpuNote) {
       expect(bd.kernels!.length).toBeGreaterThan(3);
       expect(bd.kernels!.some((k) => k.kernel.startsWith('attention.'))).toBe(true);

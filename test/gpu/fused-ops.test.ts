@@ -199,6 +199,96 @@ describe('fused gate/up/GeGLU (matmul_coop gate_up)', () => {
 });
 
 /**
+ * The fused gate_up with the down projection's x group sums (matmul_coop.wgsl `gate_up_sums`, GPU class): its
+ * output g byte-equal to gate_up's or to two coop matmuls and the GeGLU at the same invocations per feature,
+ * and its sums byte-equal to matmul.wgsl affine_xsum over g; row-invariant through both (M = 5: a pass of four
+ * rows and a single row). T = 8 with two features
+ * per invocation gives a workgroup 64 consecutive features (the 12B's MLP, see ops.coopThreads): whole groups of
+ * 64; T = 16 gives 32, whole groups of 32 (8-bit here). N = 192: three or six groups, over several workgroups.
+ */
+describe('fused gate/up/GeGLU + down x sums (matmul_coop gate_up_sums)', () => {
+  const gpu = useTestGpu();
+  afterAll(() => {
+    op.setCoopFeatures(undefined);
+    op.setCoopThreads(undefined);
+  });
+
+  // Each case compares with one reference (`how`), to keep the cold compiles on CPU adapters few (a coop
+  // pipeline takes minutes there): the 12B's configuration with the separate matmuls at T = 8 (the strong
+  // form: gate_up's arithmetic is main's), the 8-bit one with gate_up, whose pipeline the test above compiled.
+  for (const [bits, gs, T, ref] of [
+    [4, 64, 8, 'separate'],
+    [8, 32, 16, 'fused'],
+  ] as const) {
+    // 600 s: cold lavapipe compiles of the coop pipelines (see the gate_up test above).
+    it(`${bits}-bit gs ${gs}, T = ${T}: g == ${ref}, sums == affine_xsum, M = 1, 5, and the last row alone`, {
+      timeout: 600_000,
+    }, async () => {
+      op.setCoopFeatures(2);
+      op.setCoopThreads(T);
+      const device = gpu().device;
+      expect(
+        device.limits.maxStorageBuffersPerShaderStage,
+        'the test adapter binds gate_up_sums',
+      ).toBeGreaterThanOrEqual(10);
+      const kernels = kernelsOf(device, 'gpu');
+      const N = 192,
+        K = 1088;
+      const gate = syntheticAffine(device, 'gate', N, K, bits, gs, 31);
+      const up = syntheticAffine(device, 'up', N, K, bits, gs, 32);
+      const down = syntheticAffine(device, 'down', 24, N, bits, gs, 33);
+      const xAll = rand(5 * K, 34);
+      const sumsFloats = (M: number) => M * (N / gs);
+      // how: 'sums' gate_up_sums; 'fused' gate_up, then affine_xsum; 'separate' two matmuls, geglu, affine_xsum
+      const compute = async (x: Float32Array, M: number, round: boolean, how: 'sums' | 'fused' | 'separate') => {
+        const xb = uploadBuffer(device, x, 'x');
+        const g = storageBuffer(device, M * N * 4, 'g');
+        const u = storageBuffer(device, M * N * 4, 'u');
+        const rec = new Recorder(device, kernels, 'gate-up-sums-test');
+        const rows: op.Rows = { M, round };
+        let sums: op.GroupSums | undefined;
+        const xs = op.groupSums(rec, gate, xb, rows, K, 'x'); // the x sums gate and up read
+        if (how === 'sums') {
+          expect(op.downSumsFused(rec, gate, down, rows)).toBe(true);
+          sums = op.gateUp(rec, gate, up, xb, g, u, rows, xs, down);
+          expect(rec.dispatches, 'x sums, then gate_up_sums: one dispatch').toBe(2);
+        } else {
+          if (how === 'fused') expect(op.gateUp(rec, gate, up, xb, g, u, rows, xs)).toBeUndefined();
+          else {
+            op.matmul(rec, gate, xb, g, rows, K, N, 'coop');
+            op.matmul(rec, up, xb, u, rows, K, N, 'coop');
+            op.geglu(rec, g, u, M * N, round);
+          }
+          sums = op.groupSums(rec, down, g, rows, N, 'test');
+        }
+        rec.submit();
+        const gOut = await readBytes(device, g, M * N * 4);
+        const sOut = await readBytes(device, sums!.buffer, sumsFloats(M) * 4);
+        [xb, g, u].forEach((b) => b.destroy());
+        return { g: Buffer.from(gOut), s: Buffer.from(sOut) };
+      };
+      for (const round of [false, true]) {
+        for (const M of [1, 5]) {
+          const x = xAll.subarray(0, M * K);
+          const got = await compute(x, M, round, 'sums');
+          const want = await compute(x, M, round, ref);
+          expect(got.g.equals(want.g), `M=${M} round=${round}: g vs ${ref}`).toBe(true);
+          expect(got.s.equals(want.s), `M=${M} round=${round}: sums vs ${ref} + affine_xsum`).toBe(true);
+          const m = M - 1;
+          const alone = await compute(x.subarray(m * K, (m + 1) * K), 1, round, 'sums');
+          const per = N / gs;
+          expect(alone.s.equals(got.s.subarray(m * per * 4, (m + 1) * per * 4)), `M=${M} last row alone`).toBe(true);
+        }
+      }
+      // where a workgroup's features are not whole groups of down, the sums are left to affine_xsum
+      op.setCoopFeatures(1);
+      expect(op.downSumsFused(new Recorder(device, kernels, 'probe'), gate, down, { M: 1, round: false })).toBe(false);
+      [gate, up, down].forEach((l) => l.destroy());
+    });
+  }
+});
+
+/**
  * The q/k norm with its RoPE in one rows_wg dispatch (GPU class): byte-equal to the norm and then
  * rope.wgsl as separate dispatches, and row-invariant (M positions together == each position alone).
  */
