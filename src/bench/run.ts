@@ -634,7 +634,7 @@ export function formatBench(b: BenchReport): string {
     const vw = e.verify.wall;
     if (vw)
       out.push(
-        `verify block breakdown (wall ms per block of ${e.verify.block}): recording ${fx(vw.encodeMs, 2)}, submit ${fx(vw.submitMs, 2)}, waiting for results ${fx(vw.waitMs, 2)}`,
+        `verify block breakdown (wall ms per block of ${e.verify.block}): recording ${fx(vw.encodeMs, 2)}, submit ${fx(vw.submitMs, 2)}, waiting for results ${fx(vw.waitMs, 2)}; ${fx(e.verify.bindGroupsPerBlock, 1)} bind groups created per block`,
       );
     if (bd.phasesNote) out.push(`(${bd.phasesNote})`);
     if (bd.kernels) {

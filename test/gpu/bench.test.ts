@@ -122,6 +122,8 @@ describe('bench module (tiny shapes)', () => {
     const vw = e.verify.wall!;
     for (const v of [vw.encodeMs!, vw.submitMs, vw.waitMs!]) expect(v >= 0 && Number.isFinite(v)).toBe(true);
     expect(formatBench(report)).toMatch(/verify block breakdown \(wall ms per block of \d+\): recording \d/);
+    // timed blocks are steady state: the untimed first block made their bind groups
+    expect(e.verify.bindGroupsPerBlock).toBe(0);
     if (ctx.device.features.has('timestamp-query') && !bd.gpuNote) {
       expect(bd.kernels!.length).toBeGreaterThan(3);
       expect(bd.kernels!.some((k) => k.kernel.startsWith('attention.'))).toBe(true);
