@@ -209,8 +209,8 @@ export interface GateUpCase {
 
 /**
  * The MLP's first half as the engine runs it (op.gateUp: on GPUs one matmul_coop.wgsl `gate_up`
- * dispatch, both projections and the GeGLU, and down's x group sums where they fuse; on software adapters two matmuls and elementwise.wgsl
- * geglu): both weights + x + output bytes, 4 M N K flops. The x group sums are precomputed, as in
+ * dispatch, both projections and the GeGLU, and down's x group sums where they fuse; on software
+ * adapters two matmuls and elementwise.wgsl geglu): both weights + x + output bytes, 4 M N K flops. The x group sums are precomputed, as in
  * benchMatmul.
  */
 export async function benchGateUp(
@@ -230,20 +230,20 @@ export async function benchGateUp(
   const copies: [SyntheticLinear, SyntheticLinear][] = [[c.gate, c.up]];
   const wanted = Math.min(MAX_COPIES, Math.ceil((c.coldBytes ?? 0) / pairBytes));
   while (copies.length < wanted) copies.push([copyLinear(device, c.gate), copyLinear(device, c.up)]);
-  const withSums = (M: number) =>
-    c.down !== undefined &&
-    c.engineKernel === 'coop' &&
-    op.downSumsFused(new Recorder(device, timer.kernels, 'bench-probe'), c.gate, c.down, { M, round: false });
-  const kernelOf = (M: number) =>
-    c.engineKernel !== 'coop' ? `${c.engineKernel} x 2 + geglu` : withSums(M) ? 'coop gate_up_sums' : 'coop gate_up';
+  // The row's kernel: what op.gateUp ran (it returns down's sums where gate_up_sums wrote them).
+  const kernelOf = (withSums: boolean) =>
+    c.engineKernel !== 'coop' ? `${c.engineKernel} x 2 + geglu` : withSums ? 'coop gate_up_sums' : 'coop gate_up';
   const results: KernelResult[] = [];
   try {
     for (const M of c.Ms) {
       const pre = new Recorder(device, timer.kernels, 'bench-sums');
       const sums = op.groupSums(pre, c.gate, x, { M, round: false }, K, 'bench');
       pre.submit();
+      let withSums = false;
       const all = await timer.measure((rec) =>
-        copies.forEach(([gate, up]) => op.gateUp(rec, gate, up, x, g, u, { M, round: false }, sums, c.down)),
+        copies.forEach(([gate, up]) => {
+          withSums = op.gateUp(rec, gate, up, x, g, u, { M, round: false }, sums, c.down) !== undefined;
+        }),
       );
       const timing = perCopy(all, copies.length);
       const r = result(
@@ -252,7 +252,7 @@ export async function benchGateUp(
           name: c.label,
           model,
           M,
-          kernel: kernelOf(M),
+          kernel: kernelOf(withSums),
           engine: true,
           bytes: pairBytes + M * (K + N) * 4,
           flops: 4 * M * N * K,

@@ -46,8 +46,8 @@ export function isSoftwareAdapter(info: AdapterIdentity | undefined): boolean {
 
 /**
  * Storage buffers per shader stage the GPU family binds at most: matmul_coop.wgsl's `main` and `gate_up` take
- * 9 (rmsnorm.wgsl `qkv_rows` and matmul_coop.wgsl `gate_up_sums`, 10, fall back to what they fuse by themselves). WebGPU guarantees 8; the software
- * family needs no more than that.
+ * 9 (rmsnorm.wgsl `qkv_rows` and matmul_coop.wgsl `gate_up_sums`, 10, fall back to what they fuse by
+ * themselves). WebGPU guarantees 8; the software family needs no more than that.
  */
 export const GPU_CLASS_STORAGE_BUFFERS = 9;
 
