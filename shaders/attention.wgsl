@@ -314,8 +314,12 @@ fn seg_pv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
 //   - the q heads of a kv head (GQA) are adjacent workgroups (index (j heads + h) seg_stride + g), in
 //     flight together, so the second head's K and V reads hit L2 (50 MB on an H200, the layer 16.8 MB):
 //     DRAM traffic stays ~1x; L2 traffic, ~10 TB/s, is 2x and not the bound.
-// Not done here (each would need a new plan or arithmetic for the GPU class and its tests): smaller
-// segments for more workgroups, both q heads of a kv head in one workgroup, a tree over d per key.
+// Not done here (each would need a new plan or arithmetic for the GPU class and its tests): both q heads of
+// a kv head in one workgroup, a tree over d per key. Other plans were measured (2026-12-02, sixth session;
+// keys per segment SEG_KEYS / workgroup size, M = 1 and M = 4, 1024 slots at d 256): 64 / 64 (this one)
+// 22.0 / 38.3 us; 32 / 64 23.4 / 46.7; 32 / 32 25.5 / 49.8; 16 / 64 27.7 / 52.0; 64 / 32 28.3 / 43.3;
+// 128 / 64 26.3 / 40.3; 128 / 128 24.2 / 38.5; 256 / 128 34.2 / 44.8: more, shorter segments (more
+// workgroups in flight) and fewer, longer ones both lose to 64-key segments.
 // Where the 22 us (both dispatches, M = 1) go, one cost knocked out at a time on the H200 (2026-12-01):
 // combine_fused's work 5.3 us (mostly the cost of a second dispatch), K loads 4.2 us, step 2's max and
 // sum 1.6 us, V loads 1.3 us, the compensation of the dot products ~0. Loading K one batch ahead, q from

@@ -114,8 +114,9 @@ fn group_dot(a: vec4<f32>) -> f32 {
 // Whether a pass reads x from shared memory (staged per chunk) or straight from the x buffer. Measured
 // on an H200 (12B shapes): staging made 4-bit verify blocks 1.2-1.4 x faster (M = 2..8) but a single
 // row 5-10% slower (its x loads are already one broadcast per subgroup), and 8-bit blocks of 4 or more
-// rows 1.3 x slower (half the x loads per weight of 4-bit, and a barrier per round of groups). Where x
-// comes from changes no arithmetic: the bytes are the same.
+// rows 1.3 x slower (half the x loads per weight of 4-bit, and a barrier per round of groups). Staging a
+// single row's x too (sixth session): down 23.7 -> 37.3 us, o_proj 9.3 -> 12.2, the stacked q/k/v 13.2 ->
+// 18.4. Where x comes from changes no arithmetic: the bytes are the same.
 fn stage_x(rows: u32) -> bool { return BITS == 4u && rows > 1u; }
 // x vec4 xi: staged (an index into shared4) or not (an index into x4).
 fn x_at(xi: u32, staged: bool) -> vec4<f32> {
@@ -190,7 +191,8 @@ fn pass_rows(which: u32, f: u32, t: u32, lid: u32, na: u32, nb: u32, r0: u32, ro
     // matvec at M = 1 1.19 x faster; with R = 2 (two features' words, twice the registers) the LM head
     // and 8-bit gate/up were 4-20% slower, so two slots keep one group at a time. Two groups in flight
     // with their own sums (more independent chains per invocation) were slower still (down 23.7 -> 27.6
-    // us; 2026-12-02).
+    // us; 2026-12-02), and loading two groups ahead instead of one changed nothing (down 23.7 us, o_proj
+    // 9.3 -> 9.6, q/k/v 13.2; sixth session).
     var next = group_words(which, t, na, groups);
     for (var g = t; g < groups; g += T) {
       let cur = next;

@@ -1,6 +1,7 @@
 import { shaderSource } from './shaders.ts';
 import { GpuError } from './errors.ts';
 import { detectKernelClass, type KernelClass } from './kernel-class.ts';
+import type { ParamArena } from './recorder.ts';
 
 /**
  * Compute pipelines, compiled once per (shader, entry point, override constants) and cached per
@@ -9,10 +10,15 @@ import { detectKernelClass, type KernelClass } from './kernel-class.ts';
  */
 export class KernelCache {
   private readonly modules = new Map<string, GPUShaderModule>();
-  private readonly pipelines = new Map<string, GPUComputePipeline>();
+  /** Pipelines by shader, entry point, then override constants (one entry per distinct set). */
+  private readonly pipelines = new Map<
+    string,
+    Map<string, { constants: Record<string, number>; pipeline: GPUComputePipeline }[]>
+  >();
+  private count = 0;
   readonly bindGroups = new BindGroupCache();
   /** Uniform parameter arenas not checked out by a Recorder (see Recorder.params). */
-  readonly freeArenas: GPUBuffer[] = [];
+  readonly freeArenas: ParamArena[] = [];
   private readonly scratchBuffers = new Map<string, GPUBuffer>();
 
   /**
@@ -42,23 +48,28 @@ export class KernelCache {
   }
 
   pipeline(shader: string, constants: Record<string, number> = {}, entryPoint = 'main'): GPUComputePipeline {
-    // Called for every dispatch of every step: the key is built by hand (JSON.stringify cost more).
-    let key = `${shader}#${entryPoint}#`;
-    for (const k in constants) key += `${k}=${constants[k]},`;
-    let p = this.pipelines.get(key);
-    if (!p) {
-      p = this.device.createComputePipeline({
-        label: key,
-        layout: 'auto',
-        compute: { module: this.module(shader), entryPoint, constants },
-      });
-      this.pipelines.set(key, p);
-    }
-    return p;
+    // Called for every dispatch of every step: looked up without building a key string (building one cost
+    // ~0.5 us of the ~10 us a dispatch takes to record on a 2-core host; scripts/record-microbench.ts).
+    let byEntry = this.pipelines.get(shader);
+    if (!byEntry) this.pipelines.set(shader, (byEntry = new Map()));
+    let variants = byEntry.get(entryPoint);
+    if (!variants) byEntry.set(entryPoint, (variants = []));
+    for (const v of variants) if (sameConstants(v.constants, constants)) return v.pipeline;
+    const pipeline = this.device.createComputePipeline({
+      label: `${shader}#${entryPoint}#${Object.entries(constants)
+        .map(([k, n]) => `${k}=${n}`)
+        .join(',')}`,
+      layout: 'auto',
+      compute: { module: this.module(shader), entryPoint, constants },
+    });
+    variants.push({ constants: { ...constants }, pipeline });
+    this.count++;
+    return pipeline;
   }
 
+  /** Pipelines compiled so far. */
   get size(): number {
-    return this.pipelines.size;
+    return this.count;
   }
 
   /**
@@ -82,6 +93,17 @@ export class KernelCache {
     this.scratchBuffers.set(name, buf);
     return buf;
   }
+}
+
+/** Whether two sets of override constants name the same values (the same keys, whatever their order). */
+function sameConstants(a: Record<string, number>, b: Record<string, number>): boolean {
+  let n = 0;
+  for (const k in b) {
+    if (a[k] !== b[k]) return false;
+    n++;
+  }
+  for (const _ in a) n--;
+  return n === 0;
 }
 
 /**
@@ -108,7 +130,9 @@ export type Binding = GPUBuffer | { buffer: GPUBuffer; offset?: number; size?: n
  */
 export class BindGroupCache {
   private static readonly MAX_ENTRIES = 16384;
-  private readonly groups = new Map<string, GPUBindGroup>();
+  /** Entries by a hash of what they bind; each entry keeps that in full (`key`), which decides a hit. */
+  private readonly groups = new Map<number, { key: number[]; group: GPUBindGroup }[]>();
+  private entries = 0;
   private readonly ids = new WeakMap<object, number>();
   private nextId = 1;
   /** Bind groups created so far (the bench reports them per token). */
@@ -124,27 +148,72 @@ export class BindGroupCache {
   }
 
   get(device: GPUDevice, pipeline: GPUComputePipeline, bindings: (Binding | undefined)[]): GPUBindGroup {
-    // The key alone on a hit (every dispatch of a decode step after its first token): recording a step is
-    // what bounds classic decode on a fast GPU (the 12B on an H200: ~760 dispatches and ~12 ms of CPU
-    // per token against ~0.2 ms of waiting), so the hit path allocates nothing but the key.
-    let key = String(this.id(pipeline));
+    // A hit (every dispatch of a decode step after its first token) allocates nothing: the identity is
+    // hashed and then compared field by field with the entry's. Recording a step is what bounds classic
+    // decode on a fast GPU (the 12B on an H200: ~500 dispatches per token, 8-17 us of host time each), and a
+    // string key per dispatch cost ~1 us of that (scripts/record-microbench.ts).
+    let h = Math.imul(this.id(pipeline), 0x9e3779b1);
     for (let binding = 0; binding < bindings.length; binding++) {
       const b = bindings[binding];
       if (!b) continue;
-      key +=
-        'buffer' in b
-          ? `|${binding}:${this.id(b.buffer)}:${b.offset ?? 0}:${b.size ?? ''}`
-          : `|${binding}:${this.id(b)}:0:`;
+      const whole = !('buffer' in b);
+      h = Math.imul(h ^ binding, 0x85ebca6b) ^ this.id(whole ? b : b.buffer);
+      h = Math.imul(h ^ (whole ? 0 : (b.offset ?? 0)), 0xc2b2ae35) ^ (whole ? -1 : (b.size ?? -1));
     }
-    let g = this.groups.get(key);
-    if (!g) {
-      if (this.groups.size >= BindGroupCache.MAX_ENTRIES) this.groups.clear();
-      g = createBindGroup(device, pipeline, bindings);
-      this.groups.set(key, g);
-      this.created++;
+    const bucket = this.groups.get(h);
+    if (bucket) for (const e of bucket) if (sameKey(e.key, this, pipeline, bindings)) return e.group;
+    if (this.entries >= BindGroupCache.MAX_ENTRIES) {
+      this.groups.clear();
+      this.entries = 0;
     }
-    return g;
+    const group = createBindGroup(device, pipeline, bindings);
+    const entry = { key: keyOf(this, pipeline, bindings), group };
+    const list = this.groups.get(h);
+    if (list) list.push(entry);
+    else this.groups.set(h, [entry]);
+    this.entries++;
+    this.created++;
+    return group;
   }
+
+  /** The identity of an object as this cache numbers it (keyOf, sameKey). */
+  idOf(o: object): number {
+    return this.id(o);
+  }
+}
+
+/** What a bind group binds, as numbers: the pipeline, then (binding, buffer, offset, size) per binding. */
+function keyOf(c: BindGroupCache, pipeline: GPUComputePipeline, bindings: (Binding | undefined)[]): number[] {
+  const key = [c.idOf(pipeline)];
+  bindings.forEach((b, binding) => {
+    if (!b) return;
+    if ('buffer' in b) key.push(binding, c.idOf(b.buffer), b.offset ?? 0, b.size ?? -1);
+    else key.push(binding, c.idOf(b), 0, -1);
+  });
+  return key;
+}
+
+/** Whether `key` (keyOf) describes these bindings of `pipeline`, compared without allocating. */
+function sameKey(
+  key: number[],
+  c: BindGroupCache,
+  pipeline: GPUComputePipeline,
+  bindings: (Binding | undefined)[],
+): boolean {
+  if (key[0] !== c.idOf(pipeline)) return false;
+  let i = 1;
+  for (let binding = 0; binding < bindings.length; binding++) {
+    const b = bindings[binding];
+    if (!b) continue;
+    if (i + 4 > key.length || key[i] !== binding) return false;
+    const ok =
+      'buffer' in b
+        ? key[i + 1] === c.idOf(b.buffer) && key[i + 2] === (b.offset ?? 0) && key[i + 3] === (b.size ?? -1)
+        : key[i + 1] === c.idOf(b) && key[i + 2] === 0 && key[i + 3] === -1;
+    if (!ok) return false;
+    i += 4;
+  }
+  return i === key.length;
 }
 
 /** A bind group of `pipeline`'s layout 0 with `bindings[i]` at @binding(i) (holes left out). */

@@ -70,18 +70,18 @@ export function paramsLayout(shader: string): ParamsLayout {
 }
 
 /**
- * Writes `values` into `view` (little-endian, at byteOffset 0) by the layout's field names. Throws for
+ * Writes `values` into `view` (little-endian, from byte `at` of the view) by the layout's field names. Throws for
  * a field the struct has and `values` lacks (padding excepted), for a name the struct does not have,
  * and for a value its field cannot hold (a u32 that is not an integer in 0 .. 2^32 - 1, an i32 outside
  * its range, a boolean for an f32).
  */
-export function packParams(layout: ParamsLayout, values: ParamValues, view: DataView): void {
+export function packParams(layout: ParamsLayout, values: ParamValues, view: DataView, at = 0): void {
   let given = 0;
   for (const f of layout.fields) {
     const v = values[f.name];
     if (v === undefined) {
       if (f.name.startsWith('_')) {
-        view.setUint32(f.offset, 0, true);
+        view.setUint32(at + f.offset, 0, true);
         continue;
       }
       throw new Error(`${layout.source}: Params field "${f.name}" (${f.type}) is missing`);
@@ -89,18 +89,22 @@ export function packParams(layout: ParamsLayout, values: ParamValues, view: Data
     given++;
     if (f.type === 'f32') {
       if (typeof v !== 'number') throw new Error(`${layout.source}: Params field "${f.name}" is f32, not ${typeof v}`);
-      view.setFloat32(f.offset, v, true);
+      view.setFloat32(at + f.offset, v, true);
       continue;
     }
     const n = typeof v === 'boolean' ? (v ? 1 : 0) : v;
     const ok =
       Number.isInteger(n) && (f.type === 'u32' ? n >= 0 && n <= 0xffffffff : n >= -0x80000000 && n <= 0x7fffffff);
     if (!ok) throw new Error(`${layout.source}: Params field "${f.name}" is ${f.type}; ${v} does not fit`);
-    if (f.type === 'u32') view.setUint32(f.offset, n, true);
-    else view.setInt32(f.offset, n, true);
+    if (f.type === 'u32') view.setUint32(at + f.offset, n, true);
+    else view.setInt32(at + f.offset, n, true);
   }
-  const keys = Object.keys(values);
-  if (keys.length !== given) {
+  // Counted without Object.keys: this runs for every dispatch of every step, and an array per call is
+  // work for the garbage collector on the path that bounds classic decode (Recorder.params).
+  let count = 0;
+  for (const _ in values) count++;
+  if (count !== given) {
+    const keys = Object.keys(values);
     const unknown = keys.filter((k) => values[k] !== undefined && !layout.fields.some((f) => f.name === k));
     if (unknown.length)
       throw new Error(

@@ -51,9 +51,19 @@ export function setRecorderTally(t: RecorderTally | undefined): void {
 const SLOT = 256; // >= minUniformBufferOffsetAlignment on every adapter we know (the spec maximum)
 const SLOTS_PER_ARENA = 256;
 
-interface Arena {
+/**
+ * A uniform buffer of SLOTS_PER_ARENA parameter blocks and the host copy its blocks are packed into. Both
+ * are kept for the device's lifetime (KernelCache.freeArenas): a fresh 64 KiB ArrayBuffer per recorder was
+ * external memory V8 had to account and collect, and on lavapipe that garbage collection took about a fifth
+ * of the host's time in chained decode (a profile of scripts/record-microbench.ts, 2026-12-02).
+ */
+export interface ParamArena {
   buffer: GPUBuffer;
   data: ArrayBuffer;
+  view: DataView;
+}
+
+interface Arena extends ParamArena {
   used: number;
 }
 
@@ -101,20 +111,23 @@ export class Recorder {
     if (size > SLOT) throw new Error(`${shader}: parameter block of ${size} bytes is larger than ${SLOT}`);
     let arena = this.arenas[this.arenas.length - 1];
     if (!arena || arena.used === SLOTS_PER_ARENA) {
-      const buffer =
-        this.kernels.freeArenas.shift() ??
-        this.device.createBuffer({
-          label: 'params',
-          size: SLOT * SLOTS_PER_ARENA,
-          usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST,
-        });
-      arena = { buffer, data: new ArrayBuffer(SLOT * SLOTS_PER_ARENA), used: 0 };
+      arena = { ...(this.kernels.freeArenas.shift() ?? this.newArena()), used: 0 };
       this.arenas.push(arena);
     }
     const offset = arena.used * SLOT;
-    packParams(layout, values, new DataView(arena.data, offset, SLOT));
+    packParams(layout, values, arena.view, offset);
     arena.used++;
     return tagParams({ buffer: arena.buffer, offset, size }, shader);
+  }
+
+  private newArena(): ParamArena {
+    const buffer = this.device.createBuffer({
+      label: 'params',
+      size: SLOT * SLOTS_PER_ARENA,
+      usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST,
+    });
+    const data = new ArrayBuffer(SLOT * SLOTS_PER_ARENA);
+    return { buffer, data, view: new DataView(data) };
   }
 
   /** One compute dispatch: `bindings[0]` is normally the params block. */
@@ -168,7 +181,7 @@ export class Recorder {
     for (const a of this.arenas) this.device.queue.writeBuffer(a.buffer, 0, a.data, 0, a.used * SLOT);
     this.device.queue.submit([this.encoder.finish()]);
     // Back to the pool in the order they were taken, so the next recorder binds the same slots.
-    this.kernels.freeArenas.unshift(...this.arenas.map((a) => a.buffer));
+    this.kernels.freeArenas.unshift(...this.arenas.map(({ buffer, data, view }) => ({ buffer, data, view })));
     this.arenas.length = 0;
     const done = this.temporaries.splice(0);
     if (done.length) void this.device.queue.onSubmittedWorkDone().then(() => done.forEach((b) => b.destroy()));

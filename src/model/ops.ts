@@ -92,8 +92,10 @@ export function coopThreads(outFeatures = 0, entry: 'main' | 'gate_up' = 'main')
  * workgroups would leave a GPU's cores idle. H200, 12B shapes (cold weights): the LM head 292 us with 2,
  * 246 us with 4 at M = 1; the 8-bit gate/up projection 32.1 -> 26.1 us, the 4-bit one 22.2 -> 21.0 us; at
  * M = 4 and 8 within 2%. 8192 x 3840 (the stacked q, k, v of a sliding layer), R = 1 / 2 / 4: 15.9 / 13.1 /
- * 14.0 us at M = 1, 37.0 / 26.4 / 32.1 us at M = 4 (2026-12-02, fourth session). The fused `gate_up` entry
- * serves two features of each matrix (four slots too) and takes at most 2.
+ * 14.0 us at M = 1, 37.0 / 26.4 / 32.1 us at M = 4 (2026-12-02, fourth session). The down projection (3840 x
+ * 15360), R = 1 / 2: 23.7 / 32.9 us at M = 1, 65.7 / 72.5 us at M = 4; with workgroups of 128 instead of
+ * COOP_WG, 32.1 / 29.9 and 146.4 / 81.0 us (sixth session). The fused `gate_up` entry serves two features of
+ * each matrix (four slots too) and takes at most 2.
  */
 export function coopFeatures(outFeatures: number, entry: 'main' | 'gate_up' = 'main'): number {
   const r = coopFeaturesOverride ?? (outFeatures >= 12288 ? 4 : outFeatures >= 6144 ? 2 : 1);
