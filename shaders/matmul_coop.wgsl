@@ -249,7 +249,10 @@ fn staged_passes(fs: Features, lid: u32, p0: Pair, p1: Pair, two: bool, r0: u32,
   // Measured on an H200 and rejected (2026-12-01): loading the next group's words ahead here (gate_up
   // 4-bit M = 4 100.5 -> 120.3 us) and 48 KiB chunks (-> 133.6 us). Both slowed single rows as well (LM
   // head 248 -> 339 us), which never run this code: one pipeline serves every M, so the registers and
-  // workgroup memory of this path set the occupancy of row_slots too.
+  // workgroup memory of this path set the occupancy of row_slots too. Double buffering through registers
+  // (each invocation loads its share of the next chunk's x while this one is computed; sixth session): down
+  // M = 4 65.9 -> 61.7 us, but the 4-bit gate/up projection 45.9 -> 59.8 and the fused gate_up 84.6 ->
+  // 108.7 (single rows of R = 4 20.6 -> 24.4: the registers again).
   let cg = SHARED_VEC4 / (rows * gv) / T * T;
   let xrow = cg * gv; // staged vec4s between rows
   for (var c0 = 0u; c0 < groups; c0 += cg) {
