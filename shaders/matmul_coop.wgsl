@@ -252,7 +252,9 @@ fn staged_passes(fs: Features, lid: u32, p0: Pair, p1: Pair, two: bool, r0: u32,
   // workgroup memory of this path set the occupancy of row_slots too. Double buffering through registers
   // (each invocation loads its share of the next chunk's x while this one is computed; sixth session): down
   // M = 4 65.9 -> 61.7 us, but the 4-bit gate/up projection 45.9 -> 59.8 and the fused gate_up 84.6 ->
-  // 108.7 (single rows of R = 4 20.6 -> 24.4: the registers again).
+  // 108.7 (single rows of R = 4 20.6 -> 24.4: the registers again). 32 KiB of staged x (SHARED_VEC4 2048,
+  // which also allows T = 32 for blocks): every shape slower, single rows too (T = 16: gate/up M = 1 / 4
+  // 20.6 / 45.9 -> 24.3 / 58.7 us, down 23.7 / 65.7 -> 33.4 / 101.6; T = 32 slower still).
   let cg = SHARED_VEC4 / (rows * gv) / T * T;
   let xrow = cg * gv; // staged vec4s between rows
   for (var c0 = 0u; c0 < groups; c0 += cg) {
