@@ -254,7 +254,10 @@ fn staged_passes(fs: Features, lid: u32, p0: Pair, p1: Pair, two: bool, r0: u32,
   // M = 4 65.9 -> 61.7 us, but the 4-bit gate/up projection 45.9 -> 59.8 and the fused gate_up 84.6 ->
   // 108.7 (single rows of R = 4 20.6 -> 24.4: the registers again). 32 KiB of staged x (SHARED_VEC4 2048,
   // which also allows T = 32 for blocks): every shape slower, single rows too (T = 16: gate/up M = 1 / 4
-  // 20.6 / 45.9 -> 24.3 / 58.7 us, down 23.7 / 65.7 -> 33.4 / 101.6; T = 32 slower still).
+  // 20.6 / 45.9 -> 24.3 / 58.7 us, down 23.7 / 65.7 -> 33.4 / 101.6; T = 32 slower still). 8 KiB with
+  // passes of 2 rows (ROWS 2): blocks of 2 faster (gate/up 33.1 -> 28.6 us, fused gate_up 64.4 -> 57.0),
+  // blocks of 4 slower (45.9 -> 53.2, 84.8 -> 111.3: two passes over the weights), single rows mixed
+  // (gate/up 20.6 -> 20.1, down 23.8 -> 28.0): verify blocks are of 4 rows by default, so 16 KiB stays.
   let cg = SHARED_VEC4 / (rows * gv) / T * T;
   let xrow = cg * gv; // staged vec4s between rows
   for (var c0 = 0u; c0 < groups; c0 += cg) {
