@@ -156,18 +156,17 @@ export class BindGroupCache {
     for (let binding = 0; binding < bindings.length; binding++) {
       const b = bindings[binding];
       if (!b) continue;
-      const whole = !('buffer' in b);
-      h = Math.imul(h ^ binding, 0x85ebca6b) ^ this.id(whole ? b : b.buffer);
-      h = Math.imul(h ^ (whole ? 0 : (b.offset ?? 0)), 0xc2b2ae35) ^ (whole ? -1 : (b.size ?? -1));
+      h = Math.imul(h ^ binding, 0x85ebca6b) ^ this.id(bufferOf(b));
+      h = Math.imul(h ^ offsetOf(b), 0xc2b2ae35) ^ sizeOf(b);
     }
     const bucket = this.groups.get(h);
-    if (bucket) for (const e of bucket) if (sameKey(e.key, this, pipeline, bindings)) return e.group;
+    if (bucket) for (const e of bucket) if (this.sameKey(e.key, pipeline, bindings)) return e.group;
     if (this.entries >= BindGroupCache.MAX_ENTRIES) {
       this.groups.clear();
       this.entries = 0;
     }
     const group = createBindGroup(device, pipeline, bindings);
-    const entry = { key: keyOf(this, pipeline, bindings), group };
+    const entry = { key: this.keyOf(pipeline, bindings), group };
     const list = this.groups.get(h);
     if (list) list.push(entry);
     else this.groups.set(h, [entry]);
@@ -176,45 +175,41 @@ export class BindGroupCache {
     return group;
   }
 
-  /** The identity of an object as this cache numbers it (keyOf, sameKey). */
-  idOf(o: object): number {
-    return this.id(o);
+  /** What a bind group binds, as numbers: the pipeline, then (binding, buffer, offset, size) per binding. */
+  private keyOf(pipeline: GPUComputePipeline, bindings: (Binding | undefined)[]): number[] {
+    const key = [this.id(pipeline)];
+    bindings.forEach((b, binding) => {
+      if (b) key.push(binding, this.id(bufferOf(b)), offsetOf(b), sizeOf(b));
+    });
+    return key;
+  }
+
+  /** Whether `key` (keyOf) describes these bindings of `pipeline`, compared without allocating. */
+  private sameKey(key: number[], pipeline: GPUComputePipeline, bindings: (Binding | undefined)[]): boolean {
+    if (key[0] !== this.id(pipeline)) return false;
+    let i = 1;
+    for (let binding = 0; binding < bindings.length; binding++) {
+      const b = bindings[binding];
+      if (!b) continue;
+      if (
+        i + 4 > key.length ||
+        key[i] !== binding ||
+        key[i + 1] !== this.id(bufferOf(b)) ||
+        key[i + 2] !== offsetOf(b) ||
+        key[i + 3] !== sizeOf(b)
+      )
+        return false;
+      i += 4;
+    }
+    return i === key.length;
   }
 }
 
-/** What a bind group binds, as numbers: the pipeline, then (binding, buffer, offset, size) per binding. */
-function keyOf(c: BindGroupCache, pipeline: GPUComputePipeline, bindings: (Binding | undefined)[]): number[] {
-  const key = [c.idOf(pipeline)];
-  bindings.forEach((b, binding) => {
-    if (!b) return;
-    if ('buffer' in b) key.push(binding, c.idOf(b.buffer), b.offset ?? 0, b.size ?? -1);
-    else key.push(binding, c.idOf(b), 0, -1);
-  });
-  return key;
-}
-
-/** Whether `key` (keyOf) describes these bindings of `pipeline`, compared without allocating. */
-function sameKey(
-  key: number[],
-  c: BindGroupCache,
-  pipeline: GPUComputePipeline,
-  bindings: (Binding | undefined)[],
-): boolean {
-  if (key[0] !== c.idOf(pipeline)) return false;
-  let i = 1;
-  for (let binding = 0; binding < bindings.length; binding++) {
-    const b = bindings[binding];
-    if (!b) continue;
-    if (i + 4 > key.length || key[i] !== binding) return false;
-    const ok =
-      'buffer' in b
-        ? key[i + 1] === c.idOf(b.buffer) && key[i + 2] === (b.offset ?? 0) && key[i + 3] === (b.size ?? -1)
-        : key[i + 1] === c.idOf(b) && key[i + 2] === 0 && key[i + 3] === -1;
-    if (!ok) return false;
-    i += 4;
-  }
-  return i === key.length;
-}
+// A binding's buffer, offset and size as the cache keys them: a whole buffer binds what a range of it from
+// offset 0 without a size does (size -1: to the end).
+const bufferOf = (b: Binding): GPUBuffer => ('buffer' in b ? b.buffer : b);
+const offsetOf = (b: Binding): number => ('buffer' in b ? (b.offset ?? 0) : 0);
+const sizeOf = (b: Binding): number => ('buffer' in b ? (b.size ?? -1) : -1);
 
 /** A bind group of `pipeline`'s layout 0 with `bindings[i]` at @binding(i) (holes left out). */
 function createBindGroup(

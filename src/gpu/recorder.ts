@@ -61,9 +61,7 @@ export interface ParamArena {
   buffer: GPUBuffer;
   data: ArrayBuffer;
   view: DataView;
-}
-
-interface Arena extends ParamArena {
+  /** Blocks packed since a Recorder took it (reset when one takes it). */
   used: number;
 }
 
@@ -83,7 +81,7 @@ export class Recorder {
   private pass: GPUComputePassEncoder | undefined;
   /** The pipeline last set on `pass`. */
   private passPipeline: GPUComputePipeline | undefined;
-  private readonly arenas: Arena[] = [];
+  private readonly arenas: ParamArena[] = [];
   readonly temporaries: GPUBuffer[] = [];
   dispatches = 0;
   /** When set, every dispatch runs in its own pass with timestamps (src/gpu/profiler.ts). */
@@ -111,7 +109,8 @@ export class Recorder {
     if (size > SLOT) throw new Error(`${shader}: parameter block of ${size} bytes is larger than ${SLOT}`);
     let arena = this.arenas[this.arenas.length - 1];
     if (!arena || arena.used === SLOTS_PER_ARENA) {
-      arena = { ...(this.kernels.freeArenas.shift() ?? this.newArena()), used: 0 };
+      arena = this.kernels.freeArenas.shift() ?? this.newArena();
+      arena.used = 0;
       this.arenas.push(arena);
     }
     const offset = arena.used * SLOT;
@@ -127,7 +126,7 @@ export class Recorder {
       usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST,
     });
     const data = new ArrayBuffer(SLOT * SLOTS_PER_ARENA);
-    return { buffer, data, view: new DataView(data) };
+    return { buffer, data, view: new DataView(data), used: 0 };
   }
 
   /** One compute dispatch: `bindings[0]` is normally the params block. */
@@ -181,7 +180,7 @@ export class Recorder {
     for (const a of this.arenas) this.device.queue.writeBuffer(a.buffer, 0, a.data, 0, a.used * SLOT);
     this.device.queue.submit([this.encoder.finish()]);
     // Back to the pool in the order they were taken, so the next recorder binds the same slots.
-    this.kernels.freeArenas.unshift(...this.arenas.map(({ buffer, data, view }) => ({ buffer, data, view })));
+    this.kernels.freeArenas.unshift(...this.arenas);
     this.arenas.length = 0;
     const done = this.temporaries.splice(0);
     if (done.length) void this.device.queue.onSubmittedWorkDone().then(() => done.forEach((b) => b.destroy()));
