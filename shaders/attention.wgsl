@@ -291,12 +291,13 @@ fn seg_pv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
 // row's key count and the plan, never of M), so a verify row and the chain step it stands for take the
 // same branch. This saves two dispatches per layer on GPUs, where each costs ~10-40 us whatever its
 // size; attention-op.ts keeps the four passes on software adapters, where a barrier is a context switch.
-// 64 invocations and 3 KiB of workgroup memory fit every adapter (SwiftShader: 256, 16 KiB).
+// 64 invocations and 5 KiB of workgroup memory fit every adapter (SwiftShader: 256, 16 KiB). With
+// HP = 2 (below) a workgroup takes two heads of one kv head: each step above runs for both, per head.
 //
 // Speed on a GPU (an H200: 132 SMs, DRAM latency ~0.6-1 us under load). Sliding attention at M = 1
 // over 1024 slots, 16 q / 8 kv heads, d 256 reads 16.8 MB of K and V: at 0.25 x copy bandwidth that is
 // ~18 us, about 1 TB/s, which by Little's law needs ~1 MB of loads in flight. The exact plan gives
-// 16 segments x 16 heads = 256 workgroups of 64, i.e. ~2 workgroups (4 warps) per SM: far too few
+// 16 segments x 16 heads = 256 workgroups of 64 (128 with head pairs), ~1-2 per SM: far too few
 // warps to hide DRAM latency by occupancy, and the plan (64-key segments, a function of the key count
 // shared with the software class) and the sequential compensated dot over d per key (the arithmetic
 // the four-pass path and the tests fix) cannot be split further without changing bits. So the
@@ -311,37 +312,51 @@ fn seg_pv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
 //   - V loads are coalesced: for a key, the 64 invocations of step 3 read 64 consecutive vec4 (1 KiB).
 //     A batch holding a staging row (at most M keys of a row) takes the per-key path; the test reads
 //     workgroup memory, so the whole workgroup takes the same branch.
-//   - the q heads of a kv head (GQA) are adjacent workgroups (index (j heads + h) seg_stride + g), in
-//     flight together, so the second head's K and V reads hit L2 (50 MB on an H200, the layer 16.8 MB):
-//     DRAM traffic stays ~1x; L2 traffic, ~10 TB/s, is 2x and not the bound.
-// Not done here (each would need a new plan or arithmetic for the GPU class and its tests): both q heads of
-// a kv head in one workgroup, a tree over d per key. Other plans were measured (2026-12-02, sixth session;
-// keys per segment SEG_KEYS / workgroup size, M = 1 and M = 4, 1024 slots at d 256): 64 / 64 (this one)
-// 22.0 / 38.3 us; 32 / 64 23.4 / 46.7; 32 / 32 25.5 / 49.8; 16 / 64 27.7 / 52.0; 64 / 32 28.3 / 43.3;
-// 128 / 64 26.3 / 40.3; 128 / 128 24.2 / 38.5; 256 / 128 34.2 / 44.8: more, shorter segments (more
-// workgroups in flight) and fewer, longer ones both lose to 64-key segments.
-// Where the 22 us (both dispatches, M = 1) go, one cost knocked out at a time on the H200 (2026-12-01):
-// combine_fused's work 5.3 us (mostly the cost of a second dispatch), K loads 4.2 us, step 2's max and
-// sum 1.6 us, V loads 1.3 us, the compensation of the dot products ~0. Loading K one batch ahead, q from
-// workgroup memory and V's first batch before step 2 made it slower (27.8 us: registers), so the loads
-// stay as they are. Longer K batches with q read from workgroup memory (2026-12-02; KB = 16 / 32):
-// M = 1 20.6 / 21.6 us against 22.0-22.3, but M = 4 45-47 us against 22-38 us, and V batches of 16
-// slower at both (24.9 us): not taken; the K round trips are not what bounds this kernel.
+//   - the q heads of a kv head (GQA) run in one workgroup where they come in pairs (HP, below): each
+//     K and V load serves both heads' chains, the pair shares its key locations, and its two chains
+//     per key give an invocation twice the independent arithmetic.
+// Measured on the H200 (12B sliding layer, 1024 slots, d 256; M = 1 / 4 / 8, both dispatches, the
+// cache warm in L2 as the bench has it). Seventh session: one workgroup per head 22.1 / 38.3 / 70.4 us
+// (seg_fused alone 15.2 / 31.2 / 63.3, combine_fused 6.3); pairs in one workgroup with combine_fused's
+// loads in one batch 20.0 / 28.2 / 40.3 (combine_fused 5.3); with K batches of 16 (KP) 17.8 / 27.8 / 45.7
+// (seg_fused 12.2 / 22.1 / 39.9), kept. Measured and not kept: a pair's heads on separate invocations
+// (64 per head, the second head's loads from L1) 21.9 / 37.1 / 59.1, with KP = 16 19.1 / 44.8 / 68.7;
+// every K and V line of a key requested at once before its chain (a prefetch through loads folded into
+// a never-stored value) 20.7 / 30.8 (K lines only 20.5 / 29.2, V only 20.8 / 29.2); step 3's V loads
+// one batch ahead 18.6 / 28.6 / 47.5; step 3's first V batch loaded before step 2 18.3 / 28.2 / 46.7;
+// V batches of 16 22.0 / 30.9. So neither DRAM round trips (the cache sits in L2) nor step 3's loads
+// bound it; what is left is a workgroup's serial path (a 256-step compensated chain per key, one
+// invocation's max and sum, three barriers) and combine_fused, which costs ~5 us at M = 1 mostly as a
+// second dispatch.
+// Earlier measurements (one workgroup per head): other plans (2026-12-02, sixth session; keys per segment
+// SEG_KEYS / workgroup size, M = 1 and M = 4): 64 / 64 (this one) 22.0 / 38.3 us; 32 / 64 23.4 / 46.7;
+// 32 / 32 25.5 / 49.8; 16 / 64 27.7 / 52.0; 64 / 32 28.3 / 43.3; 128 / 64 26.3 / 40.3; 128 / 128
+// 24.2 / 38.5; 256 / 128 34.2 / 44.8: more, shorter segments (more workgroups in flight) and fewer,
+// longer ones both lose to 64-key segments. Knock-outs (2026-12-01): combine_fused's work 5.3 us, K loads
+// 4.2 us, step 2's max and sum 1.6 us, V loads 1.3 us, the compensation of the dot products ~0.
+// Loading K one batch ahead, q from workgroup memory and V's first batch before step 2: slower (27.8 us).
+// Heads per seg_fused workgroup (attention-op.ts fusedHeads): 2 where the q heads of a kv head (GQA)
+// come in pairs, else 1. A pair shares its segment's key locations, and every K and V load serves both
+// heads; each head still runs its own chains in the order above (score_pair is score_fused for two
+// heads, step 2 takes one invocation per head, step 3 two accumulators), so its bits are those of a
+// workgroup of its own (test/gpu/kernels-attention.test.ts compares both with the four passes).
+override HP: u32 = 1u;
 const SEG_CAP: u32 = 256u;
-var<workgroup> wg_s: array<f32, SEG_CAP>;   // score, then e_i
-var<workgroup> wg_c: array<f32, SEG_CAP>;   // score compensation
-var<workgroup> wg_loc: array<u32, SEG_CAP>; // key_of: row | from_stage << 31
-var<workgroup> wg_mx: f32;
+var<workgroup> wg_s: array<f32, 2 * SEG_CAP>;   // score, then e_i; head slot hs at hs * SEG_CAP
+var<workgroup> wg_c: array<f32, 2 * SEG_CAP>;   // score compensation
+var<workgroup> wg_loc: array<u32, SEG_CAP>;     // key_of: row | from_stage << 31
+var<workgroup> wg_mx: array<f32, 2>;
 
 // Makes the previous step's writes (to `s` for a long segment, to workgroup memory otherwise) visible
 // to the whole workgroup. `big` is uniform (the segment's length), as a barrier requires.
 fn seg_sync(big: bool) {
   if (big) { storageBarrier(); } else { workgroupBarrier(); }
 }
-// Score (or, after step 2, e_i) of the segment's k-th key, key i = lo + k of the (j, h) at s offset b.
-fn seg_score(big: bool, b: u32, i: u32, k: u32) -> f32 {
+// Score (or, after step 2, e_i) of the segment's k-th key, key i = lo + k, of head slot hs, whose
+// (j, h) starts at s offset b.
+fn seg_score(big: bool, b: u32, i: u32, k: u32, hs: u32) -> f32 {
   if (big) { return s[2u * (b + i)]; }
-  return wg_s[k];
+  return wg_s[hs * SEG_CAP + k];
 }
 
 // Location of the segment's k-th key (key i = lo + k of row j): from workgroup memory when it is there.
@@ -350,96 +365,160 @@ fn seg_loc(big: bool, j: u32, i: u32, k: u32) -> vec2<u32> {
   return vec2<u32>(wg_loc[k] >> 31u, wg_loc[k] & 0x7fffffffu);
 }
 
+// score_fused for heads jh and jh + 1 (HP = 2): each batch of the key loaded once, each head's chain
+// score_fused's expressions in score_fused's order. Returns (score, compensation) of both. Batches of
+// KP vec4 (the batch size changes no step of a chain). Measured on an H200 (12B sliding layer, 1024
+// slots; seventh session): KP = 16 17.8 / 27.8 / 45.7 us at M = 1 / 4 / 8 against 20.0 / 28.2 / 40.3
+// with KP = 8. A single head keeps KB = 8: 16 made its blocks slower (M = 4 38 -> 45-47 us, above).
+const KP: u32 = 16u;
+fn score_pair(j: u32, jh: u32, kvh: u32, i: u32, loc: vec2<u32>) -> vec4<f32> {
+  if (is_masked(j, i)) { return vec4<f32>(MASKED, 0.0, MASKED, 0.0); }
+  let d4 = P.d / 4u;
+  let qb0 = jh * d4;
+  let qb1 = qb0 + d4;
+  let kb = (loc.y * P.kv_heads + kvh) * d4;
+  var acc0 = vec2<f32>(0.0);
+  var acc1 = vec2<f32>(0.0);
+  var q0: array<vec4<f32>, KP>;
+  var q1: array<vec4<f32>, KP>;
+  var kv: array<vec4<f32>, KP>;
+  var c = 0u;
+  for (; c + KP <= d4; c += KP) {
+    for (var u = 0u; u < KP; u++) {
+      q0[u] = q[qb0 + c + u];
+      q1[u] = q[qb1 + c + u];
+    }
+    if (loc.x == 1u) {
+      for (var u = 0u; u < KP; u++) { kv[u] = k_stage[kb + c + u]; }
+    } else {
+      for (var u = 0u; u < KP; u++) { kv[u] = k_cache[kb + c + u]; }
+    }
+    for (var u = 0u; u < KP; u++) { acc0 = ksum_add4(acc0, q0[u] * kv[u]); }
+    for (var u = 0u; u < KP; u++) { acc1 = ksum_add4(acc1, q1[u] * kv[u]); }
+  }
+  for (; c < d4; c++) {
+    var kc: vec4<f32>;
+    if (loc.x == 1u) { kc = k_stage[kb + c]; } else { kc = k_cache[kb + c]; }
+    acc0 = ksum_add4(acc0, q[qb0 + c] * kc);
+    acc1 = ksum_add4(acc1, q[qb1 + c] * kc);
+  }
+  let t0 = ksum_value(acc0);
+  let t1 = ksum_value(acc1);
+  return vec4<f32>(t0, (acc0.x - t0) + acc0.y, t1, (acc1.x - t1) + acc1.y);
+}
+
 // Values per register batch in steps 2 and 3 (see score_fused, KB, for why batches).
 const PB: u32 = 8u;
 
 @compute @workgroup_size(WG)
 fn seg_fused(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
              @builtin(local_invocation_index) lid: u32) {
-  // One workgroup per (j, h, g); everything up to `big` is uniform, so whole workgroups return.
+  // One workgroup per (j, HP heads from h0, g); everything up to `big` is uniform, so whole workgroups
+  // return. Head slot hs is head h0 + hs (its (j, h) index jh0 + hs).
   let wg = linear_workgroup(wid, nwg);
   let g = wg % P.seg_stride;
-  let jh = wg / P.seg_stride;
-  if (jh >= P.M * P.heads) { return; }
-  let j = jh / P.heads;
+  let jh0 = (wg / P.seg_stride) * HP;
+  if (jh0 >= P.M * P.heads) { return; }
+  let j = jh0 / P.heads;
   let n = key_count(j);
   if (g >= seg_count(n)) { return; }
-  let kvh = (jh % P.heads) / (P.heads / P.kv_heads);
+  let kvh = (jh0 % P.heads) / (P.heads / P.kv_heads);
   let r = seg_range(n, g);
   let len = r.y - r.x;
   let big = len > SEG_CAP;
-  let b = jh * P.key_stride;
+  let b0 = jh0 * P.key_stride; // head slot hs's scores at b0 + hs * key_stride
 
-  // 1. scores (as `scores`; score_fused is score_of with batched loads)
+  // 1. scores (as `scores`; score_fused is score_of with batched loads, score_pair two of them)
   for (var k = lid; k < len; k += WG) {
     let i = r.x + k;
     let loc = key_of(j, i);
-    let sc = score_fused(j, jh, kvh, i, loc);
-    if (big) {
-      s[2u * (b + i)] = sc.x;
-      s[2u * (b + i) + 1u] = sc.y;
+    var sc = vec4<f32>(0.0);
+    if (HP == 2u) {
+      sc = score_pair(j, jh0, kvh, i, loc);
     } else {
-      wg_s[k] = sc.x;
-      wg_c[k] = sc.y;
-      wg_loc[k] = loc.y | (loc.x << 31u);
+      sc = vec4<f32>(score_fused(j, jh0, kvh, i, loc), 0.0, 0.0);
     }
+    for (var hs = 0u; hs < HP; hs++) {
+      let v = select(sc.xy, sc.zw, hs == 1u);
+      if (big) {
+        let at = 2u * (b0 + hs * P.key_stride + i);
+        s[at] = v.x;
+        s[at + 1u] = v.y;
+      } else {
+        wg_s[hs * SEG_CAP + k] = v.x;
+        wg_c[hs * SEG_CAP + k] = v.y;
+      }
+    }
+    if (!big) { wg_loc[k] = loc.y | (loc.x << 31u); }
   }
   seg_sync(big);
 
-  // 2. max, e_i and their sum (as seg_softmax): the max and the sum in key order by one invocation,
-  // PB values loaded into registers ahead of each PB steps of the chain.
-  if (lid == 0u) {
+  // 2. max, e_i and their sum (as seg_softmax): each head's max and sum in key order by one invocation
+  // (the max: invocation hs; the sum: invocation WG - 1 - hs), PB values loaded into registers ahead of
+  // each PB steps of the chain.
+  if (lid < HP) {
+    let hs = lid;
+    let b = b0 + hs * P.key_stride;
     var mx = MASKED;
-    if (len > 0u) { mx = seg_score(big, b, r.x, 0u); }
+    if (len > 0u) { mx = seg_score(big, b, r.x, 0u, hs); }
     var k = 1u;
     if (!big) {
       var sv: array<f32, PB>;
       for (; k + PB <= len; k += PB) {
-        for (var u = 0u; u < PB; u++) { sv[u] = wg_s[k + u]; }
+        for (var u = 0u; u < PB; u++) { sv[u] = wg_s[hs * SEG_CAP + k + u]; }
         for (var u = 0u; u < PB; u++) { mx = max(mx, sv[u]); }
       }
     }
-    for (; k < len; k++) { mx = max(mx, seg_score(big, b, r.x + k, k)); }
-    wg_mx = mx;
+    for (; k < len; k++) { mx = max(mx, seg_score(big, b, r.x + k, k, hs)); }
+    wg_mx[hs] = mx;
   }
   workgroupBarrier();
-  if (big) { storageBarrier(); } // invocation 0's reads of `s` before the e_i overwrite them
-  let mx = wg_mx;
+  if (big) { storageBarrier(); } // the max's reads of `s` before the e_i overwrite them
   for (var k = lid; k < len; k += WG) {
     let i = r.x + k;
-    if (big) {
-      let at = 2u * (b + i);
-      s[at] = exp_ref((s[at] - mx) + s[at + 1u]);
-    } else {
-      wg_s[k] = exp_ref((wg_s[k] - mx) + wg_c[k]);
+    for (var hs = 0u; hs < HP; hs++) {
+      let mx = wg_mx[hs];
+      if (big) {
+        let at = 2u * (b0 + hs * P.key_stride + i);
+        s[at] = exp_ref((s[at] - mx) + s[at + 1u]);
+      } else {
+        let at = hs * SEG_CAP + k;
+        wg_s[at] = exp_ref((wg_s[at] - mx) + wg_c[at]);
+      }
     }
   }
   seg_sync(big);
-  // The last invocation, which has no channels in step 3 when d < 4 WG.
-  if (lid == WG - 1u) {
+  // The last invocations, which have no channels in step 3 when d < 4 WG.
+  if (lid >= WG - HP) {
+    let hs = WG - 1u - lid;
+    let b = b0 + hs * P.key_stride;
     var sum = 0.0;
     var k = 0u;
     if (!big) {
       var ev: array<f32, PB>;
       for (; k + PB <= len; k += PB) {
-        for (var u = 0u; u < PB; u++) { ev[u] = wg_s[k + u]; }
+        for (var u = 0u; u < PB; u++) { ev[u] = wg_s[hs * SEG_CAP + k + u]; }
         for (var u = 0u; u < PB; u++) { sum += ev[u]; }
       }
     }
-    for (; k < len; k++) { sum += seg_score(big, b, r.x + k, k); }
-    let sg = 2u * (jh * P.seg_stride + g);
-    stats[sg] = mx;
+    for (; k < len; k++) { sum += seg_score(big, b, r.x + k, k, hs); }
+    let sg = 2u * ((jh0 + hs) * P.seg_stride + g);
+    stats[sg] = wg_mx[hs];
     stats[sg + 1u] = sum;
   }
 
-  // 3. o_g (as seg_pv): for each key in order, acc += e_i * v_i; the PB keys' values of a batch are
-  // loaded first (a warp's loads of one key are 32 consecutive vec4: coalesced), then added in order.
+  // 3. o_g (as seg_pv): for each key in order, acc += e_i * v_i, one accumulator per head; the PB
+  // keys' values of a batch are loaded first (a warp's loads of one key are 32 consecutive vec4:
+  // coalesced), then added in order.
   let d4 = P.d / 4u;
+  let b1 = b0 + P.key_stride;
   for (var c4 = lid; c4 < d4; c4 += WG) {
-    var acc = vec4<f32>(0.0);
+    var acc0 = vec4<f32>(0.0);
+    var acc1 = vec4<f32>(0.0);
     var k = 0u;
     var vv: array<vec4<f32>, PB>;
-    var ev: array<f32, PB>;
+    var e0: array<f32, PB>;
+    var e1: array<f32, PB>;
     // Batched: a batch whose keys all come from the cache (all but at most M keys of a row) loads
     // from v_cache without a branch per key; one holding a staging row goes key by key. The test reads
     // workgroup memory, the same for the whole workgroup, so it does not diverge.
@@ -448,21 +527,30 @@ fn seg_fused(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
       for (var u = 0u; u < PB; u++) { stage |= wg_loc[k + u]; }
       if ((stage >> 31u) != 0u) {
         for (var kk = k; kk < k + PB; kk++) {
-          acc += wg_s[kk] * v_at(seg_loc(false, j, r.x + kk, kk), kvh, c4);
+          let v = v_at(seg_loc(false, j, r.x + kk, kk), kvh, c4);
+          acc0 += wg_s[kk] * v;
+          if (HP == 2u) { acc1 += wg_s[SEG_CAP + kk] * v; }
         }
         continue;
       }
       for (var u = 0u; u < PB; u++) {
         vv[u] = v_cache[(wg_loc[k + u] * P.kv_heads + kvh) * d4 + c4];
-        ev[u] = wg_s[k + u];
+        e0[u] = wg_s[k + u];
+        if (HP == 2u) { e1[u] = wg_s[SEG_CAP + k + u]; }
       }
-      for (var u = 0u; u < PB; u++) { acc += ev[u] * vv[u]; }
+      for (var u = 0u; u < PB; u++) { acc0 += e0[u] * vv[u]; }
+      if (HP == 2u) {
+        for (var u = 0u; u < PB; u++) { acc1 += e1[u] * vv[u]; }
+      }
     }
     for (; k < len; k++) {
       let i = r.x + k;
-      acc += seg_score(big, b, i, k) * v_at(seg_loc(big, j, i, k), kvh, c4);
+      let v = v_at(seg_loc(big, j, i, k), kvh, c4);
+      acc0 += seg_score(big, b0, i, k, 0u) * v;
+      if (HP == 2u) { acc1 += seg_score(big, b1, i, k, 1u) * v; }
     }
-    partial[(jh * P.seg_stride + g) * d4 + c4] = acc;
+    partial[(jh0 * P.seg_stride + g) * d4 + c4] = acc0;
+    if (HP == 2u) { partial[((jh0 + 1u) * P.seg_stride + g) * d4 + c4] = acc1; }
   }
 }
 
@@ -492,11 +580,14 @@ fn combine(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
 }
 
 // combine for the fused path: the same arithmetic as `combine` (the same expressions in segment order),
-// with each PB segments' stats and partials loaded into registers before their steps of the chain, so
-// that an invocation waits for one batch of loads instead of 2 nseg loads one after the other.
+// with the stats and partials of CB segments loaded into registers before their steps of the chain, so
+// that an invocation waits for one batch of loads (every row of up to CB + 1 segments: 1088 keys)
+// instead of 2 nseg loads one after the other; the first batch's loads serve both the max and the sums.
 // With xs_group > 0 it then writes the group sums o_proj's exact kernels read (o_sums): one dispatch
 // fewer per layer (classic decode of a 12B on an H200 is bound by the CPU recording its dispatches).
 @group(0) @binding(10) var<storage, read_write> xs_out: array<f32>; // [M, heads * d / xs_group]
+// The workgroup's outputs, for o_sums (the values written to `out`, without reading them back).
+var<workgroup> wg_out: array<vec4<f32>, WG>;
 
 @compute @workgroup_size(WG)
 fn combine_fused(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -504,64 +595,98 @@ fn combine_fused(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
   let wg = linear_workgroup(wid, nwg);
   let idx = wg * WG + lid; // = jh * d4 + c4, the output vec4
   let d4 = P.d / 4u;
-  if (idx / d4 < P.M * P.heads) { out[idx] = round4(combined(idx / d4, idx % d4, d4)); }
-  if (P.xs_group > 0u) { o_sums(wg, lid); }
+  var v = vec4<f32>(0.0);
+  if (idx / d4 < P.M * P.heads) {
+    v = round4(combined(idx / d4, idx % d4, d4));
+    out[idx] = v;
+  }
+  if (P.xs_group > 0u) {
+    wg_out[lid] = v;
+    workgroupBarrier();
+    o_sums(wg, lid);
+  }
 }
+
+// Segments per register batch of combined.
+const CB: u32 = 16u;
 
 // Output vec4 c4 of (row, head) jh over its segments.
 fn combined(jh: u32, c4: u32, d4: u32) -> vec4<f32> {
   let ns = seg_count(key_count(jh / P.heads));
   let sb = jh * P.seg_stride;
-  var mv: array<f32, PB>;
-  var lv: array<f32, PB>;
-  var ov: array<vec4<f32>, PB>;
-  var mx = stats[2u * sb];
-  var g = 1u;
-  for (; g + PB <= ns; g += PB) {
-    for (var u = 0u; u < PB; u++) { mv[u] = stats[2u * (sb + g + u)]; }
-    for (var u = 0u; u < PB; u++) { mx = max(mx, mv[u]); }
+  // Segments 1 .. CB (those there are), loaded at once: stats and partials.
+  var mv: array<f32, CB>;
+  var lv: array<f32, CB>;
+  var ov: array<vec4<f32>, CB>;
+  for (var u = 0u; u < CB; u++) {
+    if (1u + u < ns) {
+      mv[u] = stats[2u * (sb + 1u + u)];
+      lv[u] = stats[2u * (sb + 1u + u) + 1u];
+      ov[u] = partial[(sb + 1u + u) * d4 + c4];
+    }
   }
-  for (; g < ns; g++) { mx = max(mx, stats[2u * (sb + g)]); }
-  var w = exp_ref(stats[2u * sb] - mx);
+  let m0 = stats[2u * sb];
+  var mx = m0;
+  for (var u = 0u; u < CB; u++) {
+    if (1u + u < ns) { mx = max(mx, mv[u]); }
+  }
+  // Longer rows: the max over the other segments, CB at a time, in order.
+  var tv: array<f32, CB>;
+  for (var g = 1u + CB; g < ns; g += CB) {
+    for (var u = 0u; u < CB; u++) {
+      if (g + u < ns) { tv[u] = stats[2u * (sb + g + u)]; }
+    }
+    for (var u = 0u; u < CB; u++) {
+      if (g + u < ns) { mx = max(mx, tv[u]); }
+    }
+  }
+  // Segment 0 starts the sums (w * x, not 0 + w * x): with one segment, w = 1 and l, o are that
+  // segment's own sums, bit for bit (a -0.0 channel included).
+  var w = exp_ref(m0 - mx);
   var l = w * stats[2u * sb + 1u];
   var o = w * partial[sb * d4 + c4];
-  g = 1u;
-  for (; g + PB <= ns; g += PB) {
-    for (var u = 0u; u < PB; u++) {
-      mv[u] = stats[2u * (sb + g + u)];
-      lv[u] = stats[2u * (sb + g + u) + 1u];
-      ov[u] = partial[(sb + g + u) * d4 + c4];
-    }
-    for (var u = 0u; u < PB; u++) {
+  for (var u = 0u; u < CB; u++) {
+    if (1u + u < ns) {
       w = exp_ref(mv[u] - mx);
       l += w * lv[u];
       o += w * ov[u];
     }
   }
-  for (; g < ns; g++) {
-    w = exp_ref(stats[2u * (sb + g)] - mx);
-    l += w * stats[2u * (sb + g) + 1u];
-    o += w * partial[(sb + g) * d4 + c4];
+  for (var g = 1u + CB; g < ns; g += CB) {
+    for (var u = 0u; u < CB; u++) {
+      if (g + u < ns) {
+        mv[u] = stats[2u * (sb + g + u)];
+        lv[u] = stats[2u * (sb + g + u) + 1u];
+        ov[u] = partial[(sb + g + u) * d4 + c4];
+      }
+    }
+    for (var u = 0u; u < CB; u++) {
+      if (g + u < ns) {
+        w = exp_ref(mv[u] - mx);
+        l += w * lv[u];
+        o += w * ov[u];
+      }
+    }
   }
   return o / l;
 }
 
-// The group sums of the 4 WG output values workgroup wg just wrote, as matmul.wgsl affine_xsum computes
-// them (one compensated sum per group, its values in order; batched loads change no step): invocation i
-// sums the workgroup's i-th group. ops.attention asks for them only where groups tile the workgroup's
-// values (4 WG a multiple of xs_group, a row of heads * d values a multiple of it), so no group spans two.
+// The group sums of the 4 WG output values workgroup wg just wrote (held in wg_out), as matmul.wgsl
+// affine_xsum computes them (one compensated sum per group, its values in order; batched loads change no
+// step): invocation i sums the workgroup's i-th group. ops.attention asks for them only where groups tile
+// the workgroup's values (4 WG a multiple of xs_group, a row of heads * d values a multiple of it), so no
+// group spans two.
 fn o_sums(wg: u32, lid: u32) {
-  storageBarrier(); // the values were written by the other invocations of the workgroup
   let per = P.xs_group / 4u; // vec4s per group, a multiple of PB (xs_group % 32 == 0)
-  let first = wg * WG + lid * per;
-  if (lid >= WG / per || first >= P.M * P.heads * (P.d / 4u)) { return; }
+  let first = lid * per; // within the workgroup
+  if (lid >= WG / per || wg * WG + first >= P.M * P.heads * (P.d / 4u)) { return; }
   var sx = vec2<f32>(0.0);
   var xv: array<vec4<f32>, PB>;
   for (var e = 0u; e < per; e += PB) {
-    for (var u = 0u; u < PB; u++) { xv[u] = out[first + e + u]; }
+    for (var u = 0u; u < PB; u++) { xv[u] = wg_out[first + e + u]; }
     for (var u = 0u; u < PB; u++) {
       sx = ksum_add(ksum_add(ksum_add(ksum_add(sx, xv[u].x), xv[u].y), xv[u].z), xv[u].w);
     }
   }
-  xs_out[first * 4u / P.xs_group] = ksum_value(sx);
+  xs_out[(wg * WG + first) * 4u / P.xs_group] = ksum_value(sx);
 }

@@ -92,6 +92,15 @@ export function attentionFused(kernels: KernelCache): boolean {
   return kernels.kernelClass === 'gpu';
 }
 
+/**
+ * Heads per seg_fused workgroup (attention.wgsl HP): 2 where the q heads sharing a kv head come in pairs, so
+ * that each K and V load serves two heads; else 1. A function of the geometry alone, so a model's chain
+ * steps and verify blocks run one pipeline; each head's arithmetic does not depend on it (same bytes).
+ */
+export function fusedHeads(heads: number, kvHeads: number): number {
+  return (heads / kvHeads) % 2 === 0 ? 2 : 1;
+}
+
 /** Keys each row reduces over in MODE_MASKED: the union of the M rows' windows. */
 export function maskedKeyCount(p: number, M: number, window: number): number {
   return p + M - Math.max(0, p + 1 - window);
@@ -213,13 +222,14 @@ export function attention(rec: Recorder, a: AttentionArgs): boolean {
   });
   const d4 = a.d / 4;
   if (fused) {
-    // One workgroup per (row, head, segment slot); slots past a row's segment count return at once.
+    // One workgroup per (row, HP heads, segment slot); slots past a row's segment count return at once.
+    const HP = fusedHeads(a.heads, a.kvHeads);
     rec.run(
       'attention.wgsl',
       'seg_fused',
-      {},
+      { HP },
       [params, a.q, a.kCache, a.vCache, a.kStage, a.vStage, scores, undefined, stats, partial],
-      rows * segStride,
+      (rows / HP) * segStride,
     );
     // combine_fused binds xs_out whether it writes it or not: a placeholder of its own when not
     const xsOut = sums?.buffer ?? rec.kernels.scratch('unused.attention-xs', 16);

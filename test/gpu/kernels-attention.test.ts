@@ -57,9 +57,20 @@ describe(`GPU kernels: attention vs the CPU float64 reference (${ADAPTER})`, () 
       { name: 'linear, GQA 4:2', mode: 'linear', heads: 4, kvHeads: 2, d: 16, M: 3, p: 5, window: 0, base: 0 },
       { name: 'linear from position 0', mode: 'linear', heads: 2, kvHeads: 2, d: 32, M: 4, p: 0, window: 0, base: 0 },
       { name: 'linear, MQA 4:1, one row', mode: 'linear', heads: 4, kvHeads: 1, d: 8, M: 1, p: 20, window: 0, base: 0 },
-      // d 40: the fused path's batched K loads (KB = 8 vec4) with a remainder of 2, and V batches of 8 keys
-      // (PB) with this block's staging rows inside some of them (their per-key path); the smaller head
-      // dims above never enter either loop.
+      // d 40 (a pair of q heads per kv head: the fused path's HP = 2): V batches of 8 keys (PB) with this
+      // block's staging rows inside some of them (their per-key path); the smaller head dims above never
+      // enter that loop. d 72 below: the pairs' batched K loads (KP = 16 vec4) with a remainder of 2.
+      {
+        name: 'physical, head pairs (GQA 4:2), wrapped ring of 100, d 72',
+        mode: 'physical',
+        heads: 4,
+        kvHeads: 2,
+        d: 72,
+        M: 4,
+        p: 150,
+        window: 100,
+        base: 0,
+      },
       {
         name: 'physical, wrapped ring of 100, d 40',
         mode: 'physical',
