@@ -10,7 +10,8 @@ import { GpuError } from '../gpu/errors.ts';
  *
  * Two paths with byte-identical arithmetic (kernels-attention.test.ts compares them on the software adapters):
  * four dispatches (scores, seg_softmax, seg_pv, combine), or two (seg_fused, one workgroup per
- * segment, then combine_fused: the same arithmetic with loads batched for GPUs, see attention.wgsl).
+ * segment and fusedHeads q heads, then combine_fused: the same arithmetic with loads batched for GPUs, see
+ * attention.wgsl).
  * See attentionFused for which one a device takes.
  */
 const WG = 64;
