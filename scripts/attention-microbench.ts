@@ -8,11 +8,17 @@
  *   done
  *
  * (RINGSIDE_SHADERS: see scripts/wgsl-hooks.mjs; an empty or missing directory is the working tree's kernel.)
+ * With --alone it then times each of the engine's attention dispatches alone too (replayed back to back as the
+ * bench replays them; M = 1, 4, 8): how much of the total the second dispatch (combine_fused on GPUs) takes.
  */
 import { nodeGpuContext } from '../src/cli/node-gpu.ts';
 import { GpuTimer } from '../src/bench/timer.ts';
 import { copyBandwidth } from '../src/bench/probes.ts';
 import { BENCH_SHAPES, benchAttention } from '../src/bench/kernels.ts';
+import { CaptureRecorder } from '../src/bench/timer.ts';
+import { createAttentionScratch } from '../src/model/attention-op.ts';
+import * as op from '../src/model/ops.ts';
+import { storageBuffer } from '../src/gpu/buffers.ts';
 
 const ctx = await nodeGpuContext();
 const timer = new GpuTimer(ctx.device, { targetSeconds: 0.2, maxIters: 5000, timestamps: true });
@@ -40,4 +46,56 @@ const cases = [
 ];
 for (const c of cases)
   await benchAttention(timer, '12b', { ...c, heads: S.heads, window: S.window, Ms: [1, 4] }, y, show);
+if (process.argv.includes('--alone')) await dispatchesAlone();
 ctx.destroy();
+
+/** The sliding case's dispatches, each timed alone, at M = 1, 4, 8 (inputs: any values; the time does not depend on them). */
+async function dispatchesAlone(): Promise<void> {
+  const device = ctx.device;
+  const { heads, kvHeads, headDim: d, window } = S;
+  const row = kvHeads * d;
+  const filled = (floats: number, label: string) => {
+    const b = storageBuffer(device, floats * 4, label);
+    device.queue.writeBuffer(
+      b,
+      0,
+      Float32Array.from({ length: floats }, (_, i) => Math.sin(i)),
+    );
+    return b;
+  };
+  const scratch = createAttentionScratch(
+    device,
+    { heads, qWidth: heads * d, maxKeys: window, prefillRows: 0, stepRows: 8 },
+    'alone',
+  );
+  const [q, kCache, vCache, kStage, vStage] = [8 * heads * d, window * row, window * row, 8 * row, 8 * row].map(
+    (n, i) => filled(n, `alone-${i}`),
+  );
+  const out = storageBuffer(device, 8 * heads * d * 4, 'alone-out');
+  for (const M of [1, 4, 8]) {
+    const rec = new CaptureRecorder(device, timer.kernels, 'alone');
+    op.attention(rec, {
+      ...{
+        M,
+        heads,
+        kvHeads,
+        d,
+        mode: 'physical' as const,
+        window,
+        base: 0,
+        p: 2 * window + 5,
+        round: false,
+        split: 0,
+      },
+      ...{ q, kCache, vCache, kStage, vStage, out, scratch: scratch.step },
+    });
+    const all = (await timer.measureDispatches(rec.captured)).seconds;
+    const parts: string[] = [];
+    for (const one of rec.captured)
+      parts.push(`${one.key?.split('#')[1]} ${((await timer.measureDispatches([one])).seconds * 1e6).toFixed(1)}`);
+    console.log(
+      `${tag}: sliding ${window}, d ${d} M=${M}: ${(all * 1e6).toFixed(1)} us; alone: ${parts.join(', ')} us`,
+    );
+    rec.release();
+  }
+}

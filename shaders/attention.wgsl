@@ -315,8 +315,9 @@ fn seg_pv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
 //   - the q heads of a kv head (GQA) run in one workgroup where they come in pairs (HP, below): each
 //     K and V load serves both heads' chains, the pair shares its key locations, and its two chains
 //     per key give an invocation twice the independent arithmetic.
-// Measured on the H200 (12B sliding layer, 1024 slots, d 256; M = 1 / 4 / 8, both dispatches, the
-// cache warm in L2 as the bench has it). Seventh session: one workgroup per head 22.1 / 38.3 / 70.4 us
+// Measured on the H200 (scripts/attention-microbench.ts, --alone for each dispatch alone; 12B sliding
+// layer, 1024 slots, d 256; M = 1 / 4 / 8, both dispatches, the cache warm in L2 as the bench has it).
+// Seventh session: one workgroup per head 22.1 / 38.3 / 70.4 us
 // (seg_fused alone 15.2 / 31.2 / 63.3, combine_fused 6.3); pairs in one workgroup with combine_fused's
 // loads in one batch 20.0 / 28.2 / 40.3 (combine_fused 5.3); with K batches of 16 (KP) 17.8 / 27.8 / 45.7
 // (seg_fused 12.2 / 22.1 / 39.9), kept. Measured and not kept: a pair's heads on separate invocations
