@@ -12,13 +12,13 @@
  * bench replays them; M = 1, 4, 8): how much of the total the second dispatch (combine_fused on GPUs) takes.
  */
 import { nodeGpuContext } from '../src/cli/node-gpu.ts';
-import { GpuTimer } from '../src/bench/timer.ts';
+import { CaptureRecorder, GpuTimer } from '../src/bench/timer.ts';
 import { copyBandwidth } from '../src/bench/probes.ts';
 import { BENCH_SHAPES, benchAttention } from '../src/bench/kernels.ts';
-import { CaptureRecorder } from '../src/bench/timer.ts';
 import { createAttentionScratch } from '../src/model/attention-op.ts';
 import * as op from '../src/model/ops.ts';
 import { storageBuffer } from '../src/gpu/buffers.ts';
+import { randomF32 } from '../src/bench/synthetic-gpu.ts';
 
 const ctx = await nodeGpuContext();
 const timer = new GpuTimer(ctx.device, { targetSeconds: 0.2, maxIters: 5000, timestamps: true });
@@ -54,40 +54,35 @@ async function dispatchesAlone(): Promise<void> {
   const device = ctx.device;
   const { heads, kvHeads, headDim: d, window } = S;
   const row = kvHeads * d;
-  const filled = (floats: number, label: string) => {
-    const b = storageBuffer(device, floats * 4, label);
-    device.queue.writeBuffer(
-      b,
-      0,
-      Float32Array.from({ length: floats }, (_, i) => Math.sin(i)),
-    );
-    return b;
-  };
   const scratch = createAttentionScratch(
     device,
     { heads, qWidth: heads * d, maxKeys: window, prefillRows: 0, stepRows: 8 },
     'alone',
   );
   const [q, kCache, vCache, kStage, vStage] = [8 * heads * d, window * row, window * row, 8 * row, 8 * row].map(
-    (n, i) => filled(n, `alone-${i}`),
+    (n, i) => randomF32(device, n, `alone-${i}`, 3 + i),
   );
   const out = storageBuffer(device, 8 * heads * d * 4, 'alone-out');
   for (const M of [1, 4, 8]) {
     const rec = new CaptureRecorder(device, timer.kernels, 'alone');
     op.attention(rec, {
-      ...{
-        M,
-        heads,
-        kvHeads,
-        d,
-        mode: 'physical' as const,
-        window,
-        base: 0,
-        p: 2 * window + 5,
-        round: false,
-        split: 0,
-      },
-      ...{ q, kCache, vCache, kStage, vStage, out, scratch: scratch.step },
+      M,
+      heads,
+      kvHeads,
+      d,
+      mode: 'physical',
+      window,
+      base: 0,
+      p: 2 * window + 5,
+      round: false,
+      split: 0,
+      q,
+      kCache,
+      vCache,
+      kStage,
+      vStage,
+      out,
+      scratch: scratch.step,
     });
     const all = (await timer.measureDispatches(rec.captured)).seconds;
     const parts: string[] = [];
