@@ -42,6 +42,20 @@ fn linear_workgroup(wid: vec3<u32>, nwg: vec3<u32>) -> u32 {
 fn exp_ref(x: f32) -> f32 {
   if (x < -103.0) { return 0.0; }
   // Large x overflows to +inf in ldexp at run time (callers pass x <= 18.2).
+  let pn = exp_ref_parts(x);
+  return ldexp(pn.x, i32(pn.y));
+}
+
+// exp_ref without a branch: the same steps for x >= -103, the polynomial evaluated and discarded below.
+// For callers that take several exps in a row (attention.wgsl combined), which a branch each would run one
+// after the other. n is clamped only so that discarded values convert to i32 defined (x >= -103: n >= -149).
+fn exp_ref_sel(x: f32) -> f32 {
+  let pn = exp_ref_parts(x);
+  return select(ldexp(pn.x, i32(clamp(pn.y, -200.0, 200.0))), 0.0, x < -103.0);
+}
+
+// e^x = p 2^n: (p, n) of exp_ref's reduction and polynomial.
+fn exp_ref_parts(x: f32) -> vec2<f32> {
   let n = round(x * 1.4426950408889634);
   let r = (x - n * 0.693145751953125) - n * 1.428606765330187e-6;
   var p = 1.0 / 5040.0;
@@ -52,7 +66,7 @@ fn exp_ref(x: f32) -> f32 {
   p = p * r + 0.5;
   p = p * r + 1.0;
   p = p * r + 1.0;
-  return ldexp(p, i32(n));
+  return vec2<f32>(p, n);
 }
 
 // tanh(x): odd Taylor series near 0 (no cancellation), 1 - 2 / (e^{2|x|} + 1) elsewhere.
