@@ -329,6 +329,9 @@ fn seg_pv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
 // bound it; what is left is a workgroup's serial path (a 256-step compensated chain per key, one
 // invocation's max and sum, three barriers) and combine_fused, which costs ~5 us at M = 1 mostly as a
 // second dispatch.
+// With pairs (eighth session, while combined() still branched per segment): 32 keys per segment 20.2 /
+// 33.9 / 52.2 us (seg_fused 11.1, combine_fused 9.0: twice the segments to combine), 48 keys 22.0 / 38.7 /
+// 55.7, against 17.9 / 27.7 / 45.5 for 64 (with its exps unbranched, 32 keys 20.6 / 34.5 / 52.9): kept.
 // Earlier measurements (one workgroup per head): other plans (2026-12-02, sixth session; keys per segment
 // SEG_KEYS / workgroup size, M = 1 and M = 4): 64 / 64 (this one) 22.0 / 38.3 us; 32 / 64 23.4 / 46.7;
 // 32 / 32 25.5 / 49.8; 16 / 64 27.7 / 52.0; 64 / 32 28.3 / 43.3; 128 / 64 26.3 / 40.3; 128 / 128
@@ -614,10 +617,12 @@ const CB: u32 = 16u;
 // Output vec4 c4 of (row, head) jh over its segments. The loads of a batch are not behind `g < ns`
 // branches: a segment past the row's last loads the last one's values again (never used), so the
 // batch's loads go out together; each weight w = exp_ref(m - mx) is computed branch-free (exp_ref_sel)
-// before the sums take them in order, so the batch's exps overlap. Behind one branch per segment, a
-// batch of 16 ran its loads and exps one after the other (H200, 12B sliding layer at M = 1: combine_fused
-// 5.3 us alone, of which 2.2 us is a dispatch that loads one partial). The sums' steps and their order
-// are those of `combine`.
+// before the sums take them in order, so the batch's exps overlap. The sums' steps and their order are
+// those of `combine`. Measured on an H200 (eighth session; scripts/attention-microbench.ts --alone, 12B
+// sliding layer, M = 1, 16 segments): each load and exp behind its own branch, combine_fused took 5.3 us
+// alone, where a dispatch that loads one partial and writes it takes 2.2 (o_sums costs nothing
+// measurable); unbranched loads 4.6 us, and the exps too 4.2 us (both dispatches 17.9 -> 17.0 us; the full
+// layer, 64 segments, 50.2 -> 45.2). Only the exps unbranched, the loads still behind branches: 5.3 us.
 fn combined(jh: u32, c4: u32, d4: u32) -> vec4<f32> {
   let ns = seg_count(key_count(jh / P.heads));
   let sb = jh * P.seg_stride;
