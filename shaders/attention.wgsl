@@ -281,7 +281,7 @@ fn seg_pv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
 //   1. invocation t computes the scores of keys lo + t, lo + t + WG, ... (score_of: one invocation per
 //      key, since the compensated dot is one sequential chain that cannot be split without changing it);
 //   2. invocation 0 takes the segment max in key order, as seg_softmax; every invocation then computes
-//      e_i = exp_ref((s_i - m) + c_i) for its keys, and invocation WG-1 sums them in key order;
+//      e_i = exp_ref((s_i - m) + c_i) for its keys; their sum in key order is taken in step 3's loop;
 //   3. invocation t sums e_i v_i over the segment's keys in order for channels 4t .. 4t+3, 4(t + WG) ..,
 //      as seg_pv.
 // Scores, e_i and key locations stay in workgroup memory when the segment has at most SEG_CAP keys
@@ -457,9 +457,8 @@ fn seg_fused(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
   }
   seg_sync(big);
 
-  // 2. max, e_i and their sum (as seg_softmax): each head's max and sum in key order by one invocation
-  // (the max: invocation hs; the sum: invocation WG - 1 - hs), PB values loaded into registers ahead of
-  // each PB steps of the chain.
+  // 2. max and e_i (as seg_softmax): each head's max in key order by invocation hs, PB values loaded
+  // into registers ahead of each PB steps of the chain; their sum is taken in step 3.
   if (lid < HP) {
     let hs = lid;
     let b = b0 + hs * P.key_stride;
@@ -492,31 +491,20 @@ fn seg_fused(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
     }
   }
   seg_sync(big);
-  // The last invocations, which have no channels in step 3 when d < 4 WG.
-  if (lid >= WG - HP) {
-    let hs = WG - 1u - lid;
-    let b = b0 + hs * P.key_stride;
-    var sum = 0.0;
-    var k = 0u;
-    if (!big) {
-      var ev: array<f32, PB>;
-      for (; k + PB <= len; k += PB) {
-        for (var u = 0u; u < PB; u++) { ev[u] = wg_s[hs * SEG_CAP + k + u]; }
-        for (var u = 0u; u < PB; u++) { sum += ev[u]; }
-      }
-    }
-    for (; k < len; k++) { sum += seg_score(big, b, r.x + k, k, hs); }
-    let sg = 2u * ((jh0 + hs) * P.seg_stride + g);
-    stats[sg] = wg_mx[hs];
-    stats[sg + 1u] = sum;
-  }
-
   // 3. o_g (as seg_pv): for each key in order, acc += e_i * v_i, one accumulator per head; the PB
   // keys' values of a batch are loaded first (a warp's loads of one key are 32 consecutive vec4:
   // coalesced), then added in order.
+  // Each head's sum of its e_i (seg_softmax's l_g) rides on this loop's loads of e_i: every invocation
+  // adds them in key order in its first pass over the keys (the same values for all: one chain, starting
+  // from 0.0 as seg_softmax's), and invocation 0 writes them. Before (to 2d0a95e) the last invocations ran
+  // the sum as a chain of its own between steps 2 and 3, holding their warp back: the 12B sliding layer
+  // 16.9 / 26.9 -> 16.7 / 26.5 us at M = 1 / 4 (H200, eighth session, alternating processes).
   let d4 = P.d / 4u;
   let b1 = b0 + P.key_stride;
+  var l0 = 0.0;
+  var l1 = 0.0;
   for (var c4 = lid; c4 < d4; c4 += WG) {
+    let first = c4 < WG; // the first pass (uniform: every invocation's first c4 is its lid)
     var acc0 = vec4<f32>(0.0);
     var acc1 = vec4<f32>(0.0);
     var k = 0u;
@@ -534,6 +522,10 @@ fn seg_fused(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
           let v = v_at(seg_loc(false, j, r.x + kk, kk), kvh, c4);
           acc0 += wg_s[kk] * v;
           if (HP == 2u) { acc1 += wg_s[SEG_CAP + kk] * v; }
+          if (first) {
+            l0 += wg_s[kk];
+            l1 += wg_s[SEG_CAP + kk];
+          }
         }
         continue;
       }
@@ -546,15 +538,34 @@ fn seg_fused(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
       if (HP == 2u) {
         for (var u = 0u; u < PB; u++) { acc1 += e1[u] * vv[u]; }
       }
+      if (first) {
+        for (var u = 0u; u < PB; u++) { l0 += e0[u]; }
+        if (HP == 2u) {
+          for (var u = 0u; u < PB; u++) { l1 += e1[u]; }
+        }
+      }
     }
     for (; k < len; k++) {
       let i = r.x + k;
       let v = v_at(seg_loc(big, j, i, k), kvh, c4);
-      acc0 += seg_score(big, b0, i, k, 0u) * v;
-      if (HP == 2u) { acc1 += seg_score(big, b1, i, k, 1u) * v; }
+      let ek0 = seg_score(big, b0, i, k, 0u);
+      acc0 += ek0 * v;
+      if (first) { l0 += ek0; }
+      if (HP == 2u) {
+        let ek1 = seg_score(big, b1, i, k, 1u);
+        acc1 += ek1 * v;
+        if (first) { l1 += ek1; }
+      }
     }
     partial[(jh0 * P.seg_stride + g) * d4 + c4] = acc0;
     if (HP == 2u) { partial[((jh0 + 1u) * P.seg_stride + g) * d4 + c4] = acc1; }
+  }
+  if (lid == 0u) {
+    for (var hs = 0u; hs < HP; hs++) {
+      let sg = 2u * ((jh0 + hs) * P.seg_stride + g);
+      stats[sg] = wg_mx[hs];
+      stats[sg + 1u] = select(l0, l1, hs == 1u);
+    }
   }
 }
 

@@ -71,6 +71,19 @@ describe(`GPU kernels: attention vs the CPU float64 reference (${ADAPTER})`, () 
         window: 100,
         base: 0,
       },
+      // d 264: 66 vec4 channels for 64 invocations, so invocation 0 takes a second pass over the keys (the
+      // fused path sums each head's e_i in its first pass only).
+      {
+        name: 'physical, head pairs, wrapped ring of 100, d 264',
+        mode: 'physical',
+        heads: 4,
+        kvHeads: 2,
+        d: 264,
+        M: 2,
+        p: 150,
+        window: 100,
+        base: 0,
+      },
       {
         name: 'physical, wrapped ring of 100, d 40',
         mode: 'physical',
