@@ -328,7 +328,7 @@ fn seg_pv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
 // V batches of 16 22.0 / 30.9. So neither DRAM round trips (the cache sits in L2) nor step 3's loads
 // bound it; what is left is a workgroup's serial path (a 256-step compensated chain per key, one
 // invocation's max and sum, three barriers) and combine_fused, which costs ~5 us at M = 1 mostly as a
-// second dispatch.
+// second dispatch (eighth session: 2.2 us of it is the dispatch, the rest was its branches; see combined).
 // With pairs (eighth session, while combined() still branched per segment): 32 keys per segment 20.2 /
 // 33.9 / 52.2 us (seg_fused 11.1, combine_fused 9.0: twice the segments to combine), 48 keys 22.0 / 38.7 /
 // 55.7, against 17.9 / 27.7 / 45.5 for 64 (with its exps unbranched, 32 keys 20.6 / 34.5 / 52.9): kept.
