@@ -6,14 +6,22 @@
  * as the GPU takes to run it (the 12B on an H200: ~760 dispatches per token), this, not a kernel, bounds
  * classic tokens/s. Runs anywhere (lavapipe included: the recording is the same code):
  *
- *   node --import tsx --import ./scripts/wgsl-hooks.mjs scripts/record-microbench.ts TARGET_DIR [TOKENS]
+ *   node --import tsx --import ./scripts/wgsl-hooks.mjs scripts/record-microbench.ts TARGET_DIR [TOKENS] [--no-submit]
+ *
+ * --no-submit drops every queue.submit after the untimed first window (the command buffers are recorded,
+ * finished and thrown away; the tokens read back are zeros), so that the recording is timed with no GPU
+ * work competing for the host's cores: what lavapipe's threads would otherwise share with it. On a 2-core
+ * VM (2026-12-03, tiny preset with 12 layers, GPU kernels forced) that read 8.1-8.5 us per dispatch, of
+ * which a CPU profile put ~3.9 us in Dawn's setPipeline / setBindGroup / dispatchWorkgroups.
  */
 import { loadModels } from '../src/cli/load-models.ts';
 import { TargetModel } from '../src/model/target.ts';
 
-const dir = process.argv[2];
-if (!dir) throw new Error('usage: record-microbench.ts TARGET_DIR [TOKENS]');
-const tokens = Number(process.argv[3] ?? 256);
+const args = process.argv.slice(2);
+const noSubmit = args.includes('--no-submit');
+const [dir, count] = args.filter((a) => a !== '--no-submit');
+if (!dir) throw new Error('usage: record-microbench.ts TARGET_DIR [TOKENS] [--no-submit]');
+const tokens = Number(count ?? 256);
 const WINDOW = 16;
 const m = await loadModels(dir);
 try {
@@ -27,6 +35,7 @@ try {
   let last = pre.argmax![0];
   // one untimed window: pipelines and bind groups are created on first use
   last = (await target.decodeGreedy(last, WINDOW)).at(-1)!;
+  if (noSubmit) m.ctx.device.queue.submit = () => {};
   const s0 = { ...target.stats };
   const t0 = performance.now();
   for (let done = 0; done < tokens; done += WINDOW) last = (await target.decodeGreedy(last, WINDOW)).at(-1)!;
@@ -39,7 +48,8 @@ try {
     `${n} chained tokens: ${(wall / n).toFixed(3)} ms per token (${((1000 * n) / wall).toFixed(1)} tok/s), ` +
       `${dispatches.toFixed(1)} dispatches per token; per token: recording ${per(s.encodeMs - s0.encodeMs)} us ` +
       `(${(((s.encodeMs - s0.encodeMs) * 1000) / n / dispatches).toFixed(2)} us per dispatch), ` +
-      `submit ${per(s.submitMs - s0.submitMs)} us, waiting ${per(s.waitMs - s0.waitMs)} us`,
+      `submit ${per(s.submitMs - s0.submitMs)} us, waiting ${per(s.waitMs - s0.waitMs)} us` +
+      (noSubmit ? ' (submits dropped: no GPU work)' : ''),
   );
   target.destroy();
 } finally {
