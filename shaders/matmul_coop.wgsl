@@ -25,6 +25,10 @@
 //   arithmetic (software pipelining); single rows of gate_up run both matrices in one loop, and those
 //   of R = 4 their four slots (row_slots). Their H200 measurements are noted where they are; none
 //   changes an operation.
+// - A single row is bound by latency (ninth session, README "What bounds a single row"): its time steps
+//   with the waves of workgroups over the H200's SMs (132 workgroups of 4-bit R = 4 14.0 us, 198 or 264
+//   20.2-20.7, 396 29.1); moving the scales' loads ahead, loading the next group's words and scales
+//   ahead, and workgroups of 128 were no faster.
 //
 // Exactness by construction: the arithmetic of output (m, n) is a fixed sequence that depends only on
 // x[m, :], W[n, :], K, group_size, T and R:
