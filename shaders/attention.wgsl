@@ -627,8 +627,8 @@ const CB: u32 = 16u;
 
 // A batch's stats and partials: segments first .. first + CB - 1 of output vec4 c4, loaded at once (past the
 // row's last segment, the last one's again). One helper for combined's two loads of a batch (before the max
-// and in the sums): the same speed as the two copies it replaced (H200, ninth session: 16.6-16.7 us per
-// sliding layer, combine_fused 4.2-4.4 alone).
+// and in the sums): the same speed as the two copies it replaced (H200, ninth session, two runs of each:
+// 16.6-16.7 us per sliding layer for both; combine_fused alone 4.2 / 4.3 us before, 5.4 / 4.2 after).
 struct Batch { m: array<f32, CB>, l: array<f32, CB>, o: array<vec4<f32>, CB> }
 fn load_batch(first: u32, last: u32, c4: u32, d4: u32) -> Batch {
   var b: Batch;
