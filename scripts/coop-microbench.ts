@@ -7,12 +7,14 @@
  *   git show REV:shaders/matmul_coop.wgsl > /tmp/coop-base.wgsl
  *   node --import tsx --import ./scripts/wgsl-hooks.mjs scripts/coop-microbench.ts \
  *     [--baseline /tmp/coop-base.wgsl] [--variants a.wgsl,b.wgsl] [--shapes gateup:15360:3840:4,...]
- *     [--rows 1,4,8] [--wg 128,256] [--threads 8,16,32] [--features 1,2] [--cold MB]
+ *     [--rows 1,4,8] [--wg 256,512] [--threads 8,16,32] [--features 1,2] [--cold MB]
  *     [--rounds 3] [--seconds 0.2]
  *
  * --variants adds more kernel files (named by their file name) to the comparison (file@WG:T:R runs that
  * file in that one configuration only: a kernel whose T and R mean something else); --threads tries other
  * invocation counts per feature than the engine's; --features other output features per invocation (R);
+ * --wg other workgroup sizes than the engine's (ops.coopWorkgroup: a baseline from before workgroups of 512
+ * has 16 KiB of workgroup memory, so run it at 256);
  * --cold cycles through copies of the weights; --rounds times every configuration that many times,
  * interleaved, and keeps the fastest; --seconds is the GPU time aimed at per timing. Every kernel's output is compared byte for byte with the
  * first kernel's of the same M, T and R (variants meant as the same arithmetic must print "same bytes"), and a
@@ -30,7 +32,7 @@ import { paramsBytes, paramsLayout } from '../src/gpu/params-layout.ts';
 import { GpuTimer } from '../src/bench/timer.ts';
 import type { Dispatch } from '../src/bench/timer.ts';
 import { copyBandwidth } from '../src/bench/probes.ts';
-import { coopFeatures, coopThreads } from '../src/model/ops.ts';
+import { coopFeatures, coopThreads, coopWorkgroup } from '../src/model/ops.ts';
 
 const { values } = parseArgs({
   options: {
@@ -40,7 +42,7 @@ const { values } = parseArgs({
       default: 'gateup:15360:3840:4,down:3840:15360:4,head:262144:3840:4,gateup8:15360:3840:8',
     },
     rows: { type: 'string', default: '1,2,4,8' },
-    wg: { type: 'string', default: '256' },
+    wg: { type: 'string' },
     variants: { type: 'string' },
     threads: { type: 'string' },
     features: { type: 'string' },
@@ -163,7 +165,7 @@ for (const shape of values.shapes.split(',')) {
     }
     const configs: Config[] = [];
     const grid: [number, number, number][] = [];
-    for (const WG of values.wg.split(',').map(Number))
+    for (const WG of values.wg?.split(',').map(Number) ?? [coopWorkgroup(device.limits, N, bits)])
       for (const T of threadCounts ?? [coopThreads(N, fused ? 'gate_up' : 'main')])
         for (const R of values.features?.split(',').map(Number) ?? [coopFeatures(N, fused ? 'gate_up' : 'main')])
           if (T <= 16 || M === 1) grid.push([WG, T, R]);

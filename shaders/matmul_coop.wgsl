@@ -21,14 +21,13 @@
 //   one loop (row_slots).
 // - A group's weights are loaded and unpacked ONCE for all the rows of the block (up to ROWS per
 //   pass): a verify block of K rows reads and unpacks the weights once, not K times.
-// - Single rows of one-feature linears (R = 1) load the next group's words before the current group's
-//   arithmetic (software pipelining); single rows of gate_up run both matrices in one loop, and those
-//   of R = 4 their four slots (row_slots). Their H200 measurements are noted where they are; none
-//   changes an operation.
-// - A single row is bound by latency (ninth session, README "What bounds a single row"): its time steps
-//   with the waves of workgroups over the H200's SMs (132 workgroups of 4-bit R = 4 14.0 us, 198 or 264
-//   20.2-20.7, 396 29.1); moving the scales' loads ahead, loading the next group's words and scales
-//   ahead, and workgroups of 128 were no faster.
+// - Single rows load the next group's words before the current group's arithmetic (software
+//   pipelining): one-feature linears (R = 1) in pass_rows; gate_up's both matrices and R = 4's four slots
+//   in one loop (row_slots), whose sums are local values. Their H200 measurements are noted where they
+//   are; none changes an operation.
+// - WG is 256, or 512 for the MLP's 4-bit gate/up widths (ops.coopWorkgroup); the NVIDIA driver gives
+//   this kernel 128 registers at both sizes (16 warps an SM). A single row's time steps with the waves of
+//   workgroups over the H200's SMs (README "What bounds a single row" and "Then (tenth session)").
 //
 // Exactness by construction: the arithmetic of output (m, n) is a fixed sequence that depends only on
 // x[m, :], W[n, :], K, group_size, T and R:
@@ -72,14 +71,16 @@ override WORDS: u32 = GS * BITS / 128u;
 // Rows of x one pass over the weights serves.
 const ROWS: u32 = 4u;
 
-// The workgroup's shared memory (16 KiB, WebGPU's default limit), used twice per pass:
+// The workgroup's shared memory (16 KiB at WG 256, WebGPU's default limit; 32 KiB at 512), used twice per pass:
 // - while the pass runs, the x of its rows for a chunk of groups, staged once for all invocations
 //   (row r's vec4 k of the chunk at r * (chunk groups) * GS / 4 + k): on an H200, loading x was what
 //   bound the kernel, and every invocation loading its own copy made a verify block of 4 rows cost
 //   2.7 x one row;
 // - at its end, the invocations' partials (s, c) of row m, both feature slots: shared4[m * WG + lid]
 //   = (slot 0's s, c, slot 1's s, c).
-const SHARED_VEC4: u32 = 1024u;
+// Its size is the partials' (4 * WG vec4s; ops.coopWorkgroup asks for WG 512 only where the device allows
+// 32 KiB); a pass stages chunks of x as large as that.
+override SHARED_VEC4: u32 = max(1024u, 4u * WG);
 var<workgroup> shared4: array<vec4<f32>, SHARED_VEC4>;
 
 // Per row of the pass, the current group's position sums of one feature, and an invocation's partial
@@ -376,9 +377,9 @@ fn close_group(which: u32, g: u32, r0: u32, rows: u32, na: u32, nb: u32, groups:
 // tl: the lane layout of the pass (see `features`).
 fn pass_total(f: u32, t: u32, lid: u32, rows: u32, tl: u32) -> f32 {
   shared4[lid] = vec4<f32>(pa.r0, pb.r0);
-  shared4[WG + lid] = vec4<f32>(pa.r1, pb.r1);
-  shared4[2u * WG + lid] = vec4<f32>(pa.r2, pb.r2);
-  shared4[3u * WG + lid] = vec4<f32>(pa.r3, pb.r3);
+  if (rows > 1u) { shared4[WG + lid] = vec4<f32>(pa.r1, pb.r1); }
+  if (rows > 2u) { shared4[2u * WG + lid] = vec4<f32>(pa.r2, pb.r2); }
+  if (rows > 3u) { shared4[3u * WG + lid] = vec4<f32>(pa.r3, pb.r3); }
   workgroupBarrier();
   var v = 0.0;
   if (t < SLOTS * rows) {
@@ -503,83 +504,125 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 // 42.0 -> 36.6 us, 8-bit 58.2 -> 47.9 us; with R = 4 (`main`) the LM head 292 -> 246 us and the 8-bit
 // gate/up projection 32.1 -> 26.1 us (against R = 2 and run_pass; the same at M = 4 and 8). The lane
 // layout ROW_TL = 4 alone was slower (47 us), and in every other pass slower too (M = 4: 101 -> 165 us),
-// so they keep tl = 1. Loading the next group's words of all four slots ahead (4-bit) was slower too
-// (gate/up 20.9 -> 21.5 us, fused 35.9 -> 37.3 us; 2026-12-02), and x staged in workgroup memory with a
-// vec4 of padding per group (conflict-free for the four slices) no faster (20.5 vs 20.6 us): without
-// any loads this loop's arithmetic alone takes 11.5 us of the 20.6 (README, "Figures").
+// so they keep tl = 1.
+// Its sums and partials are local values, not the private globals of the passes, and a group's words are
+// loaded one group ahead (WORDS <= 2: 4-bit groups of 32 or 64, 8-bit of 32). Measured on an H200 (tenth
+// session, `scripts/coop-microbench.ts --cold 256`, M = 1, against the private globals without the words
+// ahead): fused gate_up 36.3 -> 33.2 us, the LM head 244.2 -> 229.0, the 4-bit gate/up projection 20.6 ->
+// 20.3 (19.2 in workgroups of 512); local values without the words ahead alone were slower (gate_up 38.0,
+// gate/up 21.1). The same words ahead through the private globals were slower too (2026-12-02: gate/up
+// 20.9 -> 21.5 us), and x staged in workgroup memory with a vec4 of padding per group (conflict-free for
+// the four slices) no faster (20.5 vs 20.6 us). Without any loads this loop's arithmetic alone takes 11.5 us
+// of the 20.6 (README, "Figures").
 const ROW_TL: u32 = 4u; // divides T (8 or 16: ops.setCoopThreads)
-var<private> sc: vec4<f32>;  // slot c
-var<private> sd: vec4<f32>;  // slot d
-var<private> pc: vec2<f32>;
-var<private> pd: vec2<f32>;
-var<private> wc_lo: vec4<f32>;
-var<private> wc_hi: vec4<f32>;
-var<private> wd_lo: vec4<f32>;
-var<private> wd_hi: vec4<f32>;
-fn add_word_slots(wa: u32, wb: u32, wc: u32, wd: u32, xi: u32) {
-  unpack_word(wa, &wa_lo, &wa_hi);
-  unpack_word(wc, &wc_lo, &wc_hi);
-  if (SLOTS == 2u) {
-    unpack_word(wb, &wb_lo, &wb_hi);
-    unpack_word(wd, &wd_lo, &wd_hi);
-  }
-  let x0 = x4[xi];
-  var x1 = x0;
-  if (BITS == 4u) { x1 = x4[xi + 1u]; }
-  fma_word(&sa.r0, wa_lo, wa_hi, x0, x1);
-  fma_word(&sc, wc_lo, wc_hi, x0, x1);
-  if (SLOTS == 2u) {
-    fma_word(&sb.r0, wb_lo, wb_hi, x0, x1);
-    fma_word(&sd, wd_lo, wd_hi, x0, x1);
-  }
+// One 32-bit word of codes times x (4-bit: x0 with its low half word, x1 with its high one), into sums a.
+fn word_sums(a: vec4<f32>, w: u32, x0: vec4<f32>, x1: vec4<f32>) -> vec4<f32> {
+  if (BITS == 4u) { return fma(x1, nibbles(w >> 16u), fma(x0, nibbles(w), a)); }
+  return fma(x0, bytes8(w), a);
 }
-// The end of group gi of matrix `which` for one feature of a single row (close_group's steps).
-fn close_feature(p: ptr<private, vec2<f32>>, s: vec4<f32>, which: u32, gi: u32, sx: f32) {
+// A 16-byte word of codes (x vec4 xi: its first 32-bit word's) into sums a: add_words' order.
+fn quad_sums(a: vec4<f32>, q: vec4<u32>, xi: u32, xw: u32) -> vec4<f32> {
+  let x1 = xw / 2u; // 4-bit: the second x vec4 of a 32-bit word (8-bit reads one: x1 unused)
+  var s = word_sums(a, q.x, x4[xi], x4[xi + x1]);
+  s = word_sums(s, q.y, x4[xi + xw], x4[xi + xw + x1]);
+  s = word_sums(s, q.z, x4[xi + 2u * xw], x4[xi + 2u * xw + x1]);
+  return word_sums(s, q.w, x4[xi + 3u * xw], x4[xi + 3u * xw + x1]);
+}
+// The end of group gi of matrix `which` for one feature: close_row's steps on partial p.
+fn closed(p: vec2<f32>, s: vec4<f32>, which: u32, gi: u32, sx: f32) -> vec2<f32> {
   let scale = scale_of(which, gi);
-  close_row(p, s, scale, bias_of(which, gi) + scale * half_code(), sx);
+  let bias = bias_of(which, gi) + scale * half_code();
+  return ksum_add(ksum_add(p, scale * group_dot(s)), bias * sx);
+}
+// The first two 16-byte words of group g of the four slots (b, d: with two slots), zero past the groups.
+struct SlotWords { a0: vec4<u32>, a1: vec4<u32>, b0: vec4<u32>, b1: vec4<u32>, c0: vec4<u32>, c1: vec4<u32>,
+                   d0: vec4<u32>, d1: vec4<u32> }
+fn slot_words(g: u32, groups: u32, fa: u32, fb: u32, fc: u32, fd: u32) -> SlotWords {
+  var q: SlotWords;
+  if (g >= groups) { return q; }
+  q.a0 = w4[(fa * groups + g) * WORDS];
+  q.c0 = w4u[(fc * groups + g) * WORDS];
+  if (WORDS > 1u) {
+    q.a1 = w4[(fa * groups + g) * WORDS + 1u];
+    q.c1 = w4u[(fc * groups + g) * WORDS + 1u];
+  }
+  if (SLOTS == 2u) {
+    q.b0 = w4[(fb * groups + g) * WORDS];
+    q.d0 = w4u[(fd * groups + g) * WORDS];
+    if (WORDS > 1u) {
+      q.b1 = w4[(fb * groups + g) * WORDS + 1u];
+      q.d1 = w4u[(fd * groups + g) * WORDS + 1u];
+    }
+  }
+  return q;
+}
+// The partials of the four slots.
+struct SlotPartials { a: vec2<f32>, b: vec2<f32>, c: vec2<f32>, d: vec2<f32> }
+// Group g of the four slots: its 16-byte words i = 0, 1 from q (loaded ahead), the others (WORDS = 4: 8-bit
+// groups of 64) loaded here; then closed into the partials.
+fn slot_group(p: SlotPartials, q: SlotWords, g: u32, groups: u32, xb: u32, sx: f32, fa: u32, fb: u32, fc: u32,
+              fd: u32) -> SlotPartials {
+  let xw = 8u / BITS;
+  let xi = xb + g * (GS / 4u);
+  var a = quad_sums(vec4<f32>(0.0), q.a0, xi, xw);
+  var b = vec4<f32>(0.0);
+  var c = quad_sums(vec4<f32>(0.0), q.c0, xi, xw);
+  var d = vec4<f32>(0.0);
+  if (SLOTS == 2u) {
+    b = quad_sums(b, q.b0, xi, xw);
+    d = quad_sums(d, q.d0, xi, xw);
+  }
+  if (WORDS > 1u) {
+    a = quad_sums(a, q.a1, xi + 4u * xw, xw);
+    c = quad_sums(c, q.c1, xi + 4u * xw, xw);
+    if (SLOTS == 2u) {
+      b = quad_sums(b, q.b1, xi + 4u * xw, xw);
+      d = quad_sums(d, q.d1, xi + 4u * xw, xw);
+    }
+  }
+  for (var i = 2u; i < WORDS; i++) {
+    let xi_i = xi + 4u * xw * i;
+    a = quad_sums(a, w4[(fa * groups + g) * WORDS + i], xi_i, xw);
+    c = quad_sums(c, w4u[(fc * groups + g) * WORDS + i], xi_i, xw);
+    if (SLOTS == 2u) {
+      b = quad_sums(b, w4[(fb * groups + g) * WORDS + i], xi_i, xw);
+      d = quad_sums(d, w4u[(fd * groups + g) * WORDS + i], xi_i, xw);
+    }
+  }
+  var r = p;
+  r.a = closed(p.a, a, 0u, fa * groups + g, sx);
+  r.c = closed(p.c, c, 1u, fc * groups + g, sx);
+  if (SLOTS == 2u) {
+    r.b = closed(p.b, b, 0u, fb * groups + g, sx);
+    r.d = closed(p.d, d, 1u, fd * groups + g, sx);
+  }
+  return r;
 }
 fn row_slots(fs: Features, lid: u32, r0: u32, fa: u32, fb: u32, fc: u32, fd: u32) -> vec2<f32> {
   let groups = P.K / GS;
-  let gv = GS / 4u;
-  let xw = 8u / BITS;
-  pa = Partials();
-  pb = Partials();
-  pc = vec2<f32>(0.0);
-  pd = vec2<f32>(0.0);
   let xb = r0 * (P.x_stride / 4u);
-  for (var g = fs.t; g < groups; g += T) {
-    sa = Sums();
-    sb = Sums();
-    sc = vec4<f32>(0.0);
-    sd = vec4<f32>(0.0);
-    for (var i = 0u; i < WORDS; i++) {
-      let qa = w4[(fa * groups + g) * WORDS + i];
-      let qc = w4u[(fc * groups + g) * WORDS + i];
-      var qb = qa;
-      var qd = qc;
-      if (SLOTS == 2u) {
-        qb = w4[(fb * groups + g) * WORDS + i];
-        qd = w4u[(fd * groups + g) * WORDS + i];
-      }
-      let xi = xb + g * gv + 4u * xw * i;
-      add_word_slots(qa.x, qb.x, qc.x, qd.x, xi);
-      add_word_slots(qa.y, qb.y, qc.y, qd.y, xi + xw);
-      add_word_slots(qa.z, qb.z, qc.z, qd.z, xi + 2u * xw);
-      add_word_slots(qa.w, qb.w, qc.w, qd.w, xi + 3u * xw);
+  var p = SlotPartials();
+  if (WORDS > 2u) {
+    // 8-bit groups of 64: their four words a group, loaded in it (ahead, 64 more registers: 29.0 us for the
+    // 8-bit gate/up projection at M = 1 where this loop takes 26.4).
+    for (var g = fs.t; g < groups; g += T) {
+      p = slot_group(p, slot_words(g, groups, fa, fb, fc, fd), g, groups, xb, xs[r0 * groups + g], fa, fb, fc, fd);
     }
-    let sx = xs[r0 * groups + g];
-    close_feature(&pa.r0, sa.r0, 0u, fa * groups + g, sx);
-    close_feature(&pc, sc, 1u, fc * groups + g, sx);
-    if (SLOTS == 2u) {
-      close_feature(&pb.r0, sb.r0, 0u, fb * groups + g, sx);
-      close_feature(&pd, sd, 1u, fd * groups + g, sx);
+  } else {
+    var next = slot_words(fs.t, groups, fa, fb, fc, fd);
+    for (var g = fs.t; g < groups; g += T) {
+      let q = next;
+      next = slot_words(g + T, groups, fa, fb, fc, fd);
+      p = slot_group(p, q, g, groups, xb, xs[r0 * groups + g], fa, fb, fc, fd);
     }
   }
-  let ab = pass_total(fs.f, fs.t, lid, 1u, ROW_TL);
   pa = Partials();
   pb = Partials();
-  pa.r0 = pc;
-  pb.r0 = pd;
+  pa.r0 = p.a;
+  pb.r0 = p.b;
+  let ab = pass_total(fs.f, fs.t, lid, 1u, ROW_TL);
+  pa.r0 = p.c;
+  pb.r0 = p.d;
   return vec2<f32>(ab, pass_total(fs.f, fs.t, lid, 1u, ROW_TL));
 }
 

@@ -66,8 +66,39 @@ export function setCoopFeatures(r: number | undefined): void {
   coopFeaturesOverride = r;
 }
 
-/** matmul_coop.wgsl's workgroup: WG invocations, T of them per output feature. */
-export const COOP_WG = 256;
+/** Tests only: every coop linear runs in workgroups of this size (256 or 512) where the device allows it. */
+let coopWorkgroupOverride: number | undefined;
+export function setCoopWorkgroup(wg: number | undefined): void {
+  if (wg !== undefined && wg !== 256 && wg !== 512) throw new Error(`coop workgroups must be 256 or 512, not ${wg}`);
+  coopWorkgroupOverride = wg;
+}
+
+/** The device limits coopWorkgroup reads. */
+type CoopLimits = Pick<
+  GPUSupportedLimits,
+  'maxComputeInvocationsPerWorkgroup' | 'maxComputeWorkgroupSizeX' | 'maxComputeWorkgroupStorageSize'
+>;
+/**
+ * matmul_coop.wgsl's workgroup (WG invocations, T of them per output feature), a function of the linear's
+ * shape, its entry and the device's limits, never of M: 512 for the MLP's gate/up widths (12288 to 65535
+ * outputs, `main` and the fused `gate_up` alike) where the device allows 512 invocations and the 32 KiB of
+ * workgroup memory they take (4 * WG vec4s of partials), 256 otherwise. Which workgroup computes a feature
+ * changes none of its arithmetic (T and R do not change). Measured on an H200 (12B, cold weights,
+ * `scripts/coop-microbench.ts`, tenth session; the NVIDIA driver gives this kernel 128 registers at both
+ * sizes, so 16 warps share an SM either way): the 4-bit gate/up projection M = 1 / 4 / 8 20.3 / 45.0 / 84.8
+ * -> 19.2 / 42.0 / 78.3 us, the fused gate_up 33.2 / 84.9 / 165.9 -> 32.8 / 79.8 / 155.5; kept at 256: the
+ * LM head (M = 1 229.0 -> 249.0 us), the down projection (M = 1 23.6 -> 24.1) and the 8-bit gate/up (M = 1
+ * 26.1 -> 28.5), where 512 made single rows slower. 1024 invocations (64 registers, spilling) were slower
+ * everywhere.
+ */
+export function coopWorkgroup(limits: CoopLimits, outFeatures: number, bits: number): number {
+  const fits =
+    limits.maxComputeInvocationsPerWorkgroup >= 512 &&
+    limits.maxComputeWorkgroupSizeX >= 512 &&
+    limits.maxComputeWorkgroupStorageSize >= 512 * 64;
+  if (coopWorkgroupOverride) return fits ? coopWorkgroupOverride : 256;
+  return fits && bits === 4 && outFeatures >= 12288 && outFeatures < 65536 ? 512 : 256;
+}
 /**
  * Invocations per output feature of matmul_coop.wgsl, a function of the linear's shape and entry only, never
  * of M (so every row count runs the same pipeline): 16, and 8 for the fused `gate_up` of wide MLPs (12288
@@ -94,7 +125,7 @@ export function coopThreads(outFeatures = 0, entry: 'main' | 'gate_up' = 'main')
  * M = 4 and 8 within 2%. 8192 x 3840 (the stacked q, k, v of a sliding layer), R = 1 / 2 / 4: 15.9 / 13.1 /
  * 14.0 us at M = 1, 37.0 / 26.4 / 32.1 us at M = 4 (2026-12-02, fourth session). The down projection (3840 x
  * 15360), R = 1 / 2: 23.7 / 32.9 us at M = 1, 65.7 / 72.5 us at M = 4; with workgroups of 128 instead of
- * COOP_WG, 32.1 / 29.9 and 146.4 / 81.0 us (sixth session). The fused `gate_up` entry serves two features of
+ * 256, 32.1 / 29.9 and 146.4 / 81.0 us (sixth session). The fused `gate_up` entry serves two features of
  * each matrix (four slots too) and takes at most 2.
  */
 export function coopFeatures(outFeatures: number, entry: 'main' | 'gate_up' = 'main'): number {
@@ -119,7 +150,7 @@ function coopMain(
   const part = lin.weight.parts[i];
   const w = partBinding(part);
   const sb = [partBinding(lin.scales!.parts[i]), partBinding(lin.biases!.parts[i])];
-  const { constants, workgroups } = coopDispatch(lin.desc as AffineLinearDesc, part.rows, 'main');
+  const { constants, workgroups } = coopDispatch(rec, lin.desc as AffineLinearDesc, part.rows, 'main');
   // bindings 9-11 hold gate_up's second matrix; `main` gets its own again there, where single rows of R = 4
   // read their slots 2 and 3 (matmul_coop.wgsl row_slots). SEGMENTS = 1: the default pipeline.
   rec.run(
@@ -133,15 +164,17 @@ function coopMain(
 
 /** The coop pipeline's constants and workgroup count for one row part of a linear. */
 function coopDispatch(
+  rec: Recorder,
   d: AffineLinearDesc,
   rows: number,
   entry: 'main' | 'gate_up',
 ): { constants: Record<string, number>; workgroups: number } {
   const T = coopThreads(d.outFeatures, entry);
   const R = coopFeatures(d.outFeatures, entry);
+  const WG = coopWorkgroup(rec.kernels.device.limits, d.outFeatures, d.bits);
   return {
-    constants: { BITS: d.bits, WG: COOP_WG, T, R, GS: d.groupSize },
-    workgroups: Math.ceil(rows / (R * (COOP_WG / T))),
+    constants: { BITS: d.bits, WG, T, R, GS: d.groupSize },
+    workgroups: Math.ceil(rows / (R * (WG / T))),
   };
 }
 
@@ -471,7 +504,7 @@ export function gateUp(
       partBinding(up.biases!.parts[i]),
       ...(out ? [out.buffer] : []),
     ];
-    const { constants, workgroups } = coopDispatch(d, part.rows, 'gate_up');
+    const { constants, workgroups } = coopDispatch(rec, d, part.rows, 'gate_up');
     if (out)
       rec.run('matmul_coop.wgsl', 'gate_up_sums', { ...constants, SUMS_GROUP: out.groupSize }, bindings, workgroups);
     else rec.run('matmul_coop.wgsl', 'gate_up', constants, bindings, workgroups);
@@ -505,7 +538,8 @@ export function downSumsFused(rec: Recorder, gate: GpuLinear, down: GpuLinear, r
   if (g.kind !== 'affine' || d.kind !== 'affine' || d.inFeatures !== g.outFeatures) return false;
   if (rec.kernels.device.limits.maxStorageBuffersPerShaderStage < GATE_UP_SUMS_STORAGE) return false;
   if (!readsGroupSums(rec, down, r)) return false;
-  const span = coopFeatures(g.outFeatures, 'gate_up') * (COOP_WG / coopThreads(g.outFeatures, 'gate_up'));
+  const wg = coopWorkgroup(rec.kernels.device.limits, g.outFeatures, g.bits);
+  const span = coopFeatures(g.outFeatures, 'gate_up') * (wg / coopThreads(g.outFeatures, 'gate_up'));
   return (
     span % d.groupSize === 0 &&
     gate.weight.parts.every((p) => p.rowStart % d.groupSize === 0 && p.rows % d.groupSize === 0)

@@ -280,6 +280,22 @@ describe('fused gate/up/GeGLU + down x sums (matmul_coop gate_up_sums)', () => {
           expect(alone.s.equals(got.s.subarray(m * per * 4, (m + 1) * per * 4)), `M=${M} last row alone`).toBe(true);
         }
       }
+      if (bits === 4) {
+        // Workgroups of 512 (ops.coopWorkgroup: the 12B's 4-bit MLP on GPUs that allow them): 128 features a
+        // workgroup, two of down's groups of sums each, the second workgroup half past N: the bytes of 256.
+        for (const M of [1, 5]) {
+          const x = xAll.subarray(0, M * K);
+          const small = await compute(x, M, false, 'sums');
+          op.setCoopWorkgroup(512);
+          try {
+            const big = await compute(x, M, false, 'sums');
+            expect(big.g.equals(small.g), `M=${M}: g in workgroups of 512 vs 256`).toBe(true);
+            expect(big.s.equals(small.s), `M=${M}: sums in workgroups of 512 vs 256`).toBe(true);
+          } finally {
+            op.setCoopWorkgroup(undefined);
+          }
+        }
+      }
       // where a workgroup's features are not whole groups of down, the sums are left to affine_xsum
       op.setCoopFeatures(1);
       expect(op.downSumsFused(new Recorder(device, kernels, 'probe'), gate, down, { M: 1, round: false })).toBe(false);

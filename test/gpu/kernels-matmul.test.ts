@@ -187,6 +187,49 @@ describe(`GPU kernels: matmul vs the CPU float64 reference (${ADAPTER})`, () => 
       });
     }
 
+    // Workgroups of 512 (ops.coopWorkgroup: the MLP's gate/up widths, 32 KiB of workgroup memory) are chosen
+    // only for linears of 12288 outputs or more, so they are forced here: the workgroup changes no arithmetic,
+    // so every feature has the bytes of workgroups of 256, at every row count (row_slots, unstaged and staged
+    // passes, R = 1 and 4).
+    describe('coop in workgroups of 512', { timeout: 600_000 }, () => {
+      afterAll(() => {
+        op.setCoopWorkgroup(undefined);
+        op.setCoopFeatures(undefined);
+      });
+      for (const R of [1, 4] as const)
+        for (const c of [invCases[0], invCases[1], invCases[7]]) {
+          it(`coop R = ${R}, WG 512 gives the bytes of WG 256 (${c.name}; M = 1, 4, 5)`, async () => {
+            const limits = lab.device.limits;
+            if (limits.maxComputeInvocationsPerWorkgroup < 512 || limits.maxComputeWorkgroupStorageSize < 32768) {
+              // SwiftShader (256 invocations at most): the MLP's widths keep workgroups of 256 there.
+              expect(op.coopWorkgroup(limits, 15360, 4)).toBe(256);
+              return;
+            }
+            expect(op.coopWorkgroup(limits, 15360, 4), 'a device that allows 512 takes it for the MLP widths').toBe(
+              512,
+            );
+            const r = new Rand(1950 + c.K + c.N + c.bits);
+            const A = await affineLinear(lab, r, c);
+            op.setCoopFeatures(R);
+            for (const M of [1, 4, 5]) {
+              const xb = lab.f32(r.f32s(M * c.K));
+              const [small, big] = [lab.sentinel(M * c.N), lab.sentinel(M * c.N)];
+              await lab.run((rec) => {
+                op.setCoopWorkgroup(256);
+                op.matmul(rec, A.lin, xb, small, { M, round: false }, c.K, c.N, 'coop');
+                op.setCoopWorkgroup(512);
+                op.matmul(rec, A.lin, xb, big, { M, round: false }, c.K, c.N, 'coop');
+              });
+              expectSameBytes(
+                `coop WG 512 vs 256, M = ${M}`,
+                await lab.bytes(big, M * c.N),
+                await lab.bytes(small, M * c.N),
+              );
+            }
+          });
+        }
+    });
+
     for (const kernel of ROW_KERNELS) {
       for (const c of invCases) {
         it(`${kernel} row-invariant (${c.name}, K ${c.K}, N ${c.N}): M = 1..8 and 13 together == each row alone, every row position, byte for byte (f32 and bf16)`, async () => {
