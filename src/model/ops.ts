@@ -80,8 +80,8 @@ type CoopLimits = Pick<
 >;
 /**
  * matmul_coop.wgsl's workgroup (WG invocations, T of them per output feature), a function of the linear's
- * shape, its entry and the device's limits, never of M: 512 for the MLP's gate/up widths (12288 to 65535
- * outputs, `main` and the fused `gate_up` alike) where the device allows 512 invocations and the 32 KiB of
+ * shape (outputs, bits) and the device's limits, never of M: 512 for the MLP's 4-bit gate/up widths (12288 to
+ * 65535 outputs, `main` and the fused `gate_up` alike) where the device allows 512 invocations and the 32 KiB of
  * workgroup memory they take (4 * WG vec4s of partials), 256 otherwise. Which workgroup computes a feature
  * changes none of its arithmetic (T and R do not change). Measured on an H200 (12B, cold weights,
  * `scripts/coop-microbench.ts`, tenth session; the NVIDIA driver gives this kernel 128 registers at both
