@@ -27,7 +27,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { nodeGpuContext } from '../src/cli/node-gpu.ts';
-import { shaderSource } from '../src/gpu/shaders.ts';
+import { expandIncludes, shaderSource } from '../src/gpu/shaders.ts';
 import { paramsBytes, paramsLayout } from '../src/gpu/params-layout.ts';
 import { GpuTimer } from '../src/bench/timer.ts';
 import type { Dispatch } from '../src/bench/timer.ts';
@@ -51,14 +51,6 @@ const { values } = parseArgs({
     seconds: { type: 'string', default: '0.2' },
   },
 });
-
-/** A kernel file's text with its `//#include`s expanded from the working tree's shaders. */
-function expandIncludes(text: string): string {
-  const seen = new Set<string>();
-  return text.replace(/^\/\/#include "([^"]+)"\s*$/gm, (_m, inc: string) =>
-    seen.has(inc) ? '' : shaderSource(inc, seen),
-  );
-}
 
 const ctx = await nodeGpuContext();
 const device = ctx.device;

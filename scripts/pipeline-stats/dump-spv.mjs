@@ -7,7 +7,7 @@
 //
 // For each spec, a child process (this script with --child) creates a device the way the product does
 // (src/gpu/device.ts createGpuContext: same optional features, raised limits) from a Dawn instance with the
-// `dump_shaders` toggle, expands `//#include "x.wgsl"` as scripts/coop-microbench.ts does, and creates
+// `dump_shaders` toggle, expands `//#include "x.wgsl"` (src/gpu/shaders.ts expandIncludes), and creates
 // the module and a compute pipeline (layout 'auto', the override constants). Dawn prints the SPIR-V
 // disassembly from the native side to the process's stdout ("info:" + "/* Dumped SPIRV disassembly */"),
 // so the parent captures the child's stdout and takes that block. One child per spec: exactly one
@@ -43,15 +43,10 @@ function parseSpec(spec) {
 async function child(specJson) {
   const spec = JSON.parse(specJson);
   const { create, globals } = await import('webgpu');
-  const { shaderSource } = await import('../../src/gpu/shaders.ts');
+  const { expandIncludes } = await import('../../src/gpu/shaders.ts');
   const { createGpuContext } = await import('../../src/gpu/device.ts');
   Object.assign(globalThis, globals);
 
-  // As scripts/coop-microbench.ts expandIncludes.
-  const expandIncludes = (text) => {
-    const seen = new Set();
-    return text.replace(/^\/\/#include "([^"]+)"\s*$/gm, (_m, inc) => (seen.has(inc) ? '' : shaderSource(inc, seen)));
-  };
   const code = expandIncludes(readFileSync(spec.file, 'utf8'));
   if (spec.wgslOut) writeFileSync(spec.wgslOut, code);
 

@@ -681,13 +681,8 @@ class Context:
                 return result
 
             pinfo = VkPipelineInfoKHR(ST_PIPELINE_INFO, None, handles["pipeline"].value)
-            n = u32()
-            gpep = d["vkGetPipelineExecutablePropertiesKHR"]
-            check(gpep(dev, C.byref(pinfo), C.byref(n), None), "vkGetPipelineExecutablePropertiesKHR")
-            props = (VkPipelineExecutablePropertiesKHR * n.value)()
-            for p in props:
-                p.sType = ST_PIPELINE_EXECUTABLE_PROPERTIES
-            check(gpep(dev, C.byref(pinfo), C.byref(n), props), "vkGetPipelineExecutablePropertiesKHR")
+            props, n = self._query("vkGetPipelineExecutablePropertiesKHR", pinfo,
+                                   VkPipelineExecutablePropertiesKHR, ST_PIPELINE_EXECUTABLE_PROPERTIES)
             for idx in range(n.value):
                 p = props[idx]
                 ex = {"index": idx, "name": cstr(p.name), "description": cstr(p.description),
@@ -695,13 +690,8 @@ class Context:
                 print("  executable %d: %s (%s), stages %#x, subgroupSize %d" % (
                     idx, ex["name"], ex["description"], p.stages, p.subgroupSize))
                 einfo = VkPipelineExecutableInfoKHR(ST_PIPELINE_EXECUTABLE_INFO, None, handles["pipeline"].value, idx)
-                gs = d["vkGetPipelineExecutableStatisticsKHR"]
-                m = u32()
-                check(gs(dev, C.byref(einfo), C.byref(m), None), "vkGetPipelineExecutableStatisticsKHR")
-                st = (VkPipelineExecutableStatisticKHR * m.value)()
-                for s in st:
-                    s.sType = ST_PIPELINE_EXECUTABLE_STATISTIC
-                check(gs(dev, C.byref(einfo), C.byref(m), st), "vkGetPipelineExecutableStatisticsKHR")
+                st, m = self._query("vkGetPipelineExecutableStatisticsKHR", einfo,
+                                    VkPipelineExecutableStatisticKHR, ST_PIPELINE_EXECUTABLE_STATISTIC)
                 width = max([len(cstr(s.name)) for s in st] + [10])
                 for s in st[:m.value]:
                     fmt = s.format
@@ -731,15 +721,24 @@ class Context:
                 d["vkDestroyShaderModule"](dev, handles["module"], None)
         return result
 
+    def _query(self, name, info, struct, s_type):
+        """Vulkan's two-call query of device function `name`: the count, then that many structs (sType set)
+        filled in. Returns the array and the count (a u32, as a third call wants it)."""
+        fn = self.d[name]
+        n = u32()
+        check(fn(self.device, C.byref(info), C.byref(n), None), name)
+        out = (struct * n.value)()
+        for o in out:
+            o.sType = s_type
+        check(fn(self.device, C.byref(info), C.byref(n), out), name)
+        return out, n
+
     def _internal(self, einfo, ir_dir, path, idx, ex):
         gir = self.d["vkGetPipelineExecutableInternalRepresentationsKHR"]
         dev = self.device
-        m = u32()
-        check(gir(dev, C.byref(einfo), C.byref(m), None), "vkGetPipelineExecutableInternalRepresentationsKHR")
-        reps = (VkPipelineExecutableInternalRepresentationKHR * m.value)()
-        for r in reps:
-            r.sType = ST_PIPELINE_EXECUTABLE_INTERNAL_REPRESENTATION
-        check(gir(dev, C.byref(einfo), C.byref(m), reps), "vkGetPipelineExecutableInternalRepresentationsKHR")
+        reps, m = self._query("vkGetPipelineExecutableInternalRepresentationsKHR", einfo,
+                              VkPipelineExecutableInternalRepresentationKHR,
+                              ST_PIPELINE_EXECUTABLE_INTERNAL_REPRESENTATION)
         bufs = []
         for r in reps[:m.value]:
             b = C.create_string_buffer(r.dataSize + 1)

@@ -68,6 +68,14 @@ export function shaderSource(name: string, seen = new Set<string>()): string {
   const text = FILES[name];
   if (text === undefined) throw new Error(`Unknown shader "${name}" (known: ${Object.keys(FILES).join(', ')}).`);
   seen.add(name);
+  return expandIncludes(text, seen);
+}
+
+/**
+ * WGSL text (a shader of this tree, or another file: a microbenchmark's variant) with its `//#include`s expanded
+ * from this tree's shaders, each file at most once (`seen`: the files already spliced).
+ */
+export function expandIncludes(text: string, seen = new Set<string>()): string {
   return text.replace(/^\/\/#include "([^"]+)"\s*$/gm, (_m, inc: string) =>
     seen.has(inc) ? '' : shaderSource(inc, seen),
   );
