@@ -150,7 +150,9 @@ describe(`GPU kernels: matmul vs the CPU float64 reference (${ADAPTER})`, () => 
     // The coop rule gives several features per invocation only to linears of 6144 outputs or more (stacked
     // q/k/v, the MLP's gate/up, the LM head: too big for these tests), so R = 2 and R = 4 are forced here on
     // the same cases. R = 4 runs single rows through row_slots (four slots in one loop, another lane layout)
-    // and blocks as two passes of two slots: both must give every feature the bytes of R = 1.
+    // and blocks as two passes of two slots, R = 2 single rows as passes: all must give every feature the
+    // bytes of R = 1 (whose single rows take row_slots' one-slot loop, its blocks the passes: the
+    // row-invariance tests below hold those two to the same bytes).
     // Timeout: the first case of each R compiles its pipelines, minutes on llvmpipe with a cold shader cache
     // (a fresh CI machine; one case ran past the default 120 s there).
     for (const R of [2, 4] as const) {
