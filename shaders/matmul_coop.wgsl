@@ -410,8 +410,9 @@ fn rnd(v: f32) -> f32 { return select(v, round_bf16(v), P.round == 1u); }
 // Invocation lid's features (slot j: feature base + j F + f; `feature`) and its slice t.
 // The lane layout tl: neighbouring invocations take tl consecutive slices of one feature, then the next
 // feature: lid = ((t / tl) * F + f) * tl + t % tl. tl = 1 (a subgroup's x loads are one or two
-// addresses) everywhere but the fused single-row gate_up (below). Which invocation computes what
-// changes no arithmetic: a partial's slice t and the fixed order t = 0 .. T-1 of its sum do not move.
+// addresses) everywhere but the single-row loop of gate_up and of R = 4 (ROW_TL, below). Which invocation
+// computes what changes no arithmetic: a partial's slice t and the fixed order t = 0 .. T-1 of its sum do
+// not move.
 struct Features { base: u32, f: u32, t: u32, tl: u32 }
 fn features(wid: vec3<u32>, nwg: vec3<u32>, lid: u32, tl: u32) -> Features {
   let F = WG / T;
