@@ -13,7 +13,7 @@
  * --variants adds more kernel files (named by their file name) to the comparison (file@WG:T:R runs that
  * file in that one configuration only: a kernel whose T and R mean something else); --threads tries other
  * invocation counts per feature than the engine's; --features other output features per invocation (R);
- * --wg other workgroup sizes than the engine's (ops.coopWorkgroup: a baseline from before workgroups of 512
+ * --wg other workgroup sizes than the engine's (ops.coopShape: a baseline from before workgroups of 512
  * has 16 KiB of workgroup memory, so run it at 256);
  * --cold cycles through copies of the weights; --rounds times every configuration that many times,
  * interleaved, and keeps the fastest; --seconds is the GPU time aimed at per timing. Every kernel's output is compared byte for byte with the
@@ -32,7 +32,7 @@ import { paramsBytes, paramsLayout } from '../src/gpu/params-layout.ts';
 import { GpuTimer } from '../src/bench/timer.ts';
 import type { Dispatch } from '../src/bench/timer.ts';
 import { copyBandwidth } from '../src/bench/probes.ts';
-import { coopFeatures, coopThreads, coopWorkgroup } from '../src/model/ops.ts';
+import { coopShape } from '../src/model/ops.ts';
 
 const { values } = parseArgs({
   options: {
@@ -157,9 +157,10 @@ for (const shape of values.shapes.split(',')) {
     }
     const configs: Config[] = [];
     const grid: [number, number, number][] = [];
-    for (const WG of values.wg?.split(',').map(Number) ?? [coopWorkgroup(device.limits, N, bits)])
-      for (const T of threadCounts ?? [coopThreads(N, fused ? 'gate_up' : 'main')])
-        for (const R of values.features?.split(',').map(Number) ?? [coopFeatures(N, fused ? 'gate_up' : 'main')])
+    const engine = coopShape(device.limits, { outFeatures: N, bits }, fused ? 'gate_up' : 'main');
+    for (const WG of values.wg?.split(',').map(Number) ?? [engine.WG])
+      for (const T of threadCounts ?? [engine.T])
+        for (const R of values.features?.split(',').map(Number) ?? [engine.R])
           if (T <= 16 || M === 1) grid.push([WG, T, R]);
     for (const [label, code, fixed] of kernels)
       for (const [WG, T, R] of fixed ? [fixed] : grid) {

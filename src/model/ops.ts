@@ -134,6 +134,23 @@ export function coopFeatures(outFeatures: number, entry: 'main' | 'gate_up' = 'm
 }
 
 /**
+ * matmul_coop.wgsl's workgroup size, invocations per output feature and output features per invocation for a
+ * linear on this device (coopWorkgroup, coopThreads, coopFeatures): what coopDispatch runs, what gate_up_sums'
+ * workgroups span (downSumsFused) and what scripts/coop-microbench.ts times by default.
+ */
+export function coopShape(
+  limits: CoopLimits,
+  d: { outFeatures: number; bits: number },
+  entry: 'main' | 'gate_up',
+): { WG: number; T: number; R: number } {
+  return {
+    WG: coopWorkgroup(limits, d.outFeatures, d.bits),
+    T: coopThreads(d.outFeatures, entry),
+    R: coopFeatures(d.outFeatures, entry),
+  };
+}
+
+/**
  * matmul_coop.wgsl `main` over row part i of an affine linear (ops.matmul's coop path, and a stacked q/k/v in
  * `segments` segments: stackedQkvMatmul), with its parameters and x group sums made by the caller.
  */
@@ -169,9 +186,7 @@ function coopDispatch(
   rows: number,
   entry: 'main' | 'gate_up',
 ): { constants: Record<string, number>; workgroups: number } {
-  const T = coopThreads(d.outFeatures, entry);
-  const R = coopFeatures(d.outFeatures, entry);
-  const WG = coopWorkgroup(rec.kernels.device.limits, d.outFeatures, d.bits);
+  const { WG, T, R } = coopShape(rec.kernels.device.limits, d, entry);
   return {
     constants: { BITS: d.bits, WG, T, R, GS: d.groupSize },
     workgroups: Math.ceil(rows / (R * (WG / T))),
@@ -538,8 +553,8 @@ export function downSumsFused(rec: Recorder, gate: GpuLinear, down: GpuLinear, r
   if (g.kind !== 'affine' || d.kind !== 'affine' || d.inFeatures !== g.outFeatures) return false;
   if (rec.kernels.device.limits.maxStorageBuffersPerShaderStage < GATE_UP_SUMS_STORAGE) return false;
   if (!readsGroupSums(rec, down, r)) return false;
-  const wg = coopWorkgroup(rec.kernels.device.limits, g.outFeatures, g.bits);
-  const span = coopFeatures(g.outFeatures, 'gate_up') * (wg / coopThreads(g.outFeatures, 'gate_up'));
+  const { WG, T, R } = coopShape(rec.kernels.device.limits, g, 'gate_up');
+  const span = R * (WG / T); // the features of one gate_up_sums workgroup
   return (
     span % d.groupSize === 0 &&
     gate.weight.parts.every((p) => p.rowStart % d.groupSize === 0 && p.rows % d.groupSize === 0)

@@ -45,6 +45,7 @@ import {
   expectRowInvariantMatmul,
   quantizedBounds,
   type AffineCase,
+  type AffineWeights,
   type DenseDtype,
 } from './helpers/linears.ts';
 
@@ -126,6 +127,29 @@ describe(`GPU kernels: matmul vs the CPU float64 reference (${ADAPTER})`, () => 
   // and past one block), and their values must agree with the CPU reference and with the
   // one-output-per-invocation `affine` kernel. Linears a kernel cannot run fall back to `affine`.
   describe('matmul, exact kernels lanes / tile / coop', () => {
+    /**
+     * The coop matmul of the same M random rows under two settings of the ops overrides (`base`, then `other`,
+     * each applied as its dispatch is recorded) gives every output the same bytes.
+     */
+    async function expectCoopSettingsAgree(
+      label: string,
+      r: Rand,
+      A: AffineWeights,
+      c: AffineCase,
+      M: number,
+      base: () => void,
+      other: () => void,
+    ): Promise<void> {
+      const xb = lab.f32(r.f32s(M * c.K));
+      const [a, b] = [lab.sentinel(M * c.N), lab.sentinel(M * c.N)];
+      await lab.run((rec) => {
+        base();
+        op.matmul(rec, A.lin, xb, a, { M, round: false }, c.K, c.N, 'coop');
+        other();
+        op.matmul(rec, A.lin, xb, b, { M, round: false }, c.K, c.N, 'coop');
+      });
+      expectSameBytes(`${label}, M = ${M}`, await lab.bytes(b, M * c.N), await lab.bytes(a, M * c.N));
+    }
     const ROW_KERNELS = ['lanes', 'tile', 'coop'] as const;
     const invCases: (AffineCase & { name: string })[] = [
       { name: '4-bit gs 64, 3 parts', bits: 4, gs: 64, K: 128, N: 30, rowsPerPart: 11 },
@@ -169,21 +193,16 @@ describe(`GPU kernels: matmul vs the CPU float64 reference (${ADAPTER})`, () => 
           it(`coop R = ${R} gives every feature the bytes of R = 1 (${c.name}; M = 1, 5, 13)`, async () => {
             const r = new Rand(950 + c.K + c.N + c.bits);
             const A = await affineLinear(lab, r, c);
-            for (const M of [1, 5, 13]) {
-              const xb = lab.f32(r.f32s(M * c.K));
-              const [one, many] = [lab.sentinel(M * c.N), lab.sentinel(M * c.N)];
-              await lab.run((rec) => {
-                op.setCoopFeatures(1);
-                op.matmul(rec, A.lin, xb, one, { M, round: false }, c.K, c.N, 'coop');
-                op.setCoopFeatures(R);
-                op.matmul(rec, A.lin, xb, many, { M, round: false }, c.K, c.N, 'coop');
-              });
-              expectSameBytes(
-                `coop R = ${R} vs R = 1, M = ${M}`,
-                await lab.bytes(many, M * c.N),
-                await lab.bytes(one, M * c.N),
+            for (const M of [1, 5, 13])
+              await expectCoopSettingsAgree(
+                `coop R = ${R} vs R = 1`,
+                r,
+                A,
+                c,
+                M,
+                () => op.setCoopFeatures(1),
+                () => op.setCoopFeatures(R),
               );
-            }
           });
         }
       });
@@ -213,21 +232,16 @@ describe(`GPU kernels: matmul vs the CPU float64 reference (${ADAPTER})`, () => 
             const r = new Rand(1950 + c.K + c.N + c.bits);
             const A = await affineLinear(lab, r, c);
             op.setCoopFeatures(R);
-            for (const M of [1, 4, 5]) {
-              const xb = lab.f32(r.f32s(M * c.K));
-              const [small, big] = [lab.sentinel(M * c.N), lab.sentinel(M * c.N)];
-              await lab.run((rec) => {
-                op.setCoopWorkgroup(256);
-                op.matmul(rec, A.lin, xb, small, { M, round: false }, c.K, c.N, 'coop');
-                op.setCoopWorkgroup(512);
-                op.matmul(rec, A.lin, xb, big, { M, round: false }, c.K, c.N, 'coop');
-              });
-              expectSameBytes(
-                `coop WG 512 vs 256, M = ${M}`,
-                await lab.bytes(big, M * c.N),
-                await lab.bytes(small, M * c.N),
+            for (const M of [1, 4, 5])
+              await expectCoopSettingsAgree(
+                'coop WG 512 vs 256',
+                r,
+                A,
+                c,
+                M,
+                () => op.setCoopWorkgroup(256),
+                () => op.setCoopWorkgroup(512),
               );
-            }
           });
         }
     });
