@@ -21,6 +21,15 @@ import { generationModels } from '../model/generation-setup.ts';
 import type { TargetStats } from '../model/forward-pass.ts';
 import { QWEN_POLICIES } from '../model/qwen/policies.ts';
 import { buildE2EModel, type E2EModel, type E2EPreset } from './e2e-model.ts';
+import { warmGpu, type Warmup } from './probes.ts';
+import { isSoftwareAdapter } from '../gpu/kernel-class.ts';
+
+/**
+ * Default warm-up before each timed phase on GPUs (E2EOptions.warmupMs). On the H200 a few hundred ms of full
+ * load took the SM clock from 345 to 1980 MHz, and the driver kept it up for ~1.5 s after the load stopped
+ * (nvidia-smi, twelfth session): each timed phase lasts far less than that.
+ */
+export const WARMUP_MS = 500;
 
 export interface E2EOptions {
   /** Any synthetic preset (src/bench/e2e-model.ts): the 12B by default, a family's (e4b, 26b-a4b, qwen36-27b ...). */
@@ -36,6 +45,12 @@ export interface E2EOptions {
   seed?: number;
   /** Also run the block-versus-chain probe (exact and mlx-metal) on the model; default true. */
   probe?: boolean;
+  /**
+   * Wall ms of GPU work (probes.ts warmGpu) right before the timed chain tokens and verify blocks, so that they
+   * run at the GPU's working clocks; default WARMUP_MS on GPUs, 0 (none) on software adapters, which have no GPU
+   * clock to raise.
+   */
+  warmupMs?: number;
   log?: (line: string) => void;
 }
 
@@ -87,6 +102,8 @@ export interface E2EResult {
   };
   /** ms per verify block / ms per chain token (1 = a block of K costs one chain step; K = no gain). */
   blockVsChain: number;
+  /** The GPU work run before the timed chain tokens and blocks (null: none, a software adapter). */
+  warmup: Warmup | null;
   /**
    * The block-versus-chain probe on this model, wall time by phase summed over its draws: once with the
    * exact policy (passes: no localization) and once with `mlx-metal` (fails: localization runs).
@@ -229,6 +246,20 @@ function wallPer(c0: Counts, c1: Counts, units: number): Pick<StepBreakdown, 'en
   return { encodeMs: per('encodeMs'), submitMs: per('submitMs')!, waitMs: per('waitMs') };
 }
 
+/** Counts of nothing yet (with the recording and waiting timers where the engine keeps TargetStats). */
+function zeroCounts(timers: boolean): Counts {
+  return { dispatches: 0, submits: 0, submitMs: 0, ...(timers ? { encodeMs: 0, waitMs: 0 } : {}) };
+}
+
+/** Adds what was counted between a and b to acc. */
+function accumulate(acc: Counts, a: Counts, b: Counts): void {
+  acc.dispatches += b.dispatches - a.dispatches;
+  acc.submits += b.submits - a.submits;
+  acc.submitMs += b.submitMs - a.submitMs;
+  if (acc.encodeMs !== undefined) acc.encodeMs += (b.encodeMs ?? 0) - (a.encodeMs ?? 0);
+  if (acc.waitMs !== undefined) acc.waitMs += (b.waitMs ?? 0) - (a.waitMs ?? 0);
+}
+
 /** The probe's inexact policy for a family: mlx-metal where it applies, else Qwen3.5's own gdn-chunked. */
 function inexactPolicy(family: E2EModel['family']): string {
   return family === 'qwen3_5' && !QWEN_POLICIES.has('mlx-metal') ? 'gdn-chunked' : 'mlx-metal';
@@ -250,7 +281,7 @@ export async function benchEndToEnd(ctx: GpuContext, o: E2EOptions): Promise<E2E
     // tokens (the untimed first token and the profiled ones included) and the verify blocks.
     g = generationModels(ctx, m.weights, {
       promptLength: o.promptTokens,
-      maxNew: Math.max(o.chainTokens + 3, o.blocks * o.block) + 8,
+      maxNew: o.chainTokens + o.blocks * o.block + 8, // the timed steps in turns, from the prompt on
       block: Math.max(8, o.block),
       policy: 'exact',
       precision: 'f32',
@@ -265,12 +296,12 @@ export async function benchEndToEnd(ctx: GpuContext, o: E2EOptions): Promise<E2E
       stats ? { ...stats } : { dispatches: tally.dispatches, submits: tally.submits, submitMs: tally.submitMs };
     const V = m.vocab;
     const prompt = tokens(o.promptTokens, 11, V);
-    let c0 = counts();
+    const c0 = counts();
     let t = performance.now();
     await model.prefill(prompt, { logits: 'none' });
     await ctx.device.queue.onSubmittedWorkDone();
     const prefillSeconds = (performance.now() - t) / 1000;
-    let c1 = counts();
+    const c1 = counts();
     const prefill = {
       tokens: o.promptTokens,
       seconds: prefillSeconds,
@@ -280,65 +311,79 @@ export async function benchEndToEnd(ctx: GpuContext, o: E2EOptions): Promise<E2E
     };
     log(`e2e: prefill ${o.promptTokens} tokens in ${prefillSeconds.toFixed(2)} s (${engine})`);
     const snap = model.snapshot();
-    // One untimed chain token first: it compiles the step's pipelines and creates its bind groups.
+    // Untimed first, one chain token and one verify block: they compile the steps' pipelines, grow the scratch
+    // buffers sized by M and create the bind groups that bind them (on the H200 the first of two timed blocks
+    // took 43 ms, the second 18, and the mean of the two was what the bench reported until 2026-12-02).
     await chainToken(model, tokens(1, 21, V)[0]);
+    await model.step(tokens(o.block, 32, V), GENERATION_READ);
+    model.commit(o.block);
+    await ctx.device.queue.onSubmittedWorkDone();
     model.restore(snap);
-
-    const chainMs: number[] = [];
-    c0 = counts();
-    const bg0 = kernels.bindGroups.created;
-    for (const tok of tokens(o.chainTokens, 22, V)) {
-      t = performance.now();
-      await chainToken(model, tok);
-      await ctx.device.queue.onSubmittedWorkDone(); // the commit's copies
-      chainMs.push(performance.now() - t);
-      log(`e2e: chain token ${chainMs.length}/${o.chainTokens}: ${chainMs[chainMs.length - 1].toFixed(0)} ms`);
+    // Then the GPU's clocks up (warmGpu), and the chain tokens and verify blocks timed in turns (token, block,
+    // token, ...), so that both meet the same clocks: a GPU's driver moves them with the load (on the H200, timed
+    // one phase after the other, the 2-layer chain tokens ran at 3.3 ms of GPU time each and the blocks that
+    // followed at 1.5, a ratio of 0.51; the 48-layer ones 1.83 in one run and 0.41 in another; twelfth session).
+    const warmupMs = o.warmupMs ?? (isSoftwareAdapter(ctx.report) ? 0 : WARMUP_MS);
+    let warmup: Warmup | null = null;
+    if (warmupMs > 0) {
+      warmup = await warmGpu(ctx.device, warmupMs);
+      log(
+        `e2e: ${warmup.ms.toFixed(0)} ms of GPU work (${warmup.dispatches} dispatches, the last at ${warmup.lastGflops.toFixed(0)} GFLOP/s) before the timed steps`,
+      );
     }
-    c1 = counts();
+    const chainMs: number[] = [];
+    const blockMs: number[] = [];
+    const chainCounts = zeroCounts(stats !== undefined);
+    const blockCounts = zeroCounts(stats !== undefined);
+    let chainBindGroups = 0;
+    let blockBindGroups = 0;
+    const chainToks = tokens(o.chainTokens, 22, V);
+    for (let i = 0; i < Math.max(o.chainTokens, o.blocks); i++) {
+      if (i < o.chainTokens) {
+        const [c, bg] = [counts(), kernels.bindGroups.created];
+        t = performance.now();
+        await chainToken(model, chainToks[i]);
+        await ctx.device.queue.onSubmittedWorkDone(); // the commit's copies
+        chainMs.push(performance.now() - t);
+        accumulate(chainCounts, c, counts());
+        chainBindGroups += kernels.bindGroups.created - bg;
+        log(`e2e: chain token ${i + 1}/${o.chainTokens}: ${chainMs[i].toFixed(1)} ms`);
+      }
+      if (i < o.blocks) {
+        const [c, bg] = [counts(), kernels.bindGroups.created];
+        t = performance.now();
+        await model.step(tokens(o.block, 33 + i, V), GENERATION_READ);
+        model.commit(o.block);
+        await ctx.device.queue.onSubmittedWorkDone();
+        blockMs.push(performance.now() - t);
+        accumulate(blockCounts, c, counts());
+        blockBindGroups += kernels.bindGroups.created - bg;
+        log(`e2e: verify block ${i + 1}/${o.blocks} (K = ${o.block}): ${blockMs[i].toFixed(1)} ms`);
+      }
+    }
     const dense = m.gemma && !m.gemma.perLayer && !m.gemma.config.moe ? m.gemma : null;
     const bytesPerToken = dense ? decodeBytesPerToken(dense, o.promptTokens) : undefined;
     const minMs = Math.min(...chainMs);
     const breakdown: StepBreakdown = {
-      ...wallPer(c0, c1, o.chainTokens),
-      bindGroupsPerToken: (kernels.bindGroups.created - bg0) / o.chainTokens,
+      ...wallPer(zeroCounts(stats !== undefined), chainCounts, o.chainTokens),
+      bindGroupsPerToken: chainBindGroups / o.chainTokens,
       ...(stats ? {} : { phasesNote: `${engine} keeps no recording / waiting timers; submits timed by the bench` }),
     };
     const chain = {
       tokens: o.chainTokens,
       msPerToken: mean(chainMs),
       minMs,
-      dispatchesPerToken: (c1.dispatches - c0.dispatches) / o.chainTokens,
-      submitsPerToken: (c1.submits - c0.submits) / o.chainTokens,
+      dispatchesPerToken: chainCounts.dispatches / o.chainTokens,
+      submitsPerToken: chainCounts.submits / o.chainTokens,
       context: o.promptTokens,
       bytesPerToken,
       effectiveGBps: bytesPerToken === undefined ? undefined : bytesPerToken / (minMs / 1000) / 1e9,
       breakdown,
     };
+    model.restore(snap);
     Object.assign(breakdown, await profile(ctx, model, tally, 2, () => chainTokens(model, tokens(2, 44, V))));
-
-    model.restore(snap);
-    // One untimed verify block first, as for the chain: the first block at M = K grows the scratch buffers that
-    // are sized by M and creates the bind groups that bind them (on the H200 the first of two timed blocks took
-    // 43 ms, the second 18, and the mean of the two was what the bench reported until 2026-12-02).
-    await model.step(tokens(o.block, 32, V), GENERATION_READ);
-    model.commit(o.block);
-    await ctx.device.queue.onSubmittedWorkDone();
-    model.restore(snap);
-    const blockMs: number[] = [];
-    c0 = counts();
-    const bgBlocks = kernels.bindGroups.created;
-    for (let b = 0; b < o.blocks; b++) {
-      const block = tokens(o.block, 33 + b, V);
-      t = performance.now();
-      await model.step(block, GENERATION_READ);
-      model.commit(o.block);
-      await ctx.device.queue.onSubmittedWorkDone();
-      blockMs.push(performance.now() - t);
-      log(`e2e: verify block ${b + 1}/${o.blocks} (K = ${o.block}): ${blockMs[b].toFixed(0)} ms`);
-    }
-    c1 = counts();
-    const blockWall = stats ? wallPer(c0, c1, o.blocks) : undefined;
-    const bindGroupsPerBlock = (kernels.bindGroups.created - bgBlocks) / o.blocks;
+    const blockWall = stats ? wallPer(zeroCounts(true), blockCounts, o.blocks) : undefined;
+    const bindGroupsPerBlock = blockBindGroups / o.blocks;
     // One more block, profiled: where a verify block's GPU time goes (its kernels run at M = K).
     model.restore(snap);
     const blockGpu = await profile(ctx, model, tally, 1, async () => {
@@ -364,8 +409,8 @@ export async function benchEndToEnd(ctx: GpuContext, o: E2EOptions): Promise<E2E
       msPerBlock,
       minMs: Math.min(...blockMs),
       msPerToken: msPerBlock / o.block,
-      dispatchesPerBlock: (c1.dispatches - c0.dispatches) / o.blocks,
-      submitsPerBlock: (c1.submits - c0.submits) / o.blocks,
+      dispatchesPerBlock: blockCounts.dispatches / o.blocks,
+      submitsPerBlock: blockCounts.submits / o.blocks,
       wall: blockWall,
       bindGroupsPerBlock,
       gpu: blockGpu,
@@ -385,6 +430,7 @@ export async function benchEndToEnd(ctx: GpuContext, o: E2EOptions): Promise<E2E
       chain,
       verify,
       blockVsChain: msPerBlock / chain.msPerToken,
+      warmup,
       probe,
     };
   } finally {

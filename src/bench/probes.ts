@@ -146,3 +146,69 @@ export async function fmaThroughput(
     params.destroy();
   }
 }
+
+/** What warmGpu did: the wall time it kept the GPU busy, the dispatches it took, and its last batch's rate. */
+export interface Warmup {
+  ms: number;
+  dispatches: number;
+  /**
+   * f32 GFLOP/s of the last batch by the wall clock (submit to done): against the FMA yardstick, how far up the
+   * GPU's clocks were when the warm-up ended.
+   */
+  lastGflops: number;
+}
+
+/** Dispatches per warm-up submit at most (on the H200 1024 of them take ~25 ms at 1980 MHz). */
+const MAX_WARM_BATCH = 1024;
+
+/**
+ * Keeps the GPU busy for at least `ms` of wall time with fma dispatches (batches doubling until one takes
+ * ~20 ms or holds MAX_WARM_BATCH), so that what is timed next runs at the GPU's working clocks. Why: a GPU's
+ * driver lowers its clocks when the GPU idles and raises them only under sustained load. Seen on the H200
+ * (nvidia-smi, twelfth session): 1.5 s after the bench's yardsticks, while it built the end-to-end model on
+ * the CPU, the SM clock fell from 1980 to 345 MHz; the chain tokens and verify blocks timed next ran there,
+ * every kernel ~5.5 x slower than at 1980 MHz (a chain token of 2 layers 5.9 ms, 3.4 ms of it GPU; at 1980 MHz
+ * 2.8 ms, 0.8 of it GPU), and those few milliseconds of work did not raise it. The FMA yardstick's kernel:
+ * it allocates nothing large.
+ */
+export async function warmGpu(device: GPUDevice, ms: number, invocations = 65536, rounds = 256): Promise<Warmup> {
+  const out = device.createBuffer({ label: 'bench-warm', size: invocations * 4, usage: GPUBufferUsage.STORAGE });
+  const p = new ArrayBuffer(16);
+  new Uint32Array(p, 0, 2).set([rounds, invocations]);
+  new Float32Array(p, 8, 2).set([0.999, 0.001]);
+  const params = uniformBuffer(device, p, 'bench-warm-params');
+  const pipe = pipeline(device, 'bench-fma-f32', fmaWgsl('f32'));
+  const bindGroup = device.createBindGroup({
+    layout: pipe.getBindGroupLayout(0),
+    entries: [
+      { binding: 0, resource: { buffer: params } },
+      { binding: 1, resource: { buffer: out } },
+    ],
+  });
+  const t0 = performance.now();
+  let dispatches = 0;
+  let batch = 1;
+  let lastGflops = 0;
+  const flops = 2 * 4 * CHAINS * rounds * invocations; // per dispatch
+  try {
+    do {
+      const enc = device.createCommandEncoder({ label: 'bench-warm' });
+      const pass = enc.beginComputePass();
+      pass.setPipeline(pipe);
+      pass.setBindGroup(0, bindGroup);
+      for (let i = 0; i < batch; i++) pass.dispatchWorkgroups(Math.ceil(invocations / WG));
+      pass.end();
+      const t = performance.now();
+      device.queue.submit([enc.finish()]);
+      await device.queue.onSubmittedWorkDone();
+      dispatches += batch;
+      const took = performance.now() - t;
+      lastGflops = (flops * batch) / (took / 1000) / 1e9;
+      if (took < 20 && batch < MAX_WARM_BATCH) batch *= 2;
+    } while (performance.now() - t0 < ms);
+    return { ms: performance.now() - t0, dispatches, lastGflops };
+  } finally {
+    out.destroy();
+    params.destroy();
+  }
+}

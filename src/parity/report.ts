@@ -224,6 +224,8 @@ export interface PerformanceSummary {
   msPerChainToken?: number;
   chainTokensPerSecond?: number;
   dispatchesPerToken?: number;
+  /** Its warm-up's last FMA rate over the FMA yardstick (near 1: the token ran at the GPU's working clocks). */
+  warmupFmaRatio?: number;
   /**
    * Where a chain token's wall time goes (ms): recording, submit, waiting; GPU time when profiled, and a
    * profiled verify block's GPU time (blockGpuMs).

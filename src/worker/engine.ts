@@ -292,6 +292,7 @@ export class Engine {
         msPerChainToken: s.msPerChainToken,
         chainTokensPerSecond: s.chainTokensPerSecond,
         dispatchesPerToken: s.dispatchesPerToken,
+        warmupFmaRatio: s.e2eWarmupFmaRatio,
         breakdown: s.breakdown,
       };
       return report;

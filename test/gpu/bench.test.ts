@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testGpu } from './gpu-context.ts';
 import type { GpuContext } from '../../src/gpu/device.ts';
 import { defaultBenchOptions, formatBench, runBench, type BenchOptions } from '../../src/bench/run.ts';
+import { benchEndToEnd } from '../../src/bench/e2e.ts';
 import type { BenchShapes } from '../../src/bench/kernels.ts';
 import { detectKernelClass, isSoftwareAdapter } from '../../src/gpu/kernel-class.ts';
 
@@ -124,6 +125,10 @@ describe('bench module (tiny shapes)', () => {
     expect(formatBench(report)).toMatch(/verify block breakdown \(wall ms per block of \d+\): recording \d/);
     // timed blocks are steady state: the untimed first block made their bind groups
     expect(e.verify.bindGroupsPerBlock).toBe(0);
+    // a software adapter has no GPU clock to raise: no warm-up, and the report says so
+    expect(e.warmup).toBeNull();
+    expect(s.e2eWarmupFmaRatio).toBeUndefined();
+    expect(formatBench(report)).toContain('no warm-up: a software adapter has no GPU clock to raise');
     if (ctx.device.features.has('timestamp-query') && !bd.gpuNote) {
       expect(bd.kernels!.length).toBeGreaterThan(3);
       expect(bd.kernels!.some((k) => k.kernel.startsWith('attention.'))).toBe(true);
@@ -157,5 +162,49 @@ describe('bench module (tiny shapes)', () => {
     expect(text).toContain('probe (wall ms, summed over draws)');
     expect(JSON.parse(JSON.stringify(report)).version).toBe(report.version);
     expect(lines.length).toBeGreaterThan(5);
+  });
+
+  // GPUs move their clocks with the load (the H200 from 1980 to 345 MHz within 1.5 s of idling), and the bench
+  // timed its chain tokens and then its verify blocks right after building the model on the CPU: ~5 x slow,
+  // and the two phases at different clocks (block / token ratios from 0.41 to 1.83 on one build). It now keeps
+  // the GPU busy first and times the two in turns.
+  it('keeps the GPU busy for the asked wall time, then times chain tokens and verify blocks in turns', async () => {
+    const lines: string[] = [];
+    const e = await benchEndToEnd(ctx, {
+      preset: 'tiny',
+      layers: 1,
+      promptTokens: 5,
+      chainTokens: 2,
+      blocks: 2,
+      block: 2,
+      probe: false,
+      warmupMs: 40,
+      log: (l) => lines.push(l),
+    });
+    expect(e.warmup!.ms).toBeGreaterThanOrEqual(40);
+    expect(e.warmup!.dispatches).toBeGreaterThan(0);
+    expect(e.warmup!.lastGflops).toBeGreaterThan(0);
+    const at = (re: RegExp) => lines.findIndex((l) => re.test(l));
+    // the warm-up right before the timed steps, which come in turns: token, block, token, block
+    const order = [
+      /GPU work .* before the timed steps/,
+      /chain token 1\/2/,
+      /verify block 1\/2/,
+      /chain token 2\/2/,
+      /verify block 2\/2/,
+    ];
+    const where = order.map(at);
+    expect(
+      where.every((i) => i >= 0),
+      lines.join('\n'),
+    ).toBe(true);
+    expect([...where].sort((a, b) => a - b)).toEqual(where);
+    expect(e.chain.tokens).toBe(2);
+    expect(e.verify.blocks).toBe(2);
+    // the steps in turns are counted apart: each kind records the same dispatches every time
+    expect(Number.isInteger(e.chain.dispatchesPerToken) && e.chain.dispatchesPerToken > 0).toBe(true);
+    expect(Number.isInteger(e.verify.dispatchesPerBlock) && e.verify.dispatchesPerBlock > 0).toBe(true);
+    expect(e.chain.breakdown.bindGroupsPerToken).toBe(0);
+    expect(e.verify.bindGroupsPerBlock).toBe(0);
   });
 });

@@ -33,7 +33,7 @@ export function performanceList(p: PerformanceSummary): HTMLElement {
     ...(p.msPerChainToken !== undefined
       ? row(
           'Chain token end to end',
-          `${fix(p.msPerChainToken, 1, ' ms')} = ${fix(p.chainTokensPerSecond, 1, ' tokens/s')}${p.e2eModel ? ` (${p.e2eModel})` : ''}`,
+          `${fix(p.msPerChainToken, 1, ' ms')} = ${fix(p.chainTokensPerSecond, 1, ' tokens/s')}${p.e2eModel ? ` (${p.e2eModel})` : ''}${p.warmupFmaRatio !== undefined ? `; after a warm-up whose last FMA rate was ${fix(p.warmupFmaRatio, 2)} × the yardstick (a GPU lowers its clocks when idle)` : ''}`,
         )
       : []),
     ...(p.breakdown
@@ -65,6 +65,7 @@ export function normalizePerformance(x: unknown): PerformanceSummary | undefined
     msPerChainToken: opt(o.msPerChainToken),
     chainTokensPerSecond: opt(o.chainTokensPerSecond),
     dispatchesPerToken: opt(o.dispatchesPerToken),
+    warmupFmaRatio: opt(o.warmupFmaRatio),
     breakdown: normalizeBreakdown(o.breakdown),
   };
 }
