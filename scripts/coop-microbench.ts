@@ -69,8 +69,8 @@ for (const spec of values.variants?.split(',') ?? []) {
   const config = fixed?.split(':').map(Number) as [number, number, number] | undefined;
   kernels.push([label, expandIncludes(readFileSync(file, 'utf8')), config]);
 }
-// Invocations per feature to try (default: the engine's choice for each shape). Past 16, a block of 4 rows cannot stage a
-// round of groups in 16 KiB (see matmul_coop.wgsl), so larger T run single rows only.
+// Invocations per feature to try (default: the engine's choice for each shape). A block of 4 rows stages a round of T
+// groups of x in the workgroup memory (16 KiB at 256, 32 KiB at 512; see matmul_coop.wgsl): past that, single rows only.
 const threadCounts = values.threads?.split(',').map(Number);
 // --cold MB: cycle through copies of the weights totalling at least this much, so that every dispatch reads
 // its weights from memory (an H200's 50 MB L2 holds one 30 MB MLP linear), as `npm run bench` does.
@@ -157,11 +157,11 @@ for (const shape of values.shapes.split(',')) {
     }
     const configs: Config[] = [];
     const grid: [number, number, number][] = [];
-    const engine = coopShape(device.limits, { outFeatures: N, bits }, fused ? 'gate_up' : 'main');
+    const engine = coopShape(device.limits, { outFeatures: N, inFeatures: K, bits }, fused ? 'gate_up' : 'main');
     for (const WG of values.wg?.split(',').map(Number) ?? [engine.WG])
       for (const T of threadCounts ?? [engine.T])
         for (const R of values.features?.split(',').map(Number) ?? [engine.R])
-          if (T <= 16 || M === 1) grid.push([WG, T, R]);
+          if (T * (GS / 4) * 4 <= Math.max(1024, 4 * WG) || M === 1) grid.push([WG, T, R]);
     for (const [label, code, fixed] of kernels)
       for (const [WG, T, R] of fixed ? [fixed] : grid) {
         const pipeline = device.createComputePipeline({

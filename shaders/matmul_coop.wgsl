@@ -25,7 +25,7 @@
 //   pipelining): a decode step's row in one loop over its slots (row_slots: gate_up's both matrices, R = 4's
 //   four slots, R = 1's one), whose sums are local values; single rows of R = 2, and one left over from a
 //   block, in pass_rows. Their H200 measurements are noted where they are; none changes an operation.
-// - WG is 256, or 512 for the MLP's 4-bit gate/up widths (ops.coopWorkgroup); the NVIDIA driver gives
+// - WG is 256, or 512 for the MLP's 4-bit linears (ops.coopWorkgroup); the NVIDIA driver gives
 //   this kernel 128 registers at both sizes (16 warps an SM). A single row's time steps with the waves of
 //   workgroups over the H200's SMs (README "What bounds a single row" and "Then (tenth session)").
 //

@@ -78,26 +78,35 @@ type CoopLimits = Pick<
   GPUSupportedLimits,
   'maxComputeInvocationsPerWorkgroup' | 'maxComputeWorkgroupSizeX' | 'maxComputeWorkgroupStorageSize'
 >;
+/** What the coop rules read of a linear. */
+export interface CoopLinear {
+  outFeatures: number;
+  inFeatures: number;
+  bits: number;
+}
+
 /**
  * matmul_coop.wgsl's workgroup (WG invocations, T of them per output feature), a function of the linear's
- * shape (outputs, bits) and the device's limits, never of M: 512 for the MLP's 4-bit gate/up widths (12288 to
- * 65535 outputs, `main` and the fused `gate_up` alike) where the device allows 512 invocations and the 32 KiB of
- * workgroup memory they take (4 * WG vec4s of partials), 256 otherwise. Which workgroup computes a feature
- * changes none of its arithmetic (T and R do not change). Measured on an H200 (12B, cold weights,
- * `scripts/coop-microbench.ts`, tenth session; the NVIDIA driver gives this kernel 128 registers at both
- * sizes, so 16 warps share an SM either way): the 4-bit gate/up projection M = 1 / 4 / 8 20.3 / 45.0 / 84.8
- * -> 19.2 / 42.0 / 78.3 us, the fused gate_up 33.2 / 84.9 / 165.9 -> 32.8 / 79.8 / 155.5; kept at 256: the
- * LM head (M = 1 229.0 -> 249.0 us), the down projection (M = 1 23.6 -> 24.1) and the 8-bit gate/up (M = 1
- * 26.1 -> 28.5), where 512 made single rows slower. 1024 invocations (64 registers, spilling) were slower
- * everywhere.
+ * shape and the device's limits, never of M: 512 for the MLP's 4-bit linears (gate/up: 12288 to 65535
+ * outputs, `main` and the fused `gate_up` alike; down: 12288 inputs or more) where the device allows 512
+ * invocations and the 32 KiB of workgroup memory they take (4 * WG vec4s of partials), 256 otherwise. Which
+ * workgroup computes a feature changes none of its arithmetic (T and R do not change). Measured on an H200
+ * (12B, cold weights, `scripts/coop-microbench.ts`; the NVIDIA driver gives this kernel 128 registers at both
+ * sizes, so 16 warps share an SM either way): tenth session, the 4-bit gate/up projection M = 1 / 4 / 8 20.3 /
+ * 45.0 / 84.8 -> 19.2 / 42.0 / 78.3 us, the fused gate_up 33.2 / 84.9 / 165.9 -> 32.8 / 79.8 / 155.5; twelfth
+ * session, the down projection M = 1 / 4 22.5 / 65.9 -> 22.6 / 60.5 us (the same bytes). Kept at 256: the LM
+ * head (M = 1 231.7 -> 248.2 us, M = 4 650.9 -> 617.9; twelfth session) and the 8-bit gate/up (M = 1 26.1 ->
+ * 28.5), where 512 made single rows slower. 1024 invocations (64 registers, spilling) were slower everywhere.
  */
-export function coopWorkgroup(limits: CoopLimits, outFeatures: number, bits: number): number {
+export function coopWorkgroup(limits: CoopLimits, d: CoopLinear): number {
   const fits =
     limits.maxComputeInvocationsPerWorkgroup >= 512 &&
     limits.maxComputeWorkgroupSizeX >= 512 &&
     limits.maxComputeWorkgroupStorageSize >= 512 * 64;
   if (coopWorkgroupOverride) return fits ? coopWorkgroupOverride : 256;
-  return fits && bits === 4 && outFeatures >= 12288 && outFeatures < 65536 ? 512 : 256;
+  const gateUp = d.outFeatures >= 12288 && d.outFeatures < 65536;
+  const down = d.inFeatures >= 12288 && d.outFeatures < 12288;
+  return fits && d.bits === 4 && (gateUp || down) ? 512 : 256;
 }
 /**
  * Invocations per output feature of matmul_coop.wgsl, a function of the linear's shape and entry only, never
@@ -140,11 +149,11 @@ export function coopFeatures(outFeatures: number, entry: 'main' | 'gate_up' = 'm
  */
 export function coopShape(
   limits: CoopLimits,
-  d: { outFeatures: number; bits: number },
+  d: CoopLinear,
   entry: 'main' | 'gate_up',
 ): { WG: number; T: number; R: number } {
   return {
-    WG: coopWorkgroup(limits, d.outFeatures, d.bits),
+    WG: coopWorkgroup(limits, d),
     T: coopThreads(d.outFeatures, entry),
     R: coopFeatures(d.outFeatures, entry),
   };

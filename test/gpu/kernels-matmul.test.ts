@@ -208,11 +208,33 @@ describe(`GPU kernels: matmul vs the CPU float64 reference (${ADAPTER})`, () => 
       });
     }
 
-    // Workgroups of 512 (ops.coopWorkgroup: the MLP's gate/up widths, 32 KiB of workgroup memory) are chosen
-    // only for linears of 12288 outputs or more, so they are forced here: the workgroup changes no arithmetic,
-    // so every feature has the bytes of workgroups of 256, at every row count (row_slots, unstaged and staged
-    // passes, R = 1 and 4).
+    // Workgroups of 512 (ops.coopWorkgroup: the MLP's 4-bit linears, 32 KiB of workgroup memory) are chosen only
+    // for linears of 12288 outputs or inputs or more, so they are forced here: the workgroup changes no
+    // arithmetic, so every feature has the bytes of workgroups of 256, at every row count (row_slots, unstaged
+    // and staged passes, R = 1 and 4).
+    const MLP_GATE = { outFeatures: 15360, inFeatures: 3840, bits: 4 }; // the 12B's
+    const MLP_DOWN = { outFeatures: 3840, inFeatures: 15360, bits: 4 };
     describe('coop in workgroups of 512', { timeout: 600_000 }, () => {
+      it('the rule: the MLP 4-bit gate/up and down, on devices that allow 512; not the LM head, o_proj, 8-bit', () => {
+        const big = {
+          maxComputeInvocationsPerWorkgroup: 1024,
+          maxComputeWorkgroupSizeX: 1024,
+          maxComputeWorkgroupStorageSize: 32768,
+        };
+        const small = {
+          maxComputeInvocationsPerWorkgroup: 256,
+          maxComputeWorkgroupSizeX: 256,
+          maxComputeWorkgroupStorageSize: 16384,
+        };
+        expect(op.coopWorkgroup(big, MLP_GATE)).toBe(512);
+        expect(op.coopWorkgroup(big, MLP_DOWN)).toBe(512);
+        expect(op.coopWorkgroup(small, MLP_DOWN), 'a device of 256 invocations').toBe(256);
+        expect(op.coopWorkgroup(big, { ...MLP_DOWN, bits: 8 }), '8-bit down').toBe(256);
+        expect(op.coopWorkgroup(big, { ...MLP_GATE, bits: 8 }), '8-bit gate/up').toBe(256);
+        expect(op.coopWorkgroup(big, { outFeatures: 262144, inFeatures: 3840, bits: 4 }), 'LM head').toBe(256);
+        expect(op.coopWorkgroup(big, { outFeatures: 3840, inFeatures: 4096, bits: 4 }), 'o_proj').toBe(256);
+        expect(op.coopWorkgroup(big, { outFeatures: 8192, inFeatures: 3840, bits: 4 }), 'stacked q, k, v').toBe(256);
+      });
       afterAll(() => {
         op.setCoopWorkgroup(undefined);
         op.setCoopFeatures(undefined);
@@ -223,10 +245,10 @@ describe(`GPU kernels: matmul vs the CPU float64 reference (${ADAPTER})`, () => 
             const limits = lab.device.limits;
             if (limits.maxComputeInvocationsPerWorkgroup < 512 || limits.maxComputeWorkgroupStorageSize < 32768) {
               // SwiftShader (256 invocations at most): the MLP's widths keep workgroups of 256 there.
-              expect(op.coopWorkgroup(limits, 15360, 4)).toBe(256);
+              expect(op.coopWorkgroup(limits, MLP_GATE)).toBe(256);
               return;
             }
-            expect(op.coopWorkgroup(limits, 15360, 4), 'a device that allows 512 takes it for the MLP widths').toBe(
+            expect(op.coopWorkgroup(limits, MLP_GATE), 'a device that allows 512 takes it for the MLP widths').toBe(
               512,
             );
             const r = new Rand(1950 + c.K + c.N + c.bits);
