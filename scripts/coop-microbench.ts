@@ -2,7 +2,7 @@
  * A/B microbenchmark of shaders/matmul_coop.wgsl on the 12B linear shapes: the working tree's kernel
  * against a baseline revision of it, per row count and workgroup size, as GB/s of weights and the
  * ratio to this adapter's own copy bandwidth (the bench's yardstick). How the shared-x staging of
- * verify blocks was chosen (README, "Figures"); meant for real GPUs (on lavapipe it takes minutes).
+ * verify blocks was chosen (docs/PERFORMANCE.md); meant for real GPUs (on lavapipe it takes minutes).
  *
  *   git show REV:shaders/matmul_coop.wgsl > /tmp/coop-base.wgsl
  *   node --import tsx --import ./scripts/wgsl-hooks.mjs scripts/coop-microbench.ts \

@@ -6,7 +6,7 @@
  * - `independent`: each writes a buffer of its own that no other dispatch touches;
  * - `wide`: `dependent` with 264 workgroups (two per SM of an H200) instead of one, as a small matvec has.
  * The difference between a real step's profiled GPU time and the sum of its kernels' own times is made of
- * these gaps; this says how large one is on the adapter it runs on (README "Figures").
+ * these gaps; this says how large one is on the adapter it runs on (docs/PERFORMANCE.md).
  *
  *   node --import tsx --import ./scripts/wgsl-hooks.mjs scripts/dispatch-microbench.ts [DISPATCHES] [ROUNDS]
  */

@@ -27,7 +27,7 @@
 //   block, in pass_rows. Their H200 measurements are noted where they are; none changes an operation.
 // - WG is 256, or 512 for the MLP's 4-bit linears (ops.coopWorkgroup); the NVIDIA driver gives
 //   this kernel 128 registers at both sizes (16 warps an SM). A single row's time steps with the waves of
-//   workgroups over the H200's SMs (README "What bounds a single row" and "Then (tenth session)").
+//   workgroups over the H200's SMs (docs/PERFORMANCE.md, "What bounds a single row" and "Then (tenth session)").
 //
 // Exactness by construction: the arithmetic of output (m, n) is a fixed sequence that depends only on
 // x[m, :], W[n, :], K, group_size, T and R:
@@ -525,7 +525,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 // gate/up 21.1). The same words ahead through the private globals were slower too (2026-12-02: gate/up
 // 20.9 -> 21.5 us), and x staged in workgroup memory with a vec4 of padding per group (conflict-free for
 // the four slices) no faster (20.5 vs 20.6 us). Without any loads this loop's arithmetic alone takes 11.5 us
-// of the 20.6 (README, "Figures").
+// of the 20.6 (docs/PERFORMANCE.md).
 // One-feature linears (R = 1: the down projection, o_proj) took the passes (pass_rows, private globals, the
 // words a group ahead) until the eleventh session; through this loop (H200, M = 1): down 23.7 -> 22.6 us,
 // o_proj 9.3 -> 8.9, the 8-bit down 33.8 -> 33.6; in the layout ROW_TL instead of tl = 1 they were slower

@@ -223,7 +223,7 @@ fn rows_wg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
 // out_v, no weight, no RoPE); every row has D elements, rows packed. Each row runs rows_wg's operations
 // for its norm (mode 0, no next norm, no group sums) in the same order: the same bytes as three rows_wg
 // dispatches (test/gpu/fused-ops.test.ts). Why: classic decode of a 12B on an H200 is bound by the CPU
-// recording ~760 dispatches per token (~11-16 us each, README "Figures"), and this removes two per layer.
+// recording ~760 dispatches per token (~11-16 us each, docs/PERFORMANCE.md), and this removes two per layer.
 // The rows' segment is uniform per workgroup, so the barriers below are in uniform control flow.
 @group(0) @binding(9) var<storage, read> x_k: array<f32>;
 @group(0) @binding(10) var<storage, read> x_v: array<f32>;
