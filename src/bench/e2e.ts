@@ -73,6 +73,7 @@ export interface E2EResult {
     minMs: number;
     dispatchesPerToken: number;
     submitsPerToken: number;
+    /** The context the first timed token starts from (the prompt); the steps in turns add 1 + block each. */
     context: number;
     /**
      * decodeBytesPerToken at this context, and that over the fastest token's time (GB/s); only for dense Gemma

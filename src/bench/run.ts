@@ -614,7 +614,7 @@ export function formatBench(b: BenchReport): string {
             String(e.prefill.submits),
           ],
           [
-            `chain token (M = 1) at context ${e.chain.context}`,
+            `chain token (M = 1) from context ${e.chain.context}`,
             `${fx(e.chain.msPerToken, 1)} ms (min ${fx(e.chain.minMs, 1)})`,
             fx(e.chain.dispatchesPerToken, 1),
             fx(e.chain.submitsPerToken, 1),
