@@ -8,14 +8,15 @@
  *   node --import tsx --import ./scripts/wgsl-hooks.mjs scripts/coop-microbench.ts \
  *     [--baseline /tmp/coop-base.wgsl] [--variants a.wgsl,b.wgsl] [--shapes gateup:15360:3840:4,...]
  *     [--rows 1,4,8] [--wg 256,512] [--threads 8,16,32] [--features 1,2] [--cold MB]
- *     [--rounds 3] [--seconds 0.2]
+ *     [--rounds 3] [--seconds 0.2] [--layout k-major|mlx]
  *
  * --variants adds more kernel files (named by their file name) to the comparison (file@WG:T:R runs that
  * file in that one configuration only: a kernel whose T and R mean something else); --threads tries other
  * invocation counts per feature than the engine's; --features other output features per invocation (R);
  * --wg other workgroup sizes than the engine's (ops.coopShape: a baseline from before workgroups of 512
  * has 16 KiB of workgroup memory, so run it at 256);
- * --cold cycles through copies of the weights; --rounds times every configuration that many times,
+ * --layout: the weights' layout (src/gpu/weight-layout.ts; default k-major, the GPU class's) for kernels that have
+ * one; --cold cycles through copies of the weights; --rounds times every configuration that many times,
  * interleaved, and keeps the fastest; --seconds is the GPU time aimed at per timing. Every kernel's output is compared byte for byte with the
  * first kernel's of the same M, T and R (variants meant as the same arithmetic must print "same bytes"), and a
  * variant with its own configuration with the first kernel's first configuration, by its largest difference.
@@ -48,6 +49,7 @@ const { values } = parseArgs({
     features: { type: 'string' },
     cold: { type: 'string', default: '0' },
     rounds: { type: 'string', default: '3' },
+    layout: { type: 'string', default: 'k-major' },
     seconds: { type: 'string', default: '0.2' },
   },
 });
@@ -55,6 +57,8 @@ const { values } = parseArgs({
 const ctx = await nodeGpuContext();
 const device = ctx.device;
 const rounds = Number(values.rounds);
+if (values.layout !== 'k-major' && values.layout !== 'mlx') throw new Error('--layout is k-major or mlx');
+const wt = values.layout === 'k-major' ? 1 : 0;
 const timer = new GpuTimer(device, { targetSeconds: Number(values.seconds), maxIters: 5000, timestamps: true });
 const copy = await copyBandwidth(timer, 256);
 console.log(`adapter copy bandwidth ${copy.value.toFixed(0)} GB/s (${copy.detail}); timing by ${timer.method}`);
@@ -169,7 +173,8 @@ for (const shape of values.shapes.split(',')) {
           compute: {
             module: device.createShaderModule({ code }),
             entryPoint: fused ? 'gate_up' : 'main',
-            constants: { BITS: bits, WG, T, R, GS },
+            // the weights' layout where the kernel has one (affine_layout.wgsl; random weights: only the loads move)
+            constants: { BITS: bits, WG, T, R, GS, ...(code.includes('override WT') ? { WT: wt } : {}) },
           },
         });
         const per = fused ? 2 : 1;

@@ -62,6 +62,8 @@ gpu_class_tests=(test/gpu/kernels-matmul.test.ts test/gpu/kernels-attention.test
   test/gpu/target-golden.test.ts test/gpu/assistant.test.ts test/gpu/trace.test.ts test/gpu/bench.test.ts)
 # ... and equals the exact kernel of the GPU class (coop, fused attention) there.
 gpu_class_tests+=(test/gpu/policy-twins.test.ts)
+# The k-major weight layout the GPU class uploads gives every kernel the bytes of MLX's (skipped in pass 1).
+gpu_class_tests+=(test/gpu/weight-layout.test.ts)
 # The other families' engines take the same GPU-class kernels on a real GPU: their goldens and block == chain too.
 gpu_class_tests+=(test/gpu/gemma4-e-golden.test.ts test/gpu/gemma4-e-exactness.test.ts test/gpu/gemma4-moe-golden.test.ts
   test/gpu/gemma4-moe-exactness.test.ts test/gpu/qwen-target.test.ts test/gpu/qwen-probe.test.ts)

@@ -1,4 +1,5 @@
 //#include "common.wgsl"
+//#include "affine_layout.wgsl"
 // h[m, c] = E[ids[m], c] * scale for the rows of one part of the (quantized or dense) table.
 // Rows outside this part are left alone; every part is dispatched in turn.
 override BITS: u32 = 4u;
@@ -32,9 +33,9 @@ fn affine(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
   if (id < P.row_start || id >= P.row_start + P.rows) { return; }
   let r = id - P.row_start;
   let per_word = 32u / BITS;
-  let word = w[r * (P.H / per_word) + col / per_word];
+  let word = w[w32_index(r, col / per_word, P.rows, P.H / per_word)];
   let q = (word >> ((col % per_word) * BITS)) & ((1u << BITS) - 1u);
-  let gi = r * (P.H / P.group_size) + col / P.group_size;
+  let gi = group_index(r, col / P.group_size, P.rows, P.H / P.group_size);
   let s = bf16_to_f32(u16_at(scales[gi >> 1u], gi));
   let b = bf16_to_f32(u16_at(biases[gi >> 1u], gi));
   finish(m, col, s * f32(q) + b);

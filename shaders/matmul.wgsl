@@ -34,7 +34,7 @@ fn affine(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
     var qx = vec2<f32>(0.0);
     var sx = vec2<f32>(0.0);
     for (var wi = 0u; wi < words_per_group; wi++) {
-      let word = w[n * words_per_row + g * words_per_group + wi];
+      let word = w[w32_index(n, g * words_per_group + wi, P.N, words_per_row)];
       let k0 = g * P.group_size + wi * per_word;
       for (var e = 0u; e < per_word; e++) {
         let xv = x[xrow + k0 + e];
@@ -42,7 +42,7 @@ fn affine(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
         sx = ksum_add(sx, xv);
       }
     }
-    let gi = n * groups + g;
+    let gi = group_index(n, g, P.N, groups);
     acc = ksum_add(acc, scale_at(gi) * ksum_value(qx));
     acc = ksum_add(acc, bias_at(gi) * ksum_value(sx));
   }

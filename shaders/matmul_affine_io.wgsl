@@ -1,3 +1,4 @@
+//#include "affine_layout.wgsl"
 // The parameters and bindings every affine (MLX-quantized) matmul kernel shares: matmul.wgsl
 // (affine, affine_xsum) and matmul_lanes.wgsl (lanes, tile). ops.matmul fills Params
 // the same way for all of them.

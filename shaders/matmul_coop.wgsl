@@ -97,6 +97,9 @@ var<private> wa_hi: vec4<f32>;
 var<private> wb_lo: vec4<f32>;
 var<private> wb_hi: vec4<f32>;
 
+// Feature n's 16-byte word i of group g, and its group g's scale and bias, in the linear's layout (WT).
+fn widx(n: u32, g: u32, i: u32) -> u32 { return w16_index(n, g * WORDS + i, P.N, (P.K / GS) * WORDS); }
+fn gidx(n: u32, g: u32) -> u32 { return group_index(n, g, P.N, P.K / GS); }
 const MAGIC: u32 = 0x4B000000u; // the bits of 2^23
 // Codes 0..3 of a half word h (4-bit: bits 0-15) left in place, centred: (q_j - 8) * 16^j exactly.
 // (h & mask) | MAGIC is 2^23 + q_j * 16^j (below 2^23, so exact); the subtraction removes 2^23 and
@@ -312,9 +315,9 @@ fn pass_group(which: u32, g: u32, x0: u32, xrow: u32, r0: u32, rows: u32, na: u3
   sa = Sums();
   sb = Sums();
   for (var i = 0u; i < WORDS; i++) {
-    let qa = word(which, (na * groups + g) * WORDS + i);
+    let qa = word(which, widx(na, g, i));
     var qb = qa;
-    if (SLOTS == 2u) { qb = word(which, (nb * groups + g) * WORDS + i); }
+    if (SLOTS == 2u) { qb = word(which, widx(nb, g, i)); }
     add_words(qa, qb, x0 + 4u * xw * i, xw, xrow, rows, staged);
   }
   close_group(which, g, r0, rows, na, nb, groups);
@@ -334,11 +337,10 @@ struct Words { w0: vec4<u32>, w1: vec4<u32>, w2: vec4<u32>, w3: vec4<u32> }
 fn group_words(which: u32, g: u32, n: u32, groups: u32) -> Words {
   var q: Words;
   if (g >= groups) { return q; }
-  let i = (n * groups + g) * WORDS;
-  q.w0 = word(which, i);
-  if (WORDS > 1u) { q.w1 = word(which, i + 1u); }
-  if (WORDS > 2u) { q.w2 = word(which, i + 2u); }
-  if (WORDS > 3u) { q.w3 = word(which, i + 3u); }
+  q.w0 = word(which, widx(n, g, 0u));
+  if (WORDS > 1u) { q.w1 = word(which, widx(n, g, 1u)); }
+  if (WORDS > 2u) { q.w2 = word(which, widx(n, g, 2u)); }
+  if (WORDS > 3u) { q.w3 = word(which, widx(n, g, 3u)); }
   return q;
 }
 
@@ -357,9 +359,9 @@ fn pass_group_words(which: u32, g: u32, q: Words, x0: u32, xrow: u32, r0: u32, r
 
 // The end of group g for every row and feature of the pass: its sums into the partials.
 fn close_group(which: u32, g: u32, r0: u32, rows: u32, na: u32, nb: u32, groups: u32) {
-  let sba = group_scale_bias(which, na * groups + g);
+  let sba = group_scale_bias(which, gidx(na, g));
   var sbb = vec2<f32>(0.0);
-  if (SLOTS == 2u) { sbb = group_scale_bias(which, nb * groups + g); }
+  if (SLOTS == 2u) { sbb = group_scale_bias(which, gidx(nb, g)); }
   let xsr = r0 * groups + g; // this group's x sum in row r0
   close_row(&pa.r0, sa.r0, sba, xs[xsr]);
   if (SLOTS == 2u) { close_row(&pb.r0, sb.r0, sbb, xs[xsr]); }
@@ -530,7 +532,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 // words a group ahead) until the eleventh session; through this loop (H200, M = 1): down 23.7 -> 22.6 us,
 // o_proj 9.3 -> 8.9, the 8-bit down 33.8 -> 33.6; in the layout ROW_TL instead of tl = 1 they were slower
 // (38.2, 13.4, 46.7 us).
-const ROW_TL: u32 = 4u; // divides T (8 or 16: ops.setCoopThreads)
+// With the k-major weight layout (WT = 1, affine_layout.wgsl) tl = 1 instead: neighbouring invocations then read
+// neighbouring 16-byte words, and in ROW_TL they would read four groups of one feature again. Measured on an H200
+// (thirteenth session, M = 1, k-major): gate/up 20.0 -> 19.0 us, fused gate_up 34.7 -> 32.1, LM head 240.8 -> 219.8.
+override ROW_TL: u32 = 4u - 3u * WT; // divides T (8 or 16: ops.setCoopThreads)
 // One 32-bit word of codes times x (4-bit: x0 with its low half word, x1 with its high one), into sums a.
 fn word_sums(a: vec4<f32>, w: u32, x0: vec4<f32>, x1: vec4<f32>) -> vec4<f32> {
   return word_fma(a, codes_lo(w), codes_hi(w), x0, x1);
@@ -554,28 +559,28 @@ struct SlotWords { a: Words, b: Words, c: Words, d: Words }
 fn slot_words(g: u32, groups: u32, n: Slots, four: bool) -> SlotWords {
   var q: SlotWords;
   if (g >= groups) { return q; }
-  q.a.w0 = w4[(n.a * groups + g) * WORDS];
-  if (four) { q.c.w0 = w4u[(n.c * groups + g) * WORDS]; }
+  q.a.w0 = w4[widx(n.a, g, 0u)];
+  if (four) { q.c.w0 = w4u[widx(n.c, g, 0u)]; }
   if (WORDS > 1u) {
-    q.a.w1 = w4[(n.a * groups + g) * WORDS + 1u];
-    if (four) { q.c.w1 = w4u[(n.c * groups + g) * WORDS + 1u]; }
+    q.a.w1 = w4[widx(n.a, g, 1u)];
+    if (four) { q.c.w1 = w4u[widx(n.c, g, 1u)]; }
   }
   if (SLOTS == 2u) {
-    q.b.w0 = w4[(n.b * groups + g) * WORDS];
-    if (four) { q.d.w0 = w4u[(n.d * groups + g) * WORDS]; }
+    q.b.w0 = w4[widx(n.b, g, 0u)];
+    if (four) { q.d.w0 = w4u[widx(n.d, g, 0u)]; }
     if (WORDS > 1u) {
-      q.b.w1 = w4[(n.b * groups + g) * WORDS + 1u];
-      if (four) { q.d.w1 = w4u[(n.d * groups + g) * WORDS + 1u]; }
+      q.b.w1 = w4[widx(n.b, g, 1u)];
+      if (four) { q.d.w1 = w4u[widx(n.d, g, 1u)]; }
     }
   }
   if (WORDS > 2u) {
-    q.a.w2 = w4[(n.a * groups + g) * WORDS + 2u];
-    q.a.w3 = w4[(n.a * groups + g) * WORDS + 3u];
-    if (four) { q.c.w2 = w4u[(n.c * groups + g) * WORDS + 2u]; q.c.w3 = w4u[(n.c * groups + g) * WORDS + 3u]; }
+    q.a.w2 = w4[widx(n.a, g, 2u)];
+    q.a.w3 = w4[widx(n.a, g, 3u)];
+    if (four) { q.c.w2 = w4u[widx(n.c, g, 2u)]; q.c.w3 = w4u[widx(n.c, g, 3u)]; }
     if (SLOTS == 2u) {
-      q.b.w2 = w4[(n.b * groups + g) * WORDS + 2u];
-      q.b.w3 = w4[(n.b * groups + g) * WORDS + 3u];
-      if (four) { q.d.w2 = w4u[(n.d * groups + g) * WORDS + 2u]; q.d.w3 = w4u[(n.d * groups + g) * WORDS + 3u]; }
+      q.b.w2 = w4[widx(n.b, g, 2u)];
+      q.b.w3 = w4[widx(n.b, g, 3u)];
+      if (four) { q.d.w2 = w4u[widx(n.d, g, 2u)]; q.d.w3 = w4u[widx(n.d, g, 3u)]; }
     }
   }
   return q;
@@ -610,11 +615,11 @@ fn slot_group(p: SlotPartials, q: SlotWords, g: u32, groups: u32, xb: u32, sx: f
   if (WORDS > 2u) { s = slot_quads(s, q.a.w2, q.b.w2, q.c.w2, q.d.w2, xi + 8u * xw, four); }
   if (WORDS > 3u) { s = slot_quads(s, q.a.w3, q.b.w3, q.c.w3, q.d.w3, xi + 12u * xw, four); }
   var r = p;
-  r.a = group_closed(p.a, s.a, group_scale_bias(0u, n.a * groups + g), sx);
-  if (four) { r.c = group_closed(p.c, s.c, group_scale_bias(1u, n.c * groups + g), sx); }
+  r.a = group_closed(p.a, s.a, group_scale_bias(0u, gidx(n.a, g)), sx);
+  if (four) { r.c = group_closed(p.c, s.c, group_scale_bias(1u, gidx(n.c, g)), sx); }
   if (SLOTS == 2u) {
-    r.b = group_closed(p.b, s.b, group_scale_bias(0u, n.b * groups + g), sx);
-    if (four) { r.d = group_closed(p.d, s.d, group_scale_bias(1u, n.d * groups + g), sx); }
+    r.b = group_closed(p.b, s.b, group_scale_bias(0u, gidx(n.b, g)), sx);
+    if (four) { r.d = group_closed(p.d, s.d, group_scale_bias(1u, gidx(n.d, g)), sx); }
   }
   return r;
 }

@@ -39,15 +39,16 @@ fn nib_hi(sw: u32) -> vec4<f32> { return vec4<f32>(bitcast<vec4<i32>>(vec4<u32>(
 // 8-bit: the four weights of one code-flipped word, centred.
 fn bytes4(sw: u32) -> vec4<f32> { return vec4<f32>(bitcast<vec4<i32>>(vec4<u32>(sw) << vec4<u32>(24u, 16u, 8u, 0u)) >> vec4<u32>(24u)); }
 
-// The packed words of chunk c of the weight row starting at vec4<u32> index `row`, codes flipped:
+// The packed words of chunk c of feature n's weight row (affine_layout.wgsl), codes flipped:
 // 4-bit: one vec4<u32> (v; u repeats it), 8-bit: two.
 struct Words { v: vec4<u32>, u: vec4<u32> }
-fn load_words(row: u32, c: u32) -> Words {
+fn load_words(n: u32, c: u32) -> Words {
+  let k16s = (P.K / 32u) * (BITS / 4u);
   if (BITS == 4u) {
-    let v = flip_codes(w4[row + c]);
+    let v = flip_codes(w4[w16_index(n, c, P.N, k16s)]);
     return Words(v, v);
   }
-  return Words(flip_codes(w4[row + 2u * c]), flip_codes(w4[row + 2u * c + 1u]));
+  return Words(flip_codes(w4[w16_index(n, 2u * c, P.N, k16s)]), flip_codes(w4[w16_index(n, 2u * c + 1u, P.N, k16s)]));
 }
 // Weights 8i .. 8i+7 of a chunk (i = 0..3) as two vec4: the pair that meets x vec4s 2i and 2i+1.
 fn unpack_pair(w: Words, i: u32) -> mat2x4<f32> {
@@ -57,8 +58,8 @@ fn unpack_pair(w: Words, i: u32) -> mat2x4<f32> {
   return mat2x4<f32>(bytes4(h[j]), bytes4(h[j + 1u]));
 }
 // The 32 weights of chunk c as eight vec4, in x's order.
-fn unpack_chunk(row: u32, c: u32) -> V8 {
-  let w = load_words(row, c);
+fn unpack_chunk(n: u32, c: u32) -> V8 {
+  let w = load_words(n, c);
   let p0 = unpack_pair(w, 0u);
   let p1 = unpack_pair(w, 1u);
   let p2 = unpack_pair(w, 2u);
@@ -72,8 +73,6 @@ fn lanes_body(wid: vec3<u32>, nwg: vec3<u32>, lid: u32, lane: u32) {
   let nc = min(n, vec4<u32>(P.N - 1u)); // features past N compute a valid row and are not stored
   let chunks_per_group = P.group_size / 32u;
   let groups = P.K / P.group_size;
-  let v4_per_row = (P.K / 32u) * (BITS / 4u);
-  let row = nc * v4_per_row;
   for (var m = 0u; m < P.M; m++) {
     let xr = m * (P.x_stride / 4u);
     var s = vec4<f32>(0.0);
@@ -86,12 +85,12 @@ fn lanes_body(wid: vec3<u32>, nwg: vec3<u32>, lid: u32, lane: u32) {
       for (var j = 0u; j < chunks_per_group; j++) {
         let ci = g * chunks_per_group + j;
         let X = x_chunk(xr + 8u * ci, lane);
-        q0 += chunk_dot(unpack_chunk(row.x, ci), X);
-        q1 += chunk_dot(unpack_chunk(row.y, ci), X);
-        q2 += chunk_dot(unpack_chunk(row.z, ci), X);
-        q3 += chunk_dot(unpack_chunk(row.w, ci), X);
+        q0 += chunk_dot(unpack_chunk(nc.x, ci), X);
+        q1 += chunk_dot(unpack_chunk(nc.y, ci), X);
+        q2 += chunk_dot(unpack_chunk(nc.z, ci), X);
+        q3 += chunk_dot(unpack_chunk(nc.w, ci), X);
       }
-      let gi = nc * groups + vec4<u32>(g);
+      let gi = vec4<u32>(group_index(nc.x, g, P.N, groups), group_index(nc.y, g, P.N, groups), group_index(nc.z, g, P.N, groups), group_index(nc.w, g, P.N, groups));
       let scale = vec4<f32>(scale_at(gi.x), scale_at(gi.y), scale_at(gi.z), scale_at(gi.w));
       let bias = vec4<f32>(bias_at(gi.x), bias_at(gi.y), bias_at(gi.z), bias_at(gi.w)) + scale * half_code();
       ksum4_add(&s, &c, scale * vec4<f32>(hsum(q0), hsum(q1), hsum(q2), hsum(q3)));
@@ -153,15 +152,14 @@ fn tile_body(wid: vec3<u32>, nwg: vec3<u32>, lid: u32, lane: u32) {
   let x6 = min(m0 + 6u, last) * xstep; let x7 = min(m0 + 7u, last) * xstep;
   let chunks_per_group = P.group_size / 32u;
   let groups = P.K / P.group_size;
-  let row = nc * ((P.K / 32u) * (BITS / 4u));
   let zero = Tot4(vec4<f32>(0.0), vec4<f32>(0.0));
   var t0 = zero; var t1 = zero; var t2 = zero; var t3 = zero; var t4 = zero; var t5 = zero; var t6 = zero; var t7 = zero;
   for (var g = 0u; g < groups; g++) {
     var a0 = vec4<f32>(0.0); var a1 = a0; var a2 = a0; var a3 = a0; var a4 = a0; var a5 = a0; var a6 = a0; var a7 = a0;
     for (var j = 0u; j < chunks_per_group; j++) {
       let ci = g * chunks_per_group + j;
-      let w0 = load_words(row.x, ci); let w1 = load_words(row.y, ci);
-      let w2 = load_words(row.z, ci); let w3 = load_words(row.w, ci);
+      let w0 = load_words(nc.x, ci); let w1 = load_words(nc.y, ci);
+      let w2 = load_words(nc.z, ci); let w3 = load_words(nc.w, ci);
       let o = 8u * ci;
       let h0 = x_hold(x0 + o, lane); let h1 = x_hold(x1 + o, lane); let h2 = x_hold(x2 + o, lane); let h3 = x_hold(x3 + o, lane);
       let h4 = x_hold(x4_ + o, lane); let h5 = x_hold(x5 + o, lane); let h6 = x_hold(x6 + o, lane); let h7 = x_hold(x7 + o, lane);
@@ -177,7 +175,7 @@ fn tile_body(wid: vec3<u32>, nwg: vec3<u32>, lid: u32, lane: u32) {
         a7 += pair_dots(p0, p1, p2, p3, x_pair(x7 + o, h7, i));
       }
     }
-    let gi = nc * groups + vec4<u32>(g);
+    let gi = vec4<u32>(group_index(nc.x, g, P.N, groups), group_index(nc.y, g, P.N, groups), group_index(nc.z, g, P.N, groups), group_index(nc.w, g, P.N, groups));
     let scale = vec4<f32>(scale_at(gi.x), scale_at(gi.y), scale_at(gi.z), scale_at(gi.w));
     let bias = vec4<f32>(bias_at(gi.x), bias_at(gi.y), bias_at(gi.z), bias_at(gi.w)) + scale * half_code();
     t0 = tot_add(t0, scale, bias, a0, xs[min(m0, last) * groups + g]);

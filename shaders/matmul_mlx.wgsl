@@ -1,4 +1,5 @@
 //#include "common.wgsl"
+//#include "affine_layout.wgsl"
 // MLX's quantized matvec kernels, reduction order for reduction order: what a Mac running MLX computes for
 // y[m, n] = sum_k x[m, k] W[n, k] with affine weights (W = scale q + bias per group), so that the
 // parity lab can predict which verify rows differ from decode there (policies mlx-m1, mlx-m3plus,
@@ -67,7 +68,7 @@ const SUB = 8u;
 fn code(n: u32, k: u32) -> u32 {
   let bit = k * BITS;
   let words_per_row = P.K * BITS / 32u;
-  return (w[n * words_per_row + bit / 32u] >> (bit % 32u)) & ((1u << BITS) - 1u);
+  return (w[w32_index(n, bit / 32u, P.N, words_per_row)] >> (bit % 32u)) & ((1u << BITS) - 1u);
 }
 
 // A T-typed add of load_vector: f32, or bfloat in bf16 activations (see the header).
@@ -91,7 +92,7 @@ fn store(m: u32, n: u32, v: f32) {
 // in VPT (qmv_fast reads two packs per lane), qmv_quad in LANES = 4 and VPT = K / 4 (one block).
 fn lane_block(m: u32, n: u32, k0: u32, count: u32) -> f32 {
   let xr = m * P.x_stride;
-  let gi = n * (P.K / P.group_size) + k0 / P.group_size;
+  let gi = group_index(n, k0 / P.group_size, P.N, P.K / P.group_size);
   let scale = scale_at(gi);
   let bias = bias_at(gi);
   var sum = 0.0;
@@ -162,8 +163,8 @@ fn qmv_wide(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg:
   for (var l = 0u; l < KL; l++) {
     var r = 0.0;
     for (var g = l; g < groups; g += KL) {
-      let scale = scale_at(n * groups + g);
-      let bias = bias_at(n * groups + g);
+      let scale = scale_at(group_index(n, g, P.N, groups));
+      let bias = bias_at(group_index(n, g, P.N, groups));
       for (var sc = 0u; sc < P.group_size / SUB; sc++) {
         let k0 = g * P.group_size + sc * SUB;
         var acc = 0.0;

@@ -40,12 +40,10 @@ fn x_chunk(b: u32, lane: u32) -> V8 {
 fn x_hold(b: u32, lane: u32) -> vec4<f32> { return vec4<f32>(0.0); }
 fn x_pair(b: u32, held: vec4<f32>, i: u32) -> mat2x4<f32> { return mat2x4<f32>(x4[b + 2u * i], x4[b + 2u * i + 1u]); }
 
-// Groups g0 .. g1 - 1 of four features (stacked rows nc) for x row xm: matmul_lanes.wgsl lanes_body's loop body.
+// Groups g0 .. g1 - 1 of four features (stacked rows nc; experts keep MLX's layout, WT = 0) for x row xm: matmul_lanes.wgsl lanes_body's loop body.
 fn expert_range(nc: vec4<u32>, xm: u32, g0: u32, g1: u32) -> vec4<f32> {
   let chunks_per_group = P.group_size / 32u;
   let groups = P.K / P.group_size;
-  let v4_per_row = (P.K / 32u) * (BITS / 4u);
-  let row = nc * v4_per_row;
   let xr = xm * (P.x_stride / 4u);
   var s = vec4<f32>(0.0);
   var c = vec4<f32>(0.0);
@@ -57,10 +55,10 @@ fn expert_range(nc: vec4<u32>, xm: u32, g0: u32, g1: u32) -> vec4<f32> {
     for (var j = 0u; j < chunks_per_group; j++) {
       let ci = g * chunks_per_group + j;
       let X = x_chunk(xr + 8u * ci, 0u);
-      q0 += chunk_dot(unpack_chunk(row.x, ci), X);
-      q1 += chunk_dot(unpack_chunk(row.y, ci), X);
-      q2 += chunk_dot(unpack_chunk(row.z, ci), X);
-      q3 += chunk_dot(unpack_chunk(row.w, ci), X);
+      q0 += chunk_dot(unpack_chunk(nc.x, ci), X);
+      q1 += chunk_dot(unpack_chunk(nc.y, ci), X);
+      q2 += chunk_dot(unpack_chunk(nc.z, ci), X);
+      q3 += chunk_dot(unpack_chunk(nc.w, ci), X);
     }
     let gi = nc * groups + vec4<u32>(g);
     let scale = vec4<f32>(scale_at(gi.x), scale_at(gi.y), scale_at(gi.z), scale_at(gi.w));

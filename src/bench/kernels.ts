@@ -10,7 +10,10 @@ import { SYNTH_PRESETS, type SynthGeometry } from '../format/synthetic.ts';
 import type { AffineBits } from '../format/quantization.ts';
 import { storageBuffer } from '../gpu/buffers.ts';
 import type { GpuTimer, Timing } from './timer.ts';
-import { copyLinear, randomF32, syntheticAffine, type SyntheticLinear } from './synthetic-gpu.ts';
+import { copyLinear, kMajorLinear, randomF32, syntheticAffine, type SyntheticLinear } from './synthetic-gpu.ts';
+import { defaultLayout } from '../model/gpu-weights.ts';
+import { kMajorFits } from '../gpu/weight-layout.ts';
+import type { AffineLinear } from '../format/model-description.ts';
 
 import type { AffineKernel } from '../model/ops.ts';
 export type { AffineKernel };
@@ -282,7 +285,12 @@ export function makeLinear(
   bits: AffineBits,
   gs: number,
 ): SyntheticLinear {
-  return syntheticAffine(device, name, N, K, bits, gs, N ^ (K << 3) ^ bits);
+  const lin = syntheticAffine(device, name, N, K, bits, gs, N ^ (K << 3) ^ bits);
+  // the layout the engine uploads on this device (src/gpu/weight-layout.ts)
+  if (defaultLayout(device) !== 'k-major' || !kMajorFits(lin.desc as AffineLinear)) return lin;
+  const moved = kMajorLinear(device, lin);
+  lin.destroy();
+  return moved;
 }
 
 export interface AttentionCase {

@@ -9,6 +9,7 @@ import { bytesSource } from '../format/bytesource.ts';
 import type { GpuLinear } from '../model/gpu-weights.ts';
 import type { GpuTensor, RowPart } from '../gpu/upload.ts';
 import { storageBuffer } from '../gpu/buffers.ts';
+import { WeightTransposer } from '../gpu/weight-layout.ts';
 
 const CHUNK_WORDS = 1 << 20;
 
@@ -154,4 +155,32 @@ export function copyLinear(device: GPUDevice, lin: SyntheticLinear): SyntheticLi
   };
   device.queue.submit([enc.finish()]);
   return out;
+}
+
+/**
+ * The linear in the k-major layout (src/gpu/weight-layout.ts, as uploadWeights lays out a real one on GPUs):
+ * a new linear with the same values, made on the GPU; `lin` stays as it was.
+ */
+export function kMajorLinear(device: GPUDevice, lin: SyntheticLinear): SyntheticLinear {
+  const d = lin.desc as AffineLinear;
+  const transposer = new WeightTransposer(device);
+  const buffers: GPUBuffer[] = [];
+  const move = (t: GpuTensor, kind: 'codes' | 'groups', cols: number): GpuTensor => ({
+    ...t,
+    parts: t.parts.map((p) => {
+      const buffer = storageBuffer(device, p.buffer.size, `${p.buffer.label} k-major`);
+      buffers.push(buffer);
+      transposer.transpose(kind, p.buffer, buffer, p.rows, cols);
+      return { ...p, buffer };
+    }),
+  });
+  const groups = d.inFeatures / d.groupSize;
+  return {
+    ...lin,
+    weight: move(lin.weight, 'codes', (d.inFeatures * d.bits) / 128),
+    scales: move(lin.scales!, 'groups', groups),
+    biases: move(lin.biases!, 'groups', groups),
+    layout: 'k-major',
+    destroy: () => buffers.forEach((b) => b.destroy()),
+  };
 }

@@ -9,6 +9,8 @@ import selftestF16 from '../../shaders/selftest_f16.wgsl?raw';
 import selftestSubgroup from '../../shaders/selftest_subgroup.wgsl?raw';
 import matmul from '../../shaders/matmul.wgsl?raw';
 import matmulAffineIo from '../../shaders/matmul_affine_io.wgsl?raw';
+import affineLayout from '../../shaders/affine_layout.wgsl?raw';
+import transposeAffine from '../../shaders/transpose_affine.wgsl?raw';
 import matmulLanes from '../../shaders/matmul_lanes.wgsl?raw';
 import matmulLanesLoadX from '../../shaders/matmul_lanes_loadx.wgsl?raw';
 import matmulLanesSubgroupX from '../../shaders/matmul_lanes_subgroupx.wgsl?raw';
@@ -39,6 +41,8 @@ const FILES: Record<string, string> = {
   'selftest_subgroup.wgsl': selftestSubgroup,
   'matmul.wgsl': matmul,
   'matmul_affine_io.wgsl': matmulAffineIo,
+  'affine_layout.wgsl': affineLayout,
+  'transpose_affine.wgsl': transposeAffine,
   'matmul_lanes.wgsl': matmulLanes,
   'matmul_lanes_loadx.wgsl': matmulLanesLoadX,
   'matmul_lanes_subgroupx.wgsl': matmulLanesSubgroupX,

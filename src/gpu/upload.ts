@@ -2,6 +2,7 @@ import type { TensorRef } from '../format/safetensors.ts';
 import { GpuError } from './errors.ts';
 import { storageBuffer, writeBytes } from './buffers.ts';
 import type { CancelToken, ProgressFn } from '../util/cancel.ts';
+import type { WeightTransposer } from './weight-layout.ts';
 
 /**
  * Streams tensors from their files into GPU buffers in bounded chunks (the JS heap never holds more
@@ -28,6 +29,13 @@ export interface GpuTensor {
   name: string;
   rows: number;
   parts: RowPart[];
+}
+
+/** How TensorUploader.upload rewrites a tensor into the k-major layout: units of `kind`, `cols` to a row. */
+export interface KMajorUpload {
+  kind: 'codes' | 'groups';
+  cols: number;
+  transposer: WeightTransposer;
 }
 
 const CHUNK_BYTES = 8 << 20;
@@ -62,16 +70,29 @@ export class TensorUploader {
     return rows;
   }
 
-  /** Uploads `ref` split into parts of `rowsPerPart` rows (all rows in one part when it fits). */
-  async upload(ref: TensorRef, rowsPerPart = this.rowsPerPart([ref])): Promise<GpuTensor> {
+  /**
+   * Uploads `ref` split into parts of `rowsPerPart` rows (all rows in one part when it fits); with `kMajor`,
+   * each part is then rewritten into the k-major layout (src/gpu/weight-layout.ts: one part's memory more,
+   * for the time of the copy).
+   */
+  async upload(ref: TensorRef, rowsPerPart = this.rowsPerPart([ref]), kMajor?: KMajorUpload): Promise<GpuTensor> {
     const rows = ref.shape.length === 0 ? 1 : ref.shape[0];
     const rowBytes = ref.byteLength / rows;
     const parts: RowPart[] = [];
     for (let rowStart = 0; rowStart < rows; rowStart += rowsPerPart) {
       const n = Math.min(rowsPerPart, rows - rowStart);
-      const buffer = storageBuffer(this.device, n * rowBytes, `${ref.name}[${rowStart}:${rowStart + n}]`);
+      const label = `${ref.name}[${rowStart}:${rowStart + n}]`;
+      let buffer = storageBuffer(this.device, n * rowBytes, label);
       this.buffers.push(buffer);
       await this.stream(ref, rowStart * rowBytes, n * rowBytes, buffer);
+      if (kMajor) {
+        const moved = storageBuffer(this.device, n * rowBytes, `${label} k-major`);
+        this.buffers.push(moved);
+        kMajor.transposer.transpose(kMajor.kind, buffer, moved, n, kMajor.cols);
+        this.buffers.splice(this.buffers.indexOf(buffer), 1);
+        buffer.destroy();
+        buffer = moved;
+      }
       parts.push({ rowStart, rows: n, buffer });
     }
     return { name: ref.name, rows, parts };

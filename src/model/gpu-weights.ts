@@ -15,6 +15,8 @@ import type { CancelToken, ProgressFn } from '../util/cancel.ts';
 import { GpuError } from '../gpu/errors.ts';
 import { withErrorScopes } from '../gpu/device.ts';
 import { fmtBytes } from './memory-budget.ts';
+import { WeightTransposer, kMajorFits, type AffineLayout } from '../gpu/weight-layout.ts';
+import { detectKernelClass } from '../gpu/kernel-class.ts';
 import { checkTokenOrdering, type GpuCentroidHead } from './family/centroid-head-op.ts';
 import { moeTensors, uploadMoeBlock, type GpuMoeBlock } from './family/moe-weights.ts';
 
@@ -28,6 +30,8 @@ export interface GpuLinear {
   weight: GpuTensor;
   scales?: GpuTensor;
   biases?: GpuTensor;
+  /** Where an affine linear's codes, scales and biases lie (src/gpu/weight-layout.ts); absent: MLX's layout. */
+  layout?: AffineLayout;
 }
 
 /**
@@ -142,6 +146,11 @@ export interface UploadOptions {
    * default true. Off: three buffers, as the checkpoint stores them (tests compare the two).
    */
   stackQkv?: boolean;
+  /**
+   * The layout of the affine linears (src/gpu/weight-layout.ts); default: 'k-major' where the device runs the
+   * GPU kernel class, 'mlx' on software adapters. Tests compare the two.
+   */
+  layout?: AffineLayout;
 }
 
 /**
@@ -177,12 +186,55 @@ export async function uploadWeights<D extends ModelDescription>(
     return await withErrorScopes(
       device,
       `uploading the ${desc.modelType} weights (${(total / 1e9).toFixed(2)} GB)`,
-      () => uploadAll(up, desc, total, device, opts.stackQkv ?? true),
+      () => uploadAll(up, desc, total, device, opts.stackQkv ?? true, opts.layout ?? defaultLayout(device)),
     );
   } catch (e) {
     up.buffers.forEach((b) => b.destroy());
     throw e;
   }
+}
+
+/**
+ * One linear's tensors uploaded (affine: codes, scales and biases, split into the same parts of rows, as many as
+ * fit a binding unless `rowsPerPart` says) in `layout` where it fits the linear (src/gpu/weight-layout.ts), else in
+ * MLX's.
+ */
+export async function uploadLinear(
+  up: TensorUploader,
+  l: Linear,
+  layout: AffineLayout,
+  transposer: WeightTransposer,
+  rowsPerPart?: number,
+): Promise<GpuLinear> {
+  if (l.kind !== 'affine') return { desc: l, weight: await up.upload(l.weight) };
+  if (!SUPPORTED_BITS.has(l.bits)) {
+    throw new GpuError(
+      'limits',
+      `${l.name}: ${l.bits}-bit affine weights are not supported by the GPU kernels yet (2, 4 and 8 are).`,
+    );
+  }
+  const rows = rowsPerPart ?? up.rowsPerPart([l.weight, l.scales, l.biases]);
+  // The k-major layout moves whole 16-byte words of codes and bf16 scales and biases (what the kernels read).
+  const groups = l.inFeatures / l.groupSize;
+  const kMajor =
+    layout === 'k-major' &&
+    kMajorFits(l) &&
+    [l.scales, l.biases].every((t) => t.byteLength === l.outFeatures * groups * 2);
+  const codes = kMajor ? { kind: 'codes' as const, cols: (l.inFeatures * l.bits) / 128, transposer } : undefined;
+  const sb = kMajor ? { kind: 'groups' as const, cols: groups, transposer } : undefined;
+  return {
+    desc: l,
+    weight: await up.upload(l.weight, rows, codes),
+    scales: await up.upload(l.scales, rows, sb),
+    biases: await up.upload(l.biases, rows, sb),
+    layout: kMajor ? 'k-major' : 'mlx',
+  };
+}
+
+/** The layout the device's kernel class reads best (src/gpu/weight-layout.ts). */
+export function defaultLayout(device: GPUDevice): AffineLayout {
+  const info = (device as GPUDevice & { adapterInfo?: GPUAdapterInfo }).adapterInfo;
+  return detectKernelClass(info, device.limits) === 'gpu' ? 'k-major' : 'mlx';
 }
 
 async function uploadAll<D extends ModelDescription>(
@@ -191,25 +243,10 @@ async function uploadAll<D extends ModelDescription>(
   total: number,
   device: GPUDevice,
   stackQkv: boolean,
+  layout: AffineLayout,
 ): Promise<GpuWeights<D>> {
-  const linear = async (l: Linear): Promise<GpuLinear> => {
-    if (l.kind === 'affine') {
-      if (!SUPPORTED_BITS.has(l.bits)) {
-        throw new GpuError(
-          'limits',
-          `${l.name}: ${l.bits}-bit affine weights are not supported by the GPU kernels yet (2, 4 and 8 are).`,
-        );
-      }
-      const rows = up.rowsPerPart([l.weight, l.scales, l.biases]);
-      return {
-        desc: l,
-        weight: await up.upload(l.weight, rows),
-        scales: await up.upload(l.scales, rows),
-        biases: await up.upload(l.biases, rows),
-      };
-    }
-    return { desc: l, weight: await up.upload(l.weight) };
-  };
+  const transposer = new WeightTransposer(device);
+  const linear = (l: Linear) => uploadLinear(up, l, layout, transposer);
   const vector = async (t: TensorRef) => (await up.upload(t)).parts[0].buffer;
   const layers: GpuLayer[] = [];
   for (const l of desc.layers) {

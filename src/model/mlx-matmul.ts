@@ -9,6 +9,7 @@ import type { Recorder } from '../gpu/recorder.ts';
 import type { AffineLinear } from '../format/model-description.ts';
 import type { GpuLinear } from './gpu-weights.ts';
 import { partBinding } from '../gpu/upload.ts';
+import { layoutConstants } from '../gpu/weight-layout.ts';
 import { mlxKernel, type MlxKernelChoice, type MlxMachine } from './mlx-dispatch.ts';
 import { affineParams } from './affine-params.ts';
 
@@ -49,9 +50,10 @@ export function mlxMatmul(
   const d = lin.desc as AffineLinear;
   const choice = mlxChoiceFor(machine, d, r.M);
   const wide = choice.kernel === 'qmv_wide';
-  const constants: Record<string, number> = wide
-    ? { BITS: d.bits }
-    : { BITS: d.bits, LANES: choice.lanes, VPT: choice.valuesPerThread };
+  const constants: Record<string, number> = {
+    ...(wide ? { BITS: d.bits } : { BITS: d.bits, LANES: choice.lanes, VPT: choice.valuesPerThread }),
+    ...layoutConstants(lin.layout),
+  };
   lin.weight.parts.forEach((part, i) => {
     const params = affineParams(rec, SHADER, d, part, r, xStride, yStride);
     const bindings = [

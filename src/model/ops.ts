@@ -2,6 +2,7 @@ import type { Recorder } from '../gpu/recorder.ts';
 import type { Binding } from '../gpu/kernels.ts';
 import type { GpuLinear, GpuStackedQkv } from './gpu-weights.ts';
 import { partBinding } from '../gpu/upload.ts';
+import { layoutConstants, type AffineLayout } from '../gpu/weight-layout.ts';
 import type { KernelClass } from '../gpu/kernel-class.ts';
 import type { MlxMachine } from './mlx-dispatch.ts';
 import { mlxMatmul } from './mlx-matmul.ts';
@@ -176,7 +177,7 @@ function coopMain(
   const part = lin.weight.parts[i];
   const w = partBinding(part);
   const sb = [partBinding(lin.scales!.parts[i]), partBinding(lin.biases!.parts[i])];
-  const { constants, workgroups } = coopDispatch(rec, lin.desc as AffineLinearDesc, part.rows, 'main');
+  const { constants, workgroups } = coopDispatch(rec, lin.desc as AffineLinearDesc, part.rows, 'main', lin.layout);
   // bindings 9-11 hold gate_up's second matrix; `main` gets its own again there, where single rows of R = 4
   // read their slots 2 and 3 (matmul_coop.wgsl row_slots). SEGMENTS = 1: the default pipeline.
   rec.run(
@@ -194,10 +195,11 @@ function coopDispatch(
   d: AffineLinearDesc,
   rows: number,
   entry: 'main' | 'gate_up',
+  layout: AffineLayout | undefined,
 ): { constants: Record<string, number>; workgroups: number } {
   const { WG, T, R } = coopShape(rec.kernels.device.limits, d, entry);
   return {
-    constants: { BITS: d.bits, WG, T, R, GS: d.groupSize },
+    constants: { BITS: d.bits, WG, T, R, GS: d.groupSize, ...layoutConstants(layout) },
     workgroups: Math.ceil(rows / (R * (WG / T))),
   };
 }
@@ -308,6 +310,7 @@ export function matmul(
         : rec.kernels.subgroupsOf8
           ? 'matmul_lanes_subgroupx.wgsl'
           : 'matmul_lanes_loadx.wgsl';
+    const layout = layoutConstants(lin.layout);
     lin.weight.parts.forEach((part, i) => {
       const params = affineParams(rec, shader, desc, part, r, xStride, yStride);
       const sb = [partBinding(lin.scales!.parts[i]), partBinding(lin.biases!.parts[i])];
@@ -317,9 +320,15 @@ export function matmul(
         return;
       }
       if (k === 'lanes') {
-        rec.run(shader, 'main', { BITS: desc.bits }, bindings, Math.ceil(part.rows / (4 * WG)));
+        rec.run(shader, 'main', { BITS: desc.bits, ...layout }, bindings, Math.ceil(part.rows / (4 * WG)));
       } else {
-        rec.run(shader, 'tile', { BITS: desc.bits }, bindings, Math.ceil(r.M / 8) * Math.ceil(part.rows / (4 * WG)));
+        rec.run(
+          shader,
+          'tile',
+          { BITS: desc.bits, ...layout },
+          bindings,
+          Math.ceil(r.M / 8) * Math.ceil(part.rows / (4 * WG)),
+        );
       }
     });
     return;
@@ -330,7 +339,7 @@ export function matmul(
       rec.run(
         'matmul.wgsl',
         'affine',
-        { BITS: desc.bits },
+        { BITS: desc.bits, ...layoutConstants(lin.layout) },
         [params, x, partBinding(part), y, partBinding(lin.scales!.parts[i]), partBinding(lin.biases!.parts[i])],
         groups(r.M * part.rows),
       );
@@ -528,7 +537,7 @@ export function gateUp(
       partBinding(up.biases!.parts[i]),
       ...(out ? [out.buffer] : []),
     ];
-    const { constants, workgroups } = coopDispatch(rec, d, part.rows, 'gate_up');
+    const { constants, workgroups } = coopDispatch(rec, d, part.rows, 'gate_up', gate.layout);
     if (out)
       rec.run('matmul_coop.wgsl', 'gate_up_sums', { ...constants, SUMS_GROUP: out.groupSize }, bindings, workgroups);
     else rec.run('matmul_coop.wgsl', 'gate_up', constants, bindings, workgroups);
@@ -544,7 +553,8 @@ function gateUpFused(rec: Recorder, gate: GpuLinear, up: GpuLinear, r: Rows): bo
     !r.mlx &&
     stepKernel(rec, gate) === 'coop' &&
     stepKernel(rec, up) === 'coop' &&
-    sameShape(gate, up)
+    sameShape(gate, up) &&
+    gate.layout === up.layout
   );
 }
 
@@ -613,7 +623,7 @@ export function embed(rec: Recorder, table: GpuLinear, ids: GPUBuffer, h: GPUBuf
       rec.run(
         'embed.wgsl',
         'affine',
-        { BITS: desc.bits },
+        { BITS: desc.bits, ...layoutConstants(table.layout) },
         [params, ids, partBinding(part), h, partBinding(table.scales!.parts[i]), partBinding(table.biases!.parts[i])],
         groups(r.M * H),
       );

@@ -3,10 +3,10 @@ import type { Qwen35Description, Qwen35Layer, Qwen35MtpHead } from '../../format
 import { readTensorBytes, toFloat64, type TensorRef } from '../../format/safetensors.ts';
 import { uploadBuffer } from '../../gpu/buffers.ts';
 import { withErrorScopes } from '../../gpu/device.ts';
-import { GpuError } from '../../gpu/errors.ts';
 import { TensorUploader } from '../../gpu/upload.ts';
 import type { CancelToken, ProgressFn } from '../../util/cancel.ts';
-import type { GpuLinear } from '../gpu-weights.ts';
+import { defaultLayout, uploadLinear, type GpuLinear } from '../gpu-weights.ts';
+import { WeightTransposer } from '../../gpu/weight-layout.ts';
 
 /**
  * A Qwen3.5 checkpoint's weights on the GPU (docs/QWEN35.md section 2), as src/model/gpu-weights.ts uploads
@@ -74,8 +74,6 @@ export interface QwenGpuWeights {
   destroy(): void;
 }
 
-const SUPPORTED_BITS = new Set([2, 4, 8]);
-
 function layerLinears(l: Qwen35Layer): Linear[] {
   const mixer =
     l.type === 'linear'
@@ -121,21 +119,10 @@ export async function uploadQwenWeights(
 
 /** The per-tensor uploaders both uploads use: linears as stored, bf16 RMSNorm weights, small vectors widened to f32. */
 function uploaders(device: GPUDevice, up: TensorUploader, own: GPUBuffer[]) {
-  const linear = async (l: Linear): Promise<GpuLinear> => {
-    if (l.kind !== 'affine') return { desc: l, weight: await up.upload(l.weight) };
-    if (!SUPPORTED_BITS.has(l.bits))
-      throw new GpuError(
-        'limits',
-        `${l.name}: ${l.bits}-bit affine weights are not supported by the GPU kernels yet (2, 4 and 8 are).`,
-      );
-    const rows = up.rowsPerPart([l.weight, l.scales, l.biases]);
-    return {
-      desc: l,
-      weight: await up.upload(l.weight, rows),
-      scales: await up.upload(l.scales, rows),
-      biases: await up.upload(l.biases, rows),
-    };
-  };
+  // Gemma's linear upload: the device's layout (src/gpu/weight-layout.ts)
+  const transposer = new WeightTransposer(device);
+  const layout = defaultLayout(device);
+  const linear = (l: Linear) => uploadLinear(up, l, layout, transposer);
   // rmsnorm.wgsl reads its weight as bf16 pairs
   const norm = async (t: TensorRef) => {
     if (t.dtype !== 'BF16')
