@@ -8,7 +8,9 @@
 //   feature split its quantization groups (slice t takes groups t, t + T, ...). Invocation lid =
 //   t * F + f: neighbouring invocations take neighbouring features at the same slice, so the x values a
 //   subgroup loads are one or two addresses (a broadcast). Each invocation reads whole groups (16 to
-//   64 contiguous bytes); this pattern alone streams at about 0.95 x copy bandwidth. (Giving
+//   64 bytes); this pattern alone streams at about 0.95 x copy bandwidth. On GPUs the weights are
+//   uploaded k-major (affine_layout.wgsl, WT = 1), so that the neighbouring features' 16-byte words a
+//   subgroup loads lie side by side instead of a row apart (the narrow linears 10-30% faster). (Giving
 //   neighbouring invocations neighbouring words of ONE feature instead makes their x loads 128 to
 //   256 bytes apart, and x traffic through L1 then bounds the kernel at 0.13 x copy.)
 // - With the arithmetic, delivering x is the bottleneck (H200, LM head shape: the loads of weights alone
