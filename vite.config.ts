@@ -13,7 +13,9 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     environment: 'node',
-    testTimeout: 120_000,
+    // A hang guard, not a timing: the first test of a file that builds a model compiles the engine's pipelines,
+    // minutes on llvmpipe with a cold shader cache (the GPU kernel class's matmul_coop.wgsl in particular).
+    testTimeout: 300_000,
     hookTimeout: 180_000,
     // GPU work on a 2-core CPU adapter: run files one at a time so timings and memory stay sane.
     fileParallelism: false,
