@@ -148,7 +148,8 @@ export interface UploadOptions {
   stackQkv?: boolean;
   /**
    * The layout of the affine linears (src/gpu/weight-layout.ts); default: 'k-major' where the device runs the
-   * GPU kernel class, 'mlx' on software adapters. Tests compare the two.
+   * GPU kernel class, 'mlx' on software adapters (test/gpu/weight-layout.test.ts holds the kernels to the same
+   * bytes on both).
    */
   layout?: AffineLayout;
 }
