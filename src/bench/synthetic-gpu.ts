@@ -9,7 +9,7 @@ import { bytesSource } from '../format/bytesource.ts';
 import type { GpuLinear } from '../model/gpu-weights.ts';
 import type { GpuTensor, RowPart } from '../gpu/upload.ts';
 import { storageBuffer } from '../gpu/buffers.ts';
-import { WeightTransposer } from '../gpu/weight-layout.ts';
+import { WeightTransposer, kMajorCols } from '../gpu/weight-layout.ts';
 
 const CHUNK_WORDS = 1 << 20;
 
@@ -174,12 +174,12 @@ export function kMajorLinear(device: GPUDevice, lin: SyntheticLinear): Synthetic
       return { ...p, buffer };
     }),
   });
-  const groups = d.inFeatures / d.groupSize;
+  const cols = kMajorCols(d);
   return {
     ...lin,
-    weight: move(lin.weight, 'codes', (d.inFeatures * d.bits) / 128),
-    scales: move(lin.scales!, 'groups', groups),
-    biases: move(lin.biases!, 'groups', groups),
+    weight: move(lin.weight, 'codes', cols.codes),
+    scales: move(lin.scales!, 'groups', cols.groups),
+    biases: move(lin.biases!, 'groups', cols.groups),
     layout: 'k-major',
     destroy: () => buffers.forEach((b) => b.destroy()),
   };

@@ -30,6 +30,14 @@ export function kMajorFits(d: { inFeatures: number; bits: number }): boolean {
   return (d.inFeatures * d.bits) % 128 === 0;
 }
 
+/** A linear's rows in the units the k-major rewrite moves: 16-byte words of codes, and groups (bf16 scales, biases). */
+export function kMajorCols(d: { inFeatures: number; bits: number; groupSize: number }): {
+  codes: number;
+  groups: number;
+} {
+  return { codes: (d.inFeatures * d.bits) / 128, groups: d.inFeatures / d.groupSize };
+}
+
 const WG = 256;
 
 /**

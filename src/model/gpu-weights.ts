@@ -15,7 +15,7 @@ import type { CancelToken, ProgressFn } from '../util/cancel.ts';
 import { GpuError } from '../gpu/errors.ts';
 import { withErrorScopes } from '../gpu/device.ts';
 import { fmtBytes } from './memory-budget.ts';
-import { WeightTransposer, kMajorFits, type AffineLayout } from '../gpu/weight-layout.ts';
+import { WeightTransposer, kMajorCols, kMajorFits, type AffineLayout } from '../gpu/weight-layout.ts';
 import { detectKernelClass } from '../gpu/kernel-class.ts';
 import { checkTokenOrdering, type GpuCentroidHead } from './family/centroid-head-op.ts';
 import { moeTensors, uploadMoeBlock, type GpuMoeBlock } from './family/moe-weights.ts';
@@ -216,13 +216,13 @@ export async function uploadLinear(
   }
   const rows = rowsPerPart ?? up.rowsPerPart([l.weight, l.scales, l.biases]);
   // The k-major layout moves whole 16-byte words of codes and bf16 scales and biases (what the kernels read).
-  const groups = l.inFeatures / l.groupSize;
+  const cols = kMajorCols(l);
   const kMajor =
     layout === 'k-major' &&
     kMajorFits(l) &&
-    [l.scales, l.biases].every((t) => t.byteLength === l.outFeatures * groups * 2);
-  const codes = kMajor ? { kind: 'codes' as const, cols: (l.inFeatures * l.bits) / 128, transposer } : undefined;
-  const sb = kMajor ? { kind: 'groups' as const, cols: groups, transposer } : undefined;
+    [l.scales, l.biases].every((t) => t.byteLength === l.outFeatures * cols.groups * 2);
+  const codes = kMajor ? { kind: 'codes' as const, cols: cols.codes, transposer } : undefined;
+  const sb = kMajor ? { kind: 'groups' as const, cols: cols.groups, transposer } : undefined;
   return {
     desc: l,
     weight: await up.upload(l.weight, rows, codes),
