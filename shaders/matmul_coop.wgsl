@@ -127,7 +127,8 @@ fn group_dot(a: vec4<f32>) -> f32 {
 // rows 1.3 x slower (half the x loads per weight of 4-bit, and a barrier per round of groups). Staging a
 // single row's x too (sixth session): down 23.7 -> 37.3 us, o_proj 9.3 -> 12.2, the stacked q/k/v 13.2 ->
 // 18.4. Where x comes from changes no arithmetic: the bytes are the same.
-fn stage_x(rows: u32) -> bool { return BITS == 4u && rows > 1u; }
+override STAGE_BLOCKS: bool = BITS == 4u; // derived from BITS, never set by the host (see run_pass)
+fn stage_x(rows: u32) -> bool { return STAGE_BLOCKS && rows > 1u; }
 // x vec4 xi: staged (an index into shared4) or not (an index into x4).
 fn x_at(xi: u32, staged: bool) -> vec4<f32> {
   if (staged) { return shared4[xi]; }
@@ -456,13 +457,21 @@ fn y_index(m: u32, n: u32) -> u32 {
   return base2 + m * (P.N - seg2) + (n - seg2);
 }
 
-// pass_rows for a pass of `rows` rows. A single row (every decode step) calls it with the constant 1,
-// so the compiler's copy of it for that call drops the other rows' code: on an H200 that ran a chain
-// step's matvec 1.3-1.4 x faster (the guards of the other rows and their registers cost that much).
-// Both copies run the same operations for a row, in the same order; the row-invariance tests hold
-// them to the same bytes (test/gpu/kernels-matmul.test.ts).
-fn run_pass(which: u32, fs: Features, lid: u32, na: u32, nb: u32, r0: u32, rows: u32) -> f32 {
-  if (rows == 1u) { return pass_rows(which, fs.f, fs.t, lid, na, nb, r0, 1u); }
+// pass_rows for a pass whose x is not staged (stage_x): a single row (M = 1 of R = 2, the stacked q, k, v; one
+// left over from a block, M = 5 or 13) or a block of 8-bit rows. A single row gets the constant 1, so that the
+// compiler's copy of pass_rows for it drops the other rows' code: on an H200 that ran a chain step's matvec
+// 1.3-1.4 x faster (the guards of the other rows and their registers cost that much). Both copies run the same
+// operations for a row, in the same order; the row-invariance tests hold them to the same bytes
+// (test/gpu/kernels-matmul.test.ts).
+// The conditions are constants of the pipeline where they can be (STAGE_BLOCKS: a 4-bit pass that is not
+// staged is a single row; `single`: whether the caller passes single rows at all), so that a pipeline holds
+// no copy that no dispatch reaches. Why: llvmpipe compiles this shader for tens of seconds per pipeline
+// (cold), and those copies were a third to half of it (fourteenth session, one 2-core VM, main: 4-bit R = 4
+// 40.8 -> 24.8 s, R = 1 43.7 -> 19.3 s; gate_up 4-bit 69.9 -> 28.0 s). The same bytes, and on an H200 the
+// same speed (docs/PERFORMANCE.md). Leaving out the single-row copy as well (a 4-bit row left over from a
+// block staged, or taken by row_slots) compiled faster still but made main's blocks 5-8% slower on the H200.
+fn run_pass(which: u32, fs: Features, lid: u32, na: u32, nb: u32, r0: u32, rows: u32, single: bool) -> f32 {
+  if (STAGE_BLOCKS || (single && rows == 1u)) { return pass_rows(which, fs.f, fs.t, lid, na, nb, r0, 1u); }
   return pass_rows(which, fs.f, fs.t, lid, na, nb, r0, rows);
 }
 
@@ -473,8 +482,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   if (P.M == 1u && R != 2u) {
     // A decode step: every slot in one loop (R = 4: four slots; R = 1: one). Invocation t < SLOTS holds the
     // totals of slots t (.x) and t + 2 (.y). (A single row left over from a block, M = 5 or 13, takes the
-    // passes below: the same bytes.) R = 2 (a layer's stacked q, k, v) keeps the passes: through row_slots
-    // its single row took 13.5 us against 13.1 (H200, eleventh session).
+    // passes below: the same bytes. Through row_slots in the loop below instead, or staged, every block of
+    // main's was 5-8% slower on an H200: 4-bit gate/up M = 4 39.8 -> 42.3 / 42.9 us, LM head 649 -> 693 /
+    // 697; fourteenth session.)
+    // R = 2 (a layer's stacked q, k, v) keeps the passes: through row_slots its single row took 13.5 us
+    // against 13.1 (H200, eleventh session).
     let fs1 = features(wid, nwg, lid, select(1u, ROW_TL, R == 4u));
     let four = R == 4u;
     let v = row_slots(fs1, lid, 0u, Slots(row_of(fs1, 0u), row_of(fs1, 1u), row_of(fs1, 2u), row_of(fs1, 3u)), four);
@@ -501,7 +513,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       continue;
     }
     for (var h = 0u; h < R; h += SLOTS) {
-      let v = run_pass(0u, fs, lid, row_of(fs, h), row_of(fs, h + 1u), r0, rows);
+      let v = run_pass(0u, fs, lid, row_of(fs, h), row_of(fs, h + 1u), r0, rows, true);
       let o = out_index(fs, h, r0, rows);
       if (o != 0xFFFFFFFFu) { y[o] = rnd(v); }
     }
@@ -714,13 +726,13 @@ fn gate_up_rows(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) {
     }
     var g = 0.0;
     var u = 0.0;
-    if (stage_x(rows)) {
+    if (STAGE_BLOCKS) { // stage_x(rows): rows > 1 here
       let gu = staged_passes(fs, lid, Pair(0u, na, nb), Pair(1u, na, nb), true, r0, rows);
       g = rnd(gu.x);
       u = rnd(gu.y);
     } else {
-      g = rnd(run_pass(0u, fs, lid, na, nb, r0, rows));
-      u = rnd(run_pass(1u, fs, lid, na, nb, r0, rows));
+      g = rnd(run_pass(0u, fs, lid, na, nb, r0, rows, false));
+      u = rnd(run_pass(1u, fs, lid, na, nb, r0, rows, false));
     }
     let o = out_index(fs, 0u, r0, rows);
     if (o != 0xFFFFFFFFu) { y[o] = rnd(rnd(gelu_tanh(g)) * u); }
