@@ -117,6 +117,25 @@ function layerTensors(l: DecoderLayer): TensorRef[] {
   return [...lin.flatMap(linearTensors), ...norms, ...pleTensors, ...(l.moe ? moeTensors(l.moe) : [])];
 }
 
+/**
+ * The linears uploadWeights uploads through uploadLinear (MoE experts' stacked matrices are not among them: they keep
+ * MLX's layout, src/model/family/moe-weights.ts).
+ */
+function gpuLinearsOf(desc: ModelDescription): Linear[] {
+  const out: Linear[] = [desc.embed];
+  for (const l of desc.layers) {
+    for (const x of [l.qProj, l.kProj, l.vProj, l.oProj, l.gate, l.up, l.down]) if (x) out.push(x);
+    if (l.perLayerInput) out.push(l.perLayerInput.gate, l.perLayerInput.projection);
+    if (l.moe) out.push(l.moe.routerProj);
+  }
+  if (desc.role === 'assistant') {
+    out.push(desc.preProjection, desc.postProjection);
+    if (desc.centroidHead) out.push(desc.centroidHead.centroids);
+  }
+  if (desc.role === 'target' && desc.perLayer) out.push(desc.perLayer.table, desc.perLayer.modelProjection);
+  return out;
+}
+
 /** Every tensor the GPU engine reads (layer_scalar is read on the CPU). */
 export function gpuTensorsOf(desc: ModelDescription): TensorRef[] {
   const out = [...linearTensors(desc.embed), desc.finalNorm, ...desc.layers.flatMap(layerTensors)];
@@ -176,18 +195,27 @@ export async function uploadWeights<D extends ModelDescription>(
       `${desc.modelType} ${desc.role} uses ${family.join(', ')}: the GPU engine does not run these Gemma 4 variants yet (the CPU reference does)`,
     );
   const total = gpuTensorsOf(desc).reduce((a, t) => a + t.byteLength, 0);
-  if (availableBytes !== undefined && total > availableBytes) {
-    throw new GpuError(
-      'out-of-memory',
-      `${desc.modelType} needs ${fmtBytes(total)} of GPU memory for its weights, over the budget of ${fmtBytes(availableBytes)}.`,
-    );
+  const layout = opts.layout ?? defaultLayout(device);
+  if (availableBytes !== undefined) {
+    // The k-major rewrite holds one tensor part twice for the time of its copy (TensorUploader.upload).
+    const rewrite = layout === 'k-major' ? kMajorRewriteBytes(desc, device.limits) : 0;
+    if (total + rewrite > availableBytes) {
+      const also =
+        rewrite > 0
+          ? ` plus ${fmtBytes(rewrite)} while it rewrites its largest tensor part into the k-major layout`
+          : '';
+      throw new GpuError(
+        'out-of-memory',
+        `${desc.modelType} needs ${fmtBytes(total)} of GPU memory for its weights${also}, over the budget of ${fmtBytes(availableBytes)}.`,
+      );
+    }
   }
   const up = new TensorUploader(device, total, onProgress, cancel);
   try {
     return await withErrorScopes(
       device,
       `uploading the ${desc.modelType} weights (${(total / 1e9).toFixed(2)} GB)`,
-      () => uploadAll(up, desc, total, device, opts.stackQkv ?? true, opts.layout ?? defaultLayout(device)),
+      () => uploadAll(up, desc, total, device, opts.stackQkv ?? true, layout),
     );
   } catch (e) {
     up.buffers.forEach((b) => b.destroy());
@@ -230,6 +258,28 @@ export async function uploadLinear(
     biases: await up.upload(l.biases, rows, sb),
     layout: kMajor ? 'k-major' : 'mlx',
   };
+}
+
+/**
+ * The memory the k-major rewrite needs beyond the weights: its largest tensor part (uploadLinear splits a linear's
+ * codes, scales and biases into the same row parts, as many rows as fit one binding, and TensorUploader.upload
+ * holds a part in both layouts until its copy is submitted). An upper bound: every affine linear counts, also
+ * those uploadLinear leaves in MLX's layout (stacked q/k/v, MoE experts).
+ */
+export function kMajorRewriteBytes(
+  desc: ModelDescription,
+  limits: Pick<GPUSupportedLimits, 'maxStorageBufferBindingSize' | 'maxBufferSize'>,
+): number {
+  const binding = Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize);
+  let most = 0;
+  for (const l of gpuLinearsOf(desc)) {
+    if (l.kind !== 'affine' || !kMajorFits(l)) continue;
+    const refs = [l.weight, l.scales, l.biases];
+    const rowBytes = refs.map((r) => r.byteLength / r.shape[0]);
+    const rows = Math.min(l.outFeatures, Math.max(1, Math.floor(binding / Math.max(...rowBytes))));
+    most = Math.max(most, ...rowBytes.map((b) => rows * b));
+  }
+  return most;
 }
 
 /** The layout the device's kernel class reads best (src/gpu/weight-layout.ts). */

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { openCheckpoint } from '../../src/format/checkpoint.ts';
 import type { AssistantDescription, TargetDescription } from '../../src/format/model-description.ts';
 import { synthGeometry, syntheticCheckpoint } from '../../src/format/synthetic.ts';
-import { gpuTensorsOf, uploadWeights } from '../../src/model/gpu-weights.ts';
+import { gpuTensorsOf, kMajorRewriteBytes, uploadWeights } from '../../src/model/gpu-weights.ts';
+import { GpuError } from '../../src/gpu/errors.ts';
 import { checkMemory, fmtBytes, planMemory } from '../../src/model/memory-budget.ts';
 import { attentionScratchBytes } from '../../src/model/attention-op.ts';
 
@@ -59,6 +60,29 @@ describe('memory plan', () => {
       expect(plan.weights).toBe(sizes.reduce((x, y) => x + y, 0));
       expect(Math.max(...sizes)).toBeLessThanOrEqual(4096);
     }
+  });
+
+  it('a weights budget counts the k-major rewrite: its largest tensor part, held twice while it is copied', async () => {
+    const { t } = await open('12b');
+    const total = gpuTensorsOf(t).reduce((a, r) => a + r.byteLength, 0);
+    // lavapipe's 128 MiB bindings: the embedding's codes [262144, 3840] 4-bit split into parts of 69905 rows
+    // (134217728 / 1920 bytes a row), 134217600 bytes each, the largest part of any linear.
+    const rewrite = kMajorRewriteBytes(t, lavapipe);
+    expect(rewrite).toBe(Math.floor(134217728 / 1920) * 1920);
+    // A budget of the weights alone: enough for MLX's layout (refused by nothing before the upload starts, so the
+    // stand-in device is never reached: uploading fails on it, not on the budget), too little for k-major.
+    const device = { limits: lavapipe } as unknown as GPUDevice;
+    const refused = await uploadWeights(device, t, undefined, undefined, total, { layout: 'k-major' }).catch((e) => e);
+    expect(refused).toBeInstanceOf(GpuError);
+    expect(String(refused.message)).toMatch(
+      /^gemma4_unified needs 6\.70 GB of GPU memory for its weights plus 0\.13 GB while it rewrites its largest tensor part into the k-major layout, over the budget of 6\.70 GB\. /,
+    );
+    const mlx = await uploadWeights(device, t, undefined, undefined, total, { layout: 'mlx' }).catch((e) => e);
+    expect(String(mlx?.message)).not.toMatch(/over the budget/);
+    const enough = await uploadWeights(device, t, undefined, undefined, total + rewrite, { layout: 'k-major' }).catch(
+      (e) => e,
+    );
+    expect(String(enough?.message)).not.toMatch(/over the budget/);
   });
 
   it('workspace counts the attention scratch as target.ts and assistant.ts size it (attentionScratchBytes)', async () => {
