@@ -40,6 +40,28 @@ export interface KMajorUpload {
 
 const CHUNK_BYTES = 8 << 20;
 
+/** The limits a buffer that is bound whole as storage must fit: both. */
+export type BindingLimits = Pick<GPUSupportedLimits, 'maxStorageBufferBindingSize' | 'maxBufferSize'>;
+
+/** The most bytes one bound buffer may hold. */
+export function bindingLimit(limits: BindingLimits): number {
+  return Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize);
+}
+
+/** The bytes of the widest row among `refs` (a scalar is one row). */
+export function widestRowBytes(refs: TensorRef[]): number {
+  return Math.max(...refs.map((r) => r.byteLength / (r.shape.length === 0 ? 1 : r.shape[0])));
+}
+
+/**
+ * The rule by which tensors are split by rows (TensorUploader.upload; the memory plan and the k-major rewrite's
+ * extra part count with it): tensors that share one row partition (a linear's codes, scales and biases) take the
+ * most rows whose part of the widest of them fits one binding. 0 when one row does not fit.
+ */
+export function rowsPerBinding(refs: TensorRef[], limits: BindingLimits): number {
+  return Math.floor(bindingLimit(limits) / widestRowBytes(refs));
+}
+
 export class TensorUploader {
   private done = 0;
   private readonly t0 = performance.now();
@@ -56,15 +78,13 @@ export class TensorUploader {
     return this.done;
   }
 
-  /** Largest number of rows per part so that every listed tensor's part fits one binding. */
+  /** Largest number of rows per part so that every listed tensor's part fits one binding (rowsPerBinding). */
   rowsPerPart(refs: TensorRef[]): number {
-    const limit = Math.min(this.device.limits.maxStorageBufferBindingSize, this.device.limits.maxBufferSize);
-    const rowBytes = Math.max(...refs.map((r) => r.byteLength / r.shape[0]));
-    const rows = Math.floor(limit / rowBytes);
+    const rows = rowsPerBinding(refs, this.device.limits);
     if (rows < 1) {
       throw new GpuError(
         'limits',
-        `One row of ${refs[0].name} (${rowBytes} bytes) exceeds the binding limit of ${limit} bytes.`,
+        `One row of ${refs[0].name} (${widestRowBytes(refs)} bytes) exceeds the binding limit of ${bindingLimit(this.device.limits)} bytes.`,
       );
     }
     return rows;

@@ -1,7 +1,6 @@
 import { FormatError } from '../format/errors.ts';
 import {
   familyFeatures,
-  linearTensors,
   type AffineLinear,
   type DecoderLayer,
   type Linear,
@@ -14,11 +13,12 @@ import { TensorUploader, type GpuTensor } from '../gpu/upload.ts';
 import type { CancelToken, ProgressFn } from '../util/cancel.ts';
 import { GpuError } from '../gpu/errors.ts';
 import { withErrorScopes } from '../gpu/device.ts';
-import { fmtBytes } from './memory-budget.ts';
+import { fmtBytes, kMajorRewriteBytes } from './memory-budget.ts';
+import { gpuTensorsOf, modelTensors } from './model-tensors.ts';
 import { WeightTransposer, kMajorCols, kMajorFits, type AffineLayout } from '../gpu/weight-layout.ts';
 import { detectKernelClass } from '../gpu/kernel-class.ts';
 import { checkTokenOrdering, type GpuCentroidHead } from './family/centroid-head-op.ts';
-import { moeTensors, uploadMoeBlock, type GpuMoeBlock } from './family/moe-weights.ts';
+import { uploadMoeBlock, type GpuMoeBlock } from './family/moe-weights.ts';
 
 /**
  * A checkpoint's weights in GPU memory, exactly as stored: packed U32 codes and bf16 scales/biases
@@ -107,48 +107,6 @@ export interface GpuWeights<D extends ModelDescription = ModelDescription> {
 
 const SUPPORTED_BITS = new Set([2, 4, 8]);
 
-function layerTensors(l: DecoderLayer): TensorRef[] {
-  const lin = [l.qProj, l.kProj, l.vProj, l.oProj, l.gate, l.up, l.down].filter((x): x is Linear => x !== null);
-  const norms = [l.inputNorm, l.qNorm, l.kNorm, l.postAttnNorm, l.preFfNorm, l.postFfNorm].filter(
-    (x): x is TensorRef => x !== null,
-  );
-  const ple = l.perLayerInput;
-  const pleTensors = ple ? [...linearTensors(ple.gate), ...linearTensors(ple.projection), ple.postNorm] : [];
-  return [...lin.flatMap(linearTensors), ...norms, ...pleTensors, ...(l.moe ? moeTensors(l.moe) : [])];
-}
-
-/**
- * The linears uploadWeights uploads through uploadLinear (MoE experts' stacked matrices are not among them: they keep
- * MLX's layout, src/model/family/moe-weights.ts).
- */
-function gpuLinearsOf(desc: ModelDescription): Linear[] {
-  const out: Linear[] = [desc.embed];
-  for (const l of desc.layers) {
-    for (const x of [l.qProj, l.kProj, l.vProj, l.oProj, l.gate, l.up, l.down]) if (x) out.push(x);
-    if (l.perLayerInput) out.push(l.perLayerInput.gate, l.perLayerInput.projection);
-    if (l.moe) out.push(l.moe.routerProj);
-  }
-  if (desc.role === 'assistant') {
-    out.push(desc.preProjection, desc.postProjection);
-    if (desc.centroidHead) out.push(desc.centroidHead.centroids);
-  }
-  if (desc.role === 'target' && desc.perLayer) out.push(desc.perLayer.table, desc.perLayer.modelProjection);
-  return out;
-}
-
-/** Every tensor the GPU engine reads (layer_scalar is read on the CPU). */
-export function gpuTensorsOf(desc: ModelDescription): TensorRef[] {
-  const out = [...linearTensors(desc.embed), desc.finalNorm, ...desc.layers.flatMap(layerTensors)];
-  if (desc.role === 'assistant') out.push(...linearTensors(desc.preProjection), ...linearTensors(desc.postProjection));
-  if (desc.role === 'assistant' && desc.centroidHead)
-    out.push(...linearTensors(desc.centroidHead.centroids), desc.centroidHead.tokenOrdering);
-  if (desc.role === 'target' && desc.perLayer) {
-    const p = desc.perLayer;
-    out.push(...linearTensors(p.table), ...linearTensors(p.modelProjection), p.projectionNorm);
-  }
-  return out;
-}
-
 /**
  * The Gemma 4 family features of `desc` that no GPU engine runs yet: none. E-series targets (per-layer embeddings,
  * KV sharing, double-wide MLPs) run in src/model/family/e-target.ts and MoE targets in moe-target.ts, not in the
@@ -198,7 +156,7 @@ export async function uploadWeights<D extends ModelDescription>(
   const layout = opts.layout ?? defaultLayout(device);
   if (availableBytes !== undefined) {
     // The k-major rewrite holds one tensor part twice for the time of its copy (TensorUploader.upload).
-    const rewrite = layout === 'k-major' ? kMajorRewriteBytes(desc, device.limits) : 0;
+    const rewrite = layout === 'k-major' ? kMajorRewriteBytes(modelTensors(desc).linears, device.limits) : 0;
     if (total + rewrite > availableBytes) {
       const also =
         rewrite > 0
@@ -258,28 +216,6 @@ export async function uploadLinear(
     biases: await up.upload(l.biases, rows, sb),
     layout: kMajor ? 'k-major' : 'mlx',
   };
-}
-
-/**
- * The memory the k-major rewrite needs beyond the weights: its largest tensor part (uploadLinear splits a linear's
- * codes, scales and biases into the same row parts, as many rows as fit one binding, and TensorUploader.upload
- * holds a part in both layouts until its copy is submitted). An upper bound: every affine linear counts, also
- * those uploadLinear leaves in MLX's layout (stacked q/k/v, MoE experts).
- */
-export function kMajorRewriteBytes(
-  desc: ModelDescription,
-  limits: Pick<GPUSupportedLimits, 'maxStorageBufferBindingSize' | 'maxBufferSize'>,
-): number {
-  const binding = Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize);
-  let most = 0;
-  for (const l of gpuLinearsOf(desc)) {
-    if (l.kind !== 'affine' || !kMajorFits(l)) continue;
-    const refs = [l.weight, l.scales, l.biases];
-    const rowBytes = refs.map((r) => r.byteLength / r.shape[0]);
-    const rows = Math.min(l.outFeatures, Math.max(1, Math.floor(binding / Math.max(...rowBytes))));
-    most = Math.max(most, ...rowBytes.map((b) => rows * b));
-  }
-  return most;
 }
 
 /** The layout the device's kernel class reads best (src/gpu/weight-layout.ts). */

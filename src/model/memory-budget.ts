@@ -18,6 +18,9 @@ import {
   type TensorRef,
 } from '../format/model-description.ts';
 import { GpuError } from '../gpu/errors.ts';
+import { bindingLimit, rowsPerBinding, widestRowBytes, type BindingLimits } from '../gpu/upload.ts';
+import { kMajorFits, type AffineLayout } from '../gpu/weight-layout.ts';
+import { modelTensors } from './model-tensors.ts';
 import { stackedQkvBlocks } from './ops.ts';
 import { attentionScratchBytes, type AttentionScratchShape } from './attention-op.ts';
 
@@ -28,12 +31,14 @@ export interface MemoryOptions {
   maxBlock: number;
   /** Rows per prefill forward. */
   prefillChunk: number;
+  /**
+   * The layout the affine linears are uploaded in (defaultLayout(device) in gpu-weights.ts); default MLX's. The
+   * k-major one holds a tensor part in both layouts while it rewrites it (MemoryPlan.rewrite).
+   */
+  layout?: AffineLayout;
 }
 
-export interface BufferLimits {
-  maxBufferSize: number;
-  maxStorageBufferBindingSize: number;
-}
+export type BufferLimits = BindingLimits;
 
 export interface OversizeBuffer {
   what: string;
@@ -50,6 +55,11 @@ export interface MemoryPlan {
   cache: number;
   workspace: number;
   total: number;
+  /**
+   * Bytes held beyond the total while the weights upload: the k-major rewrite's largest tensor part (in both
+   * layouts for the time of its copy; kMajorRewriteBytes); 0 in MLX's layout. checkMemory counts it.
+   */
+  rewrite: number;
   buffers: number;
   largest: { what: string; bytes: number };
   /** Buffers (or single rows of a weight) larger than one buffer may be on this adapter. */
@@ -68,7 +78,7 @@ export class Planner {
   private readonly limitName: OversizeBuffer['limitName'];
 
   constructor(limits: BufferLimits, options: MemoryOptions) {
-    this.limit = Math.min(limits.maxBufferSize, limits.maxStorageBufferBindingSize);
+    this.limit = bindingLimit(limits);
     this.limitName =
       limits.maxStorageBufferBindingSize <= limits.maxBufferSize ? 'maxStorageBufferBindingSize' : 'maxBufferSize';
     this.plan = {
@@ -77,6 +87,7 @@ export class Planner {
       cache: 0,
       workspace: 0,
       total: 0,
+      rewrite: 0,
       buffers: 0,
       largest: { what: '', bytes: 0 },
       oversize: [],
@@ -94,15 +105,21 @@ export class Planner {
     if (size > this.limit) this.oversize(what, size);
   }
 
+  /** The k-major rewrite of `linears` (kMajorRewriteBytes) where the plan's layout is k-major: the largest counts. */
+  rewriteOf(linears: Linear[]): void {
+    if (this.plan.options.layout !== 'k-major') return;
+    this.plan.rewrite = Math.max(this.plan.rewrite, kMajorRewriteBytes(linears, this.plan.limits));
+  }
+
   oversize(what: string, bytes: number): void {
     this.plan.oversize.push({ what, bytes, limit: this.limit, limitName: this.limitName });
   }
 
-  /** The tensors of one linear share a row partition sized by the widest row (TensorUploader.rowsPerPart). */
+  /** The tensors of one linear share a row partition sized by the widest row (rowsPerBinding, as the upload). */
   rowSplit(refs: TensorRef[]): void {
-    const rowBytes = Math.max(...refs.map((r) => r.byteLength / (r.shape.length === 0 ? 1 : r.shape[0])));
-    const perPart = Math.floor(this.limit / rowBytes);
+    const perPart = rowsPerBinding(refs, this.plan.limits);
     if (perPart < 1) {
+      const rowBytes = widestRowBytes(refs);
       this.oversize(`one row of ${refs[0].name} (${rowBytes} bytes)`, rowBytes);
       return;
     }
@@ -120,16 +137,29 @@ export class Planner {
   }
 }
 
-function weights(p: Planner, d: ModelDescription): void {
-  const lin: Linear[] = [d.embed];
-  const vec: TensorRef[] = [d.finalNorm];
-  for (const l of d.layers) {
-    for (const x of [l.qProj, l.kProj, l.vProj, l.oProj, l.gate, l.up, l.down]) if (x) lin.push(x);
-    for (const x of [l.inputNorm, l.qNorm, l.kNorm, l.postAttnNorm, l.preFfNorm, l.postFfNorm]) if (x) vec.push(x);
+/**
+ * The memory the k-major rewrite needs beyond the weights: its largest tensor part (uploadLinear splits a linear's
+ * codes, scales and biases into the same row parts, rowsPerBinding, and TensorUploader.upload holds a part in both
+ * layouts until its copy is submitted). An upper bound: every affine linear of `linears` that the layout fits
+ * counts, also a stacked q/k/v that uploadLinear leaves in MLX's layout.
+ */
+export function kMajorRewriteBytes(linears: Linear[], limits: BindingLimits): number {
+  let most = 0;
+  for (const l of linears) {
+    if (l.kind !== 'affine' || !kMajorFits(l)) continue;
+    const refs = linearTensors(l);
+    const rows = Math.min(l.outFeatures, Math.max(1, rowsPerBinding(refs, limits)));
+    most = Math.max(most, ...refs.map((r) => (rows * r.byteLength) / r.shape[0]));
   }
-  if (d.role === 'assistant') lin.push(d.preProjection, d.postProjection);
-  for (const l of lin) p.rowSplit(linearTensors(l));
-  for (const v of vec) p.rowSplit([v]);
+  return most;
+}
+
+/** The buffers of uploadWeights (the tensors of modelTensors), and the k-major rewrite's extra part. */
+function weights(p: Planner, d: ModelDescription): void {
+  const t = modelTensors(d);
+  for (const l of [...t.linears, ...t.experts]) p.rowSplit(linearTensors(l));
+  for (const v of t.vectors) p.rowSplit([v]);
+  p.rewriteOf(t.linears);
 }
 
 /** KvCache: sliding layers keep W slots, full layers maxContext rows; f32; plus per-layer staging rows. */
@@ -244,12 +274,14 @@ export function fmtBytes(n: number): string {
 }
 
 function needs(p: MemoryPlan): string {
-  return `${fmtBytes(p.weights)} for weights + ${fmtBytes(p.cache)} KV cache (context ${p.options.maxContext}) + ${fmtBytes(p.workspace)} workspace = ${fmtBytes(p.total)}`;
+  const parts = `${fmtBytes(p.weights)} for weights + ${fmtBytes(p.cache)} KV cache (context ${p.options.maxContext}) + ${fmtBytes(p.workspace)} workspace`;
+  if (p.rewrite === 0) return `${parts} = ${fmtBytes(p.total)}`;
+  return `${parts} = ${fmtBytes(p.total)}, plus ${fmtBytes(p.rewrite)} while it rewrites its largest tensor part into the k-major layout`;
 }
 
 /**
- * Throws GpuError('out-of-memory') when one buffer cannot exist on this adapter, or when the plan's total
- * exceeds `availableBytes` (when given). Returns the plan otherwise.
+ * Throws GpuError('out-of-memory') when one buffer cannot exist on this adapter, or when the plan's total with
+ * the k-major rewrite's extra part exceeds `availableBytes` (when given). Returns the plan otherwise.
  */
 export function checkMemory(plan: MemoryPlan, availableBytes?: number): MemoryPlan {
   const who = plan.models.join(' + ');
@@ -266,7 +298,7 @@ export function checkMemory(plan: MemoryPlan, availableBytes?: number): MemoryPl
         `the model needs ${needs(plan)} in all. Use a shorter context or smaller prefill chunk if the buffer is a cache or workspace.`,
     );
   }
-  if (availableBytes !== undefined && plan.total > availableBytes) {
+  if (availableBytes !== undefined && plan.total + plan.rewrite > availableBytes) {
     throw new GpuError(
       'out-of-memory',
       `${who} needs ${needs(plan)}, but the memory budget is ${fmtBytes(availableBytes)}; ${adapter}.`,

@@ -2,13 +2,14 @@ import { describe, expect, it } from 'vitest';
 import { openCheckpoint } from '../../src/format/checkpoint.ts';
 import type { AssistantDescription, TargetDescription } from '../../src/format/model-description.ts';
 import { synthGeometry, syntheticCheckpoint } from '../../src/format/synthetic.ts';
-import { gpuTensorsOf, kMajorRewriteBytes, uploadWeights } from '../../src/model/gpu-weights.ts';
+import { uploadWeights } from '../../src/model/gpu-weights.ts';
+import { gpuTensorsOf, modelTensors } from '../../src/model/model-tensors.ts';
 import { GpuError } from '../../src/gpu/errors.ts';
-import { checkMemory, fmtBytes, planMemory } from '../../src/model/memory-budget.ts';
+import { checkMemory, fmtBytes, kMajorRewriteBytes, planMemory } from '../../src/model/memory-budget.ts';
 import { attentionScratchBytes } from '../../src/model/attention-op.ts';
 
 const lavapipe = { maxBufferSize: 4294967295, maxStorageBufferBindingSize: 134217728 };
-const open = async (p: 'tiny' | '12b') => {
+const open = async (p: 'tiny' | '12b' | 'e2b-tiny' | '26b-a4b-tiny') => {
   const pair = syntheticCheckpoint(synthGeometry(p));
   return {
     t: (await openCheckpoint(pair.target)).description as TargetDescription,
@@ -62,12 +63,51 @@ describe('memory plan', () => {
     }
   });
 
+  it('weights count every tensor uploadWeights reads, per-layer inputs, per-layer table, MoE and centroids too', async () => {
+    // Until the plan and the upload shared modelTensors, the plan left out the E-series' per-layer weights and the
+    // MoE router and experts: it undercounted those targets.
+    for (const preset of ['e2b-tiny', '26b-a4b-tiny'] as const) {
+      const { t, a } = await open(preset);
+      for (const d of [t, a]) {
+        const plan = planMemory(d, { maxContext: 64, maxBlock: 4, prefillChunk: 16 }, lavapipe);
+        // tiny tensors: none is split, so each is one buffer rounded as storageBuffer rounds it
+        const refs = gpuTensorsOf(d);
+        expect(plan.weights).toBe(refs.reduce((x, r) => x + Math.max(16, Math.ceil(r.byteLength / 4) * 4), 0));
+      }
+      const names = new Set(gpuTensorsOf(t).map((r) => r.name));
+      const expected = preset === 'e2b-tiny' ? /per_layer/ : /experts|router/;
+      expect([...names].some((n) => expected.test(n))).toBe(true);
+    }
+  });
+
+  it('a plan in the k-major layout counts its rewrite: the largest tensor part, held twice while copied', async () => {
+    const { t } = await open('12b');
+    const o = { maxContext: 1024, maxBlock: 4, prefillChunk: 64 };
+    const kMajor = planMemory(t, { ...o, layout: 'k-major' }, lavapipe);
+    // the embedding's 69905-row parts of 1920-byte rows, as below
+    expect(kMajor.rewrite).toBe(Math.floor(134217728 / 1920) * 1920);
+    expect(planMemory(t, { ...o, layout: 'mlx' }, lavapipe).rewrite).toBe(0);
+    expect(planMemory(t, o, lavapipe).rewrite).toBe(0);
+    const refused = (() => {
+      try {
+        checkMemory(kMajor, kMajor.total);
+      } catch (e) {
+        return e as Error;
+      }
+    })();
+    expect(refused).toBeInstanceOf(GpuError);
+    expect(refused?.message).toMatch(
+      /, plus 0\.13 GB while it rewrites its largest tensor part into the k-major layout, but the memory budget is /,
+    );
+    expect(checkMemory(kMajor, kMajor.total + kMajor.rewrite)).toBe(kMajor);
+  });
+
   it('a weights budget counts the k-major rewrite: its largest tensor part, held twice while it is copied', async () => {
     const { t } = await open('12b');
     const total = gpuTensorsOf(t).reduce((a, r) => a + r.byteLength, 0);
     // lavapipe's 128 MiB bindings: the embedding's codes [262144, 3840] 4-bit split into parts of 69905 rows
     // (134217728 / 1920 bytes a row), 134217600 bytes each, the largest part of any linear.
-    const rewrite = kMajorRewriteBytes(t, lavapipe);
+    const rewrite = kMajorRewriteBytes(modelTensors(t).linears, lavapipe);
     expect(rewrite).toBe(Math.floor(134217728 / 1920) * 1920);
     // A budget of the weights alone: enough for MLX's layout (refused by nothing before the upload starts, so the
     // stand-in device is never reached: uploading fails on it, not on the budget), too little for k-major.

@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { Checkpoint } from '../../format/checkpoint.ts';
 import type { AssistantDescription } from '../../format/model-description.ts';
 import { openCheckpointDir } from '../../node/file-source.ts';
-import { uploadWeights, type GpuWeights } from '../../model/gpu-weights.ts';
+import { defaultLayout, uploadWeights, type GpuWeights } from '../../model/gpu-weights.ts';
 import { checkMemory, planMemory } from '../../model/memory-budget.ts';
 import { nodeGpuContext } from '../node-gpu.ts';
 import type { Command } from '../command.ts';
@@ -46,7 +46,7 @@ export const loadBench: Command = {
     const asst = cks.find((c) => c.description.role === 'assistant')?.description as AssistantDescription | undefined;
     const plan = planMemory(
       target,
-      { maxContext: Number(v['max-context']), maxBlock: 8, prefillChunk: 64 },
+      { maxContext: Number(v['max-context']), maxBlock: 8, prefillChunk: 64, layout: defaultLayout(ctx.device) },
       limits,
       asst === target ? undefined : asst,
     );
@@ -98,6 +98,7 @@ export const loadBench: Command = {
             weightsGB: plan.weights / 1e9,
             cacheGB: plan.cache / 1e9,
             workspaceGB: plan.workspace / 1e9,
+            kMajorRewriteGB: plan.rewrite / 1e9,
             buffers: plan.buffers,
           },
         },

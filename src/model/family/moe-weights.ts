@@ -48,20 +48,6 @@ export interface GpuMoeBlock {
   postFfNorm2: GPUBuffer;
 }
 
-/** The tensors of a MoE block the GPU reads (router.scale also into routerNorm, on the CPU). */
-export function moeTensors(m: MoeBlock): TensorRef[] {
-  const lin = (l: MoeBlock['routerProj']) => (l.kind === 'affine' ? [l.weight, l.scales, l.biases] : [l.weight]);
-  return [
-    ...lin(m.routerProj),
-    m.routerScale,
-    m.perExpertScale,
-    ...[m.gate, m.up, m.down].flatMap((x) => lin(x.stacked)),
-    m.preFfNorm2,
-    m.postFfNorm1,
-    m.postFfNorm2,
-  ];
-}
-
 /** The bf16 bit patterns of values that are bf16 numbers (each already rounded), packed for a bf16-pair binding. */
 export function bf16Bits(values: ArrayLike<number>): Uint16Array {
   const out = new Uint16Array(values.length + (values.length % 2));

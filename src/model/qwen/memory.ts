@@ -40,6 +40,7 @@ function weights(p: Planner, d: Qwen35Description): void {
     layer(d.mtp.layer);
   }
   for (const l of lin) p.rowSplit(linearTensors(l));
+  p.rewriteOf(lin);
   for (const n of norms) p.rowSplit([n]);
   for (const t of widened) p.buffer('weights', `${t.name} (widened to f32)`, t.shape.reduce((a, x) => a * x, 1) * 4);
 }

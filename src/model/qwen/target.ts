@@ -55,7 +55,8 @@ export class QwenTargetModel {
   ) {
     this.desc = weights.desc;
     // Every buffer planned first: one over the adapter's limits (or a total over the budget) is refused here
-    // with the numbers, before the state (maxBlock copies of each recurrent state) is allocated.
+    // with the numbers, before the state (maxBlock copies of each recurrent state) is allocated. The weights are
+    // uploaded by now, so the plan leaves out the k-major rewrite's extra part (MemoryOptions.layout): it is freed.
     checkMemory(planQwenMemory(this.desc, opts, ctx.device.limits), opts.memoryBudget);
     this.state = new QwenState(ctx.device, this.desc.config, opts.maxContext, opts.maxBlock);
     this.engine = new QwenEngine(ctx.device, this.desc, {
