@@ -127,8 +127,10 @@ fn group_dot(a: vec4<f32>) -> f32 {
 // rows 1.3 x slower (half the x loads per weight of 4-bit, and a barrier per round of groups). Staging a
 // single row's x too (sixth session): down 23.7 -> 37.3 us, o_proj 9.3 -> 12.2, the stacked q/k/v 13.2 ->
 // 18.4. Where x comes from changes no arithmetic: the bytes are the same.
-override STAGE_BLOCKS: bool = BITS == 4u; // derived from BITS, never set by the host (see run_pass)
-fn stage_x(rows: u32) -> bool { return STAGE_BLOCKS && rows > 1u; }
+// A function of the pipeline constant BITS, not an override of its own, so that no host can set it apart from
+// BITS (run_pass relies on it: see there).
+fn stage_blocks() -> bool { return BITS == 4u; }
+fn stage_x(rows: u32) -> bool { return stage_blocks() && rows > 1u; }
 // x vec4 xi: staged (an index into shared4) or not (an index into x4).
 fn x_at(xi: u32, staged: bool) -> vec4<f32> {
   if (staged) { return shared4[xi]; }
@@ -463,7 +465,7 @@ fn y_index(m: u32, n: u32) -> u32 {
 // 1.3-1.4 x faster (the guards of the other rows and their registers cost that much). Both copies run the same
 // operations for a row, in the same order; the row-invariance tests hold them to the same bytes
 // (test/gpu/kernels-matmul.test.ts).
-// The conditions are constants of the pipeline where they can be (STAGE_BLOCKS: a 4-bit pass that is not
+// The conditions are constants of the pipeline where they can be (stage_blocks(): a 4-bit pass that is not
 // staged is a single row; `single`: whether the caller passes single rows at all), so that a pipeline holds
 // no copy that no dispatch reaches. Why: llvmpipe compiles this shader for tens of seconds per pipeline
 // (cold), and those copies were a third to half of it (fourteenth session, one 2-core VM, main: 4-bit R = 4
@@ -471,7 +473,7 @@ fn y_index(m: u32, n: u32) -> u32 {
 // same speed (docs/PERFORMANCE.md). Leaving out the single-row copy as well (a 4-bit row left over from a
 // block staged, or taken by row_slots) compiled faster still but made main's blocks 5-8% slower on the H200.
 fn run_pass(which: u32, fs: Features, lid: u32, na: u32, nb: u32, r0: u32, rows: u32, single: bool) -> f32 {
-  if (STAGE_BLOCKS || (single && rows == 1u)) { return pass_rows(which, fs.f, fs.t, lid, na, nb, r0, 1u); }
+  if (stage_blocks() || (single && rows == 1u)) { return pass_rows(which, fs.f, fs.t, lid, na, nb, r0, 1u); }
   return pass_rows(which, fs.f, fs.t, lid, na, nb, r0, rows);
 }
 
@@ -726,7 +728,7 @@ fn gate_up_rows(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) {
     }
     var g = 0.0;
     var u = 0.0;
-    if (STAGE_BLOCKS) { // stage_x(rows): rows > 1 here
+    if (stage_blocks()) { // stage_x(rows): rows > 1 here
       let gu = staged_passes(fs, lid, Pair(0u, na, nb), Pair(1u, na, nb), true, r0, rows);
       g = rnd(gu.x);
       u = rnd(gu.y);
