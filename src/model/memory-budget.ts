@@ -38,8 +38,6 @@ export interface MemoryOptions {
   layout?: AffineLayout;
 }
 
-export type BufferLimits = BindingLimits;
-
 export interface OversizeBuffer {
   what: string;
   bytes: number;
@@ -64,7 +62,7 @@ export interface MemoryPlan {
   largest: { what: string; bytes: number };
   /** Buffers (or single rows of a weight) larger than one buffer may be on this adapter. */
   oversize: OversizeBuffer[];
-  limits: BufferLimits;
+  limits: BindingLimits;
   options: MemoryOptions;
 }
 
@@ -77,7 +75,7 @@ export class Planner {
   private readonly limit: number;
   private readonly limitName: OversizeBuffer['limitName'];
 
-  constructor(limits: BufferLimits, options: MemoryOptions) {
+  constructor(limits: BindingLimits, options: MemoryOptions) {
     this.limit = bindingLimit(limits);
     this.limitName =
       limits.maxStorageBufferBindingSize <= limits.maxBufferSize ? 'maxStorageBufferBindingSize' : 'maxBufferSize';
@@ -247,7 +245,7 @@ function assistantWorkspace(p: Planner, d: AssistantDescription, o: MemoryOption
 export function planMemory(
   desc: ModelDescription,
   options: MemoryOptions,
-  limits: BufferLimits,
+  limits: BindingLimits,
   assistant?: AssistantDescription,
 ): MemoryPlan {
   for (const k of ['maxContext', 'maxBlock', 'prefillChunk'] as const) {
