@@ -152,11 +152,12 @@ export function kMajorRewriteBytes(linears: Linear[], limits: BindingLimits): nu
   return most;
 }
 
-/** The buffers of uploadWeights (the tensors of modelTensors), and the k-major rewrite's extra part. */
+/** The buffers of uploadWeights (modelTensors: tensors and derived buffers), and the k-major rewrite's extra part. */
 function weights(p: Planner, d: ModelDescription): void {
   const t = modelTensors(d);
   for (const l of [...t.linears, ...t.experts]) p.rowSplit(linearTensors(l));
   for (const v of t.vectors) p.rowSplit([v]);
+  for (const b of t.derived) p.buffer('weights', b.name, b.bytes);
   p.rewriteOf(t.linears);
 }
 

@@ -4,6 +4,7 @@
  * the k-major rewrite. A tensor added to the upload is added here, and every count follows.
  */
 import { linearTensors, type Linear, type ModelDescription, type TensorRef } from '../format/model-description.ts';
+import { routerNormBytes } from './family/moe-weights.ts';
 
 export interface ModelTensors {
   /**
@@ -15,11 +16,13 @@ export interface ModelTensors {
   experts: Linear[];
   /** Every other tensor the engine reads from the checkpoint (norms, router vectors, token orderings). */
   vectors: TensorRef[];
+  /** Buffers the upload computes from checkpoint tensors: each MoE router's norm weight (router.scale x root). */
+  derived: { name: string; bytes: number }[];
 }
 
 /** layer_scalar is not among them: the CPU reads it (it is a uniform of the residual kernel). */
 export function modelTensors(desc: ModelDescription): ModelTensors {
-  const t: ModelTensors = { linears: [desc.embed], experts: [], vectors: [desc.finalNorm] };
+  const t: ModelTensors = { linears: [desc.embed], experts: [], vectors: [desc.finalNorm], derived: [] };
   for (const l of desc.layers) {
     for (const x of [l.qProj, l.kProj, l.vProj, l.oProj, l.gate, l.up, l.down]) if (x) t.linears.push(x);
     for (const x of [l.inputNorm, l.qNorm, l.kNorm, l.postAttnNorm, l.preFfNorm, l.postFfNorm])
@@ -34,6 +37,7 @@ export function modelTensors(desc: ModelDescription): ModelTensors {
       t.linears.push(moe.routerProj);
       t.experts.push(moe.gate.stacked, moe.up.stacked, moe.down.stacked);
       t.vectors.push(moe.routerScale, moe.perExpertScale, moe.preFfNorm2, moe.postFfNorm1, moe.postFfNorm2);
+      t.derived.push({ name: `${moe.routerScale.name}*root`, bytes: routerNormBytes(moe) });
     }
   }
   if (desc.role === 'assistant') {
@@ -50,7 +54,7 @@ export function modelTensors(desc: ModelDescription): ModelTensors {
   return t;
 }
 
-/** Every tensor the GPU engine reads, each once. */
+/** Every checkpoint tensor the GPU engine reads, each once (the derived buffers are not among them). */
 export function gpuTensorsOf(desc: ModelDescription): TensorRef[] {
   const t = modelTensors(desc);
   return [...t.linears.flatMap(linearTensors), ...t.experts.flatMap(linearTensors), ...t.vectors];

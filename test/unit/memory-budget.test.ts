@@ -33,7 +33,9 @@ describe('memory plan', () => {
   });
 
   it('weights match, buffer for buffer, what uploadWeights allocates when it splits tensors by rows', async () => {
-    const { t, a } = await open('tiny');
+    // Dense, E-series (per-layer inputs, per-layer table, centroid head) and MoE (router, experts, the router
+    // norm the upload computes) targets and assistants. Until the plan and the upload shared modelTensors, the
+    // plan left out the E-series' per-layer weights and the MoE router, experts and router norm.
     // A recording stand-in for a device with tiny limits: every tensor over 4 KiB gets split.
     const limits = { maxBufferSize: 6000, maxStorageBufferBindingSize: 4096 };
     const sizes: number[] = [];
@@ -54,29 +56,19 @@ describe('memory plan', () => {
       pushErrorScope() {},
       popErrorScope: async () => null,
     } as unknown as GPUDevice;
-    for (const d of [t, a]) {
-      sizes.length = 0;
-      await uploadWeights(device, d);
-      const plan = planMemory(d, { maxContext: 64, maxBlock: 4, prefillChunk: 16 }, limits);
-      expect(plan.weights).toBe(sizes.reduce((x, y) => x + y, 0));
-      expect(Math.max(...sizes)).toBeLessThanOrEqual(4096);
-    }
-  });
-
-  it('weights count every tensor uploadWeights reads, per-layer inputs, per-layer table, MoE and centroids too', async () => {
-    // Until the plan and the upload shared modelTensors, the plan left out the E-series' per-layer weights and the
-    // MoE router and experts: it undercounted those targets.
-    for (const preset of ['e2b-tiny', '26b-a4b-tiny'] as const) {
+    for (const preset of ['tiny', 'e2b-tiny', '26b-a4b-tiny'] as const) {
       const { t, a } = await open(preset);
       for (const d of [t, a]) {
-        const plan = planMemory(d, { maxContext: 64, maxBlock: 4, prefillChunk: 16 }, lavapipe);
-        // tiny tensors: none is split, so each is one buffer rounded as storageBuffer rounds it
-        const refs = gpuTensorsOf(d);
-        expect(plan.weights).toBe(refs.reduce((x, r) => x + Math.max(16, Math.ceil(r.byteLength / 4) * 4), 0));
+        sizes.length = 0;
+        await uploadWeights(device, d, undefined, undefined, undefined, { layout: 'mlx' });
+        const plan = planMemory(d, { maxContext: 64, maxBlock: 4, prefillChunk: 16 }, limits);
+        expect(plan.weights, `${preset} ${d.role}`).toBe(sizes.reduce((x, y) => x + y, 0));
+        expect(Math.max(...sizes)).toBeLessThanOrEqual(4096);
       }
-      const names = new Set(gpuTensorsOf(t).map((r) => r.name));
-      const expected = preset === 'e2b-tiny' ? /per_layer/ : /experts|router/;
-      expect([...names].some((n) => expected.test(n))).toBe(true);
+      // the family's own tensors are among them
+      const names = gpuTensorsOf(t).map((r) => r.name);
+      const own = { tiny: /q_proj/, 'e2b-tiny': /per_layer/, '26b-a4b-tiny': /experts/ }[preset];
+      expect(names.some((n) => own.test(n))).toBe(true);
     }
   });
 

@@ -48,9 +48,14 @@ export interface GpuMoeBlock {
   postFfNorm2: GPUBuffer;
 }
 
+/** Values a bf16-pair binding holds for n values: whole 32-bit words (an odd count takes one more). */
+function bf16PairCount(n: number): number {
+  return n + (n % 2);
+}
+
 /** The bf16 bit patterns of values that are bf16 numbers (each already rounded), packed for a bf16-pair binding. */
 export function bf16Bits(values: ArrayLike<number>): Uint16Array {
-  const out = new Uint16Array(values.length + (values.length % 2));
+  const out = new Uint16Array(bf16PairCount(values.length));
   const f = new Float32Array(1);
   const u = new Uint32Array(f.buffer);
   for (let i = 0; i < values.length; i++) {
@@ -59,6 +64,11 @@ export function bf16Bits(values: ArrayLike<number>): Uint16Array {
     out[i] = u[0] >>> 16;
   }
   return out;
+}
+
+/** The bytes of the router norm's weight that uploadMoeBlock computes and uploads (bf16Bits of routerNormWeight). */
+export function routerNormBytes(m: MoeBlock): number {
+  return 2 * bf16PairCount(m.routerScale.shape.reduce((a, b) => a * b, 1));
 }
 
 /** router.scale x root size, each product rounded to bf16 (MLX's weight vector of the router's norm). */
