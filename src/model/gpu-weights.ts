@@ -13,8 +13,7 @@ import { TensorUploader, type GpuTensor } from '../gpu/upload.ts';
 import type { CancelToken, ProgressFn } from '../util/cancel.ts';
 import { GpuError } from '../gpu/errors.ts';
 import { withErrorScopes } from '../gpu/device.ts';
-import { fmtBytes, kMajorRewriteBytes } from './memory-budget.ts';
-import { gpuTensorsOf, modelTensors } from './model-tensors.ts';
+import { gpuTensorsOf } from './model-tensors.ts';
 import { WeightTransposer, kMajorCols, kMajorFits, type AffineLayout } from '../gpu/weight-layout.ts';
 import { detectKernelClass } from '../gpu/kernel-class.ts';
 import { checkTokenOrdering, type GpuCentroidHead } from './family/centroid-head-op.ts';
@@ -132,17 +131,17 @@ export interface UploadOptions {
 }
 
 /**
- * Uploads a checkpoint's weights. Refuses before reading anything when the weights exceed
- * `availableBytes` (a weight row too large for one binding is refused by TensorUploader); an
- * out-of-memory error during the upload becomes a GpuError naming the model, and frees what was
- * uploaded.
+ * Uploads a checkpoint's weights. A memory budget, where a caller has one (load-bench's --memory-budget, the Qwen
+ * engine's memoryBudget), is checkMemory's to test before anything loads (memory-budget.ts: the weights, the
+ * k-major rewrite's extra part, caches and workspace); WebGPU tells no one how much memory is free, so without one
+ * an out-of-memory error during the upload becomes a GpuError naming the model, and frees what was uploaded. A
+ * weight row too large for one binding is refused by TensorUploader.
  */
 export async function uploadWeights<D extends ModelDescription>(
   device: GPUDevice,
   desc: D,
   onProgress?: ProgressFn,
   cancel?: CancelToken,
-  availableBytes?: number,
   opts: UploadOptions = {},
 ): Promise<GpuWeights<D>> {
   // The format layer reads every family member for the CPU reference; a variant no GPU engine runs is refused here
@@ -154,20 +153,6 @@ export async function uploadWeights<D extends ModelDescription>(
     );
   const total = gpuTensorsOf(desc).reduce((a, t) => a + t.byteLength, 0);
   const layout = opts.layout ?? defaultLayout(device);
-  if (availableBytes !== undefined) {
-    // The k-major rewrite holds one tensor part twice for the time of its copy (TensorUploader.upload).
-    const rewrite = layout === 'k-major' ? kMajorRewriteBytes(modelTensors(desc).linears, device.limits) : 0;
-    if (total + rewrite > availableBytes) {
-      const also =
-        rewrite > 0
-          ? ` plus ${fmtBytes(rewrite)} while it rewrites its largest tensor part into the k-major layout`
-          : '';
-      throw new GpuError(
-        'out-of-memory',
-        `${desc.modelType} needs ${fmtBytes(total)} of GPU memory for its weights${also}, over the budget of ${fmtBytes(availableBytes)}.`,
-      );
-    }
-  }
   const up = new TensorUploader(device, total, onProgress, cancel);
   try {
     return await withErrorScopes(

@@ -27,7 +27,7 @@ describe('stacked q, k, v projections', () => {
     ctx = await testGpu();
     const d = (await tinyTarget()).description as TargetDescription;
     stacked = await uploadWeights(ctx.device, d);
-    apart = await uploadWeights(ctx.device, d, undefined, undefined, undefined, { stackQkv: false });
+    apart = await uploadWeights(ctx.device, d, undefined, undefined, { stackQkv: false });
   });
   afterAll(() => {
     forceKernelClass(undefined);
