@@ -9,9 +9,11 @@
 // X[m, k] = round(x[m, k] / 2^e[m, g]) is row m's x in fixed point per group of 64 (|X| < 2^30, so the largest
 // element keeps 30 bits), split into four balanced signed bytes L0 + 2^8 L1 + 2^16 L2 + 2^24 L3 (the matrix unit's
 // left operand has a row per (row of x, limb): four rows of x per 16 x 32 tile). Integer sums are exact in any
-// order, so the matrix unit and the twin give the same i32 sums; the closing (the limbs' sums to f32, scale, x
-// sum, a Neumaier partial per slice of K, the slices added in order) is the same f32 code for every M. So a row's
-// bytes cannot depend on M or on which kernel summed it: both are checked here, with the error against float64.
+// order, so the matrix unit and the twin give the same i32 sums, whatever M; the closing (the limbs' sums to f32,
+// scale, x sum, a Neumaier partial per slice of K, the slices added in order) is the same f32 source for every M
+// and both kernels. Here each M and each kernel is a module of its own (the tile count RT is a constant), so equal
+// bytes across them are what a compiler gives, not a guarantee (an engine would run one pipeline for every M, as
+// the f32 kernel does): both are checked, with the error against float64.
 //
 // Usage (repo root; Node with the npm `webgpu` package; on the lent H200 through `bash .gpu/run.sh node ...`):
 //   node scripts/int8-matrix-microbench.mjs [--rows 1,4,8] [--n 15360] [--k 3840] [--slices 2,4] [--cold 256]
@@ -48,10 +50,12 @@ const GS = 64;
 const G = K / GS;
 const U = GPUBufferUsage;
 const KO = new Set(o.knockout.split(',').filter(Boolean));
+if (N % 16 || K % GS) throw new Error('--n: a multiple of 16 (the tiles); --k: a multiple of 64 (the groups)');
 
 // Dawn keeps its instance alive only while `gpu` is referenced: a collected instance crashes the process.
 const gpu = create(['enable-dawn-features=allow_unsafe_apis']);
 const adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
+if (!adapter) throw new Error('no WebGPU adapter (on Linux: a Vulkan driver; scripts/provision-webgpu.sh)');
 const want = ['subgroups', 'timestamp-query', 'chromium-experimental-subgroup-matrix'].filter((f) =>
   adapter.features.has(f),
 );
@@ -67,7 +71,11 @@ const configs = (adapter.info.subgroupMatrixConfigs ?? []).map(
   (c) => `${c.componentType}->${c.resultComponentType} ${c.M}x${c.N}x${c.K}`,
 );
 log(`adapter ${adapter.info.vendor} ${adapter.info.description}; subgroup matrices: ${configs.join(', ') || 'none'}`);
-const hasMma = want.includes('chromium-experimental-subgroup-matrix');
+// The matrix-unit kernel takes its subgroup as lid / 32's slice of K (subgroup_id) and its lane as lid % 32.
+const sub32 = adapter.info.subgroupMinSize === 32 && adapter.info.subgroupMaxSize === 32;
+const hasMma = want.includes('chromium-experimental-subgroup-matrix') && sub32;
+if (want.includes('chromium-experimental-subgroup-matrix') && !sub32)
+  log('subgroups are not all of 32 lanes: no mma path');
 
 // ---------------------------------------------------------------- the matvec
 // T subgroups per workgroup, one tile of 16 features; subgroup s takes groups s per .. s per + per - 1. Per group:
@@ -102,7 +110,6 @@ function matvec(path, T, RT) {
     acc0 = subgroup_matrix_result<i32, 16, 16>();
     acc1 = subgroup_matrix_result<i32, 16, 16>();`
     : `
-    ${bar} // the last group's closing reads accs until here
     for (var rt = 0u; rt < RT; rt++) {
       for (var e = ln; e < 256u; e += 32u) {
         let r = e / 16u;
@@ -116,9 +123,15 @@ function matvec(path, T, RT) {
         accs[(s * RT + rt) * 256u + e] = a;
       }
     }`;
-  const aOnce = (rt) =>
-    `var aOnce${rt} = array(subgroupMatrixLoad<subgroup_matrix_left<i8, 32, 16>>(&xl, ${rt * 512}u, false, 32u), ` +
-    `subgroupMatrixLoad<subgroup_matrix_left<i8, 32, 16>>(&xl, ${(rt + 2) * 512}u, false, 32u));`;
+  // group 0's two chunks of tile rt, for every group (the knock-out a); both names exist for any RT (the code of
+  // tile 1 is there, behind RT > 1)
+  const aOnce = (rt) => {
+    const t = Math.min(rt, RT - 1);
+    return (
+      `var aOnce${rt} = array(subgroupMatrixLoad<subgroup_matrix_left<i8, 32, 16>>(&xl, ${t * 512}u, false, 32u), ` +
+      `subgroupMatrixLoad<subgroup_matrix_left<i8, 32, 16>>(&xl, ${(RT + t) * 512}u, false, 32u));`
+    );
+  };
   return `
 ${mma ? 'enable chromium_experimental_subgroup_matrix;\ndiagnostic(off, chromium_experimental.subgroup_matrix_uniformity);' : ''}
 struct Params { N: u32, G: u32, M: u32, per: u32 }
@@ -208,8 +221,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
 }`;
 }
 
-// The weight loads of the matvec alone, D groups ahead: the loop unrolled by D so that no word in flight is
-// copied (NVIDIA's compiler waits for a pending load at a register copy, so a rotating ring of words stalls).
+// The weight loads of the matvec alone, D groups ahead, the loop unrolled by D so that no word in flight is copied
+// (a rotating ring of words, which copies them, ran no faster at any depth). With `sts`, each group's words are
+// expanded into workgroup memory as the matvec does, without its barriers (a rough figure: a compiler may merge
+// stores to the same slot).
 function stream(T, D, sts) {
   const step = (u) => `
     if (i + ${u}u < p.per) {
@@ -434,7 +449,12 @@ for (const M of rows) {
       );
       let check = '';
       if (ref) {
+        // y starts as NaN, so that a run that writes nothing (or fails validation) cannot pass for the path before
+        device.queue.writeBuffer(yBuf, 0, new Float32Array(MMAX * N).fill(Number.NaN));
+        device.pushErrorScope('validation');
         await time(pipeline, groups.slice(0, 1), 1);
+        const invalid = await device.popErrorScope();
+        if (invalid) throw new Error(`M ${M} ${path} T ${T}: ${invalid.message}`);
         const y = await read(yBuf, M * N * 4);
         let dq = 0;
         let dx = 0;
@@ -465,11 +485,10 @@ for (const M of rows) {
       for (const t0 = performance.now(); performance.now() - t0 < 300; ) await time(pipeline, groups, 100);
       let best = Number.POSITIVE_INFINITY;
       for (let r = 0; r < 3; r++) best = Math.min(best, await time(pipeline, groups, Number(o.iters)));
+      const bytes = o.stream ? wq.byteLength : bytesPerDispatch; // the stream reads the codes only
       const what = o.stream ? `stream D ${o.stream}${o['stream-sts'] ? ' + expansion' : ''}` : path;
       const ko = KO.size && path === 'mma' ? ` without ${[...KO].join(', ')}` : '';
-      log(
-        `M ${M} ${what}${ko} T ${T}: ${(best * 1e6).toFixed(1)} us, ${(bytesPerDispatch / best / 1e9).toFixed(0)} GB/s${check}`,
-      );
+      log(`M ${M} ${what}${ko} T ${T}: ${(best * 1e6).toFixed(1)} us, ${(bytes / best / 1e9).toFixed(0)} GB/s${check}`);
     }
 }
 process.exit(0);

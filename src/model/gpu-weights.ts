@@ -131,11 +131,11 @@ export interface UploadOptions {
 }
 
 /**
- * Uploads a checkpoint's weights. A memory budget, where a caller has one (load-bench's --memory-budget, the Qwen
- * engine's memoryBudget), is checkMemory's to test before anything loads (memory-budget.ts: the weights, the
- * k-major rewrite's extra part, caches and workspace); WebGPU tells no one how much memory is free, so without one
- * an out-of-memory error during the upload becomes a GpuError naming the model, and frees what was uploaded. A
- * weight row too large for one binding is refused by TensorUploader.
+ * Uploads a checkpoint's weights. A memory budget, where a caller has one (load-bench's --memory-budget), is
+ * checkMemory's to test before anything loads (memory-budget.ts: the weights, the k-major rewrite's extra part,
+ * caches and workspace); WebGPU tells no one how much memory is free, so without one an out-of-memory error during
+ * the upload becomes a GpuError naming the model, and frees what was uploaded. A weight row too large for one
+ * binding is refused by TensorUploader.
  */
 export async function uploadWeights<D extends ModelDescription>(
   device: GPUDevice,
