@@ -37,7 +37,7 @@
  *   per-layer inputs, a centroid-head assistant) at test/fixtures/gemma4-e-tiny's sizes, 4-bit throughout as that
  *   fixture is.
  */
-import type { AffineBits } from './quantization.ts';
+import type { DenseSynthGeometry } from './synthetic-geometry.ts';
 
 /** What an E-series geometry adds to a dense one (src/format/synthetic.ts SynthGeometry.eSeries). */
 export interface ESeriesSynth {
@@ -53,25 +53,9 @@ export interface ESeriesSynth {
   centroids: { count: number; topK: number } | null;
 }
 
-/** The dense geometry fields a preset sets (SynthGeometry's, restated to keep this file free of imports). */
-export interface ESeriesPresetGeometry {
+/** An E-series preset: the dense geometry and what the E-series adds. */
+export interface ESeriesPresetGeometry extends DenseSynthGeometry {
   modelType: 'gemma4';
-  vocab: number;
-  hidden: number;
-  intermediate: number;
-  layers: number;
-  heads: number;
-  kvHeads: number;
-  headDim: number;
-  /** Full layers' KV heads: num_global_key_value_heads is null, so num_key_value_heads. */
-  globalKvHeads: number;
-  globalHeadDim: number;
-  window: number;
-  softcap: number;
-  bits: AffineBits | null;
-  groupSize: number;
-  mlpBits: AffineBits | null;
-  assistant: { hidden: number; intermediate: number; heads: number; bits: AffineBits | null } | null;
   eSeries: ESeriesSynth;
 }
 

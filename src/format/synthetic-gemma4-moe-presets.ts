@@ -29,6 +29,7 @@
  *   top-k of E experts, the 8-bit router, a dense 4-layer assistant) at test/fixtures/gemma4-moe-tiny's sizes.
  */
 import type { AffineBits } from './quantization.ts';
+import type { DenseSynthGeometry } from './synthetic-geometry.ts';
 
 /** What a MoE geometry adds to a dense one (src/format/synthetic.ts SynthGeometry.moe). */
 export interface MoeSynth {
@@ -42,25 +43,9 @@ export interface MoeSynth {
   routerBits: AffineBits;
 }
 
-/** The dense geometry fields a preset sets (SynthGeometry's, restated to keep this file free of imports). */
-export interface MoePresetGeometry {
+/** A MoE preset: the dense geometry (intermediate: the dense MLP beside the experts) and what MoE adds. */
+export interface MoePresetGeometry extends DenseSynthGeometry {
   modelType: 'gemma4';
-  vocab: number;
-  hidden: number;
-  /** The dense MLP beside the experts (intermediate_size). */
-  intermediate: number;
-  layers: number;
-  heads: number;
-  kvHeads: number;
-  headDim: number;
-  globalKvHeads: number;
-  globalHeadDim: number;
-  window: number;
-  softcap: number;
-  bits: AffineBits | null;
-  groupSize: number;
-  mlpBits: AffineBits | null;
-  assistant: { hidden: number; intermediate: number; heads: number; bits: AffineBits | null } | null;
   moe: MoeSynth;
 }
 

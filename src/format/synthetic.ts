@@ -14,30 +14,10 @@ import type { AffineBits } from './quantization.ts';
 import { E_SYNTH_PRESETS, type ESeriesSynth, type ESynthPreset } from './synthetic-gemma4-family-presets.ts';
 import { syntheticESeries } from './synthetic-gemma4-family.ts';
 import { MOE_SYNTH_PRESETS, type MoeSynth, type MoeSynthPreset } from './synthetic-gemma4-moe-presets.ts';
+import type { DenseSynthGeometry } from './synthetic-geometry.ts';
 import { checkMoeGeometry, moeLayer, moeQuantOverrides, moeTextConfig } from './synthetic-gemma4-moe.ts';
 
-export interface SynthGeometry {
-  modelType: 'gemma4' | 'gemma4_unified';
-  vocab: number;
-  hidden: number;
-  intermediate: number;
-  layers: number;
-  heads: number;
-  /** Sliding layers' KV heads x head dim. */
-  kvHeads: number;
-  headDim: number;
-  /** Full layers' (k_eq_v) KV heads x head dim. */
-  globalKvHeads: number;
-  globalHeadDim: number;
-  window: number;
-  softcap: number;
-  /** Affine bits of the target's linears (and embedding); null = dense bf16. */
-  bits: AffineBits | null;
-  groupSize: number;
-  /** MLP projections at another width, declared as per-module overrides (tiny-a uses 8). */
-  mlpBits: AffineBits | null;
-  /** null = no assistant. */
-  assistant: { hidden: number; intermediate: number; heads: number; bits: AffineBits | null } | null;
+export interface SynthGeometry extends DenseSynthGeometry {
   /** E2B / E4B: per-layer inputs, KV sharing, a centroid-head assistant (planned by synthetic-gemma4-family.ts). */
   eSeries?: ESeriesSynth;
   /** 26B-A4B: router and stacked experts beside the dense MLP (planned by synthetic-gemma4-moe.ts). */
