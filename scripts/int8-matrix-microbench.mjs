@@ -26,6 +26,7 @@
 import { writeSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { create, globals } from 'webgpu';
+import { gpuHelpers } from './microbench-gpu.mjs';
 
 const log = (t) => writeSync(1, `${t}\n`);
 Object.assign(globalThis, globals);
@@ -365,57 +366,14 @@ function reference(M, X, xe) {
 }
 
 // ---------------------------------------------------------------- buffers and timing
-const buf = (data, usage = U.STORAGE) => {
-  const size = Math.max(16, Math.ceil(data.byteLength / 16) * 16);
-  const b = device.createBuffer({ size, usage: usage | U.COPY_DST | U.COPY_SRC });
-  device.queue.writeBuffer(b, 0, data.buffer, data.byteOffset, data.byteLength);
-  return b;
-};
+const { buf, output, fillNaN, readWritten, time } = gpuHelpers(device, want.includes('timestamp-query'));
 // --cold MB: copies of the weights cycled through, so that each dispatch reads its weights from memory (the
 // H200's 50 MB L2 holds one 28 MiB matrix), as the bench does
 const copies = Math.max(1, Math.ceil((Number(o.cold) * 2 ** 20) / wq.byteLength));
 const wqs = Array.from({ length: copies }, () => buf(wq));
 const sbBuf = buf(sbias);
-const yBuf = device.createBuffer({ size: MMAX * N * 4, usage: U.STORAGE | U.COPY_SRC });
+const yBuf = output(MMAX * N * 4);
 log(`N ${N} K ${K}: ${(wq.byteLength / 2 ** 20).toFixed(1)} MiB of codes, ${copies} copies`);
-async function read(b, bytes) {
-  const st = device.createBuffer({ size: bytes, usage: U.MAP_READ | U.COPY_DST });
-  const enc = device.createCommandEncoder();
-  enc.copyBufferToBuffer(b, 0, st, 0, bytes);
-  device.queue.submit([enc.finish()]);
-  await st.mapAsync(GPUMapMode.READ);
-  const out = new Float32Array(st.getMappedRange().slice(0));
-  st.destroy();
-  return out;
-}
-const querySet = want.includes('timestamp-query') ? device.createQuerySet({ type: 'timestamp', count: 2 }) : null;
-const resolved = device.createBuffer({ size: 16, usage: U.QUERY_RESOLVE | U.COPY_SRC });
-/** Seconds per dispatch: `iters` dispatches in one pass, cycling through the weight copies. */
-async function time(pipeline, groups, iters) {
-  const enc = device.createCommandEncoder();
-  const ts = querySet ? { querySet, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } : undefined;
-  const pass = enc.beginComputePass(ts ? { timestampWrites: ts } : {});
-  pass.setPipeline(pipeline);
-  for (let i = 0; i < iters; i++) {
-    pass.setBindGroup(0, groups[i % groups.length]);
-    pass.dispatchWorkgroups(N / 16);
-  }
-  pass.end();
-  const st = device.createBuffer({ size: 16, usage: U.MAP_READ | U.COPY_DST });
-  if (querySet) {
-    enc.resolveQuerySet(querySet, 0, 2, resolved, 0);
-    enc.copyBufferToBuffer(resolved, 0, st, 0, 16);
-  }
-  const t0 = performance.now();
-  device.queue.submit([enc.finish()]);
-  await device.queue.onSubmittedWorkDone();
-  const wall = (performance.now() - t0) / 1e3 / iters;
-  if (!querySet) return wall;
-  await st.mapAsync(GPUMapMode.READ);
-  const stamps = new BigUint64Array(st.getMappedRange().slice(0));
-  st.destroy();
-  return Number(stamps[1] - stamps[0]) / 1e9 / iters;
-}
 
 // ---------------------------------------------------------------- runs
 const sliceCounts = o.slices.split(',').map(Number);
@@ -450,12 +408,12 @@ for (const M of rows) {
       let check = '';
       if (ref) {
         // y starts as NaN, so that a run that writes nothing (or fails validation) cannot pass for the path before
-        device.queue.writeBuffer(yBuf, 0, new Float32Array(MMAX * N).fill(Number.NaN));
+        fillNaN(yBuf);
         device.pushErrorScope('validation');
-        await time(pipeline, groups.slice(0, 1), 1);
+        await time(pipeline, groups.slice(0, 1), 1, N / 16);
         const invalid = await device.popErrorScope();
         if (invalid) throw new Error(`M ${M} ${path} T ${T}: ${invalid.message}`);
-        const y = await read(yBuf, M * N * 4);
+        const y = await readWritten(yBuf, M * N * 4, `M ${M} ${path} T ${T}`);
         let dq = 0;
         let dx = 0;
         let df = 0;
@@ -482,9 +440,9 @@ for (const M of rows) {
       }
       // The H200 lowers its clocks within ~1.5 s of idling (the reference above takes seconds): 0.3 s of this
       // kernel first, untimed, as the bench warms the GPU before its end-to-end figures.
-      for (const t0 = performance.now(); performance.now() - t0 < 300; ) await time(pipeline, groups, 100);
+      for (const t0 = performance.now(); performance.now() - t0 < 300; ) await time(pipeline, groups, 100, N / 16);
       let best = Number.POSITIVE_INFINITY;
-      for (let r = 0; r < 3; r++) best = Math.min(best, await time(pipeline, groups, Number(o.iters)));
+      for (let r = 0; r < 3; r++) best = Math.min(best, await time(pipeline, groups, Number(o.iters), N / 16));
       const bytes = o.stream ? wq.byteLength : bytesPerDispatch; // the stream reads the codes only
       const what = o.stream ? `stream D ${o.stream}${o['stream-sts'] ? ' + expansion' : ''}` : path;
       const ko = KO.size && path === 'mma' ? ` without ${[...KO].join(', ')}` : '';

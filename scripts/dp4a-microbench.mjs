@@ -1,0 +1,325 @@
+// Diagnostic (not part of the product; seventeenth session, docs/PERFORMANCE.md "Then (seventeenth session)"): an
+// exact-INTEGER 4-bit matvec on `dot4I8Packed` (dp4a on NVIDIA, AMD and Intel GPUs; polyfilled where the hardware has
+// none, as on Apple GPUs) in the f32 coop kernel's lane layout: k-major 16-byte words, T invocations per feature,
+// R features per invocation, the T partials of an output added by one invocation in the order t = 0 .. T-1.
+//
+//   y[m, n] = sum_g ( scale[n, g] * (2^e[m, g] * sum_{k in g} q[n, k] X[m, k]) + bias[n, g] * sx[m, g] )
+//
+// X[m, k] = round(x[m, k] / 2^e[m, g]) is row m's x in fixed point per group of 64 (the group's largest element
+// keeps 8 L - 2 bits), held as L balanced signed bytes (limbs). A word's eight codes are spread to bytes by two
+// logic ops (low nibbles: k = 0, 2, 4, 6; high: 1, 3, 5, 7; the limbs are stored in that order), and each limb's
+// sum over the group is an exact i32 (|sum| < 64 * 15 * 128 < 2^17), so the integer sums cannot depend on M or on
+// the order of the dp4a; the closing (limb sums to f32, 2^e, scale, x sum, a Neumaier partial per invocation) is
+// the same f32 code for every row. Per weight: L / 4 dp4a per row and 0.375 logic ops shared by the rows, against
+// the f32 kernel's LOP3 + FSUB shared and one FMA per row (docs/PERFORMANCE.md, the fifteenth session's count).
+//
+// What it prints per configuration and M: the time of one dispatch (cold weights, the best of three timings of
+// --iters dispatches), GB/s over the codes with bf16 scales and biases (what the bench counts), and with --check 1
+// the error of rows 0 and 1 against float64 of the same integer sums and of the exact x, and whether every row of
+// a block equals the row of each smaller M run before it (block == chain; each M is its own module here, so equal
+// bytes across them are what the compiler gives, as in scripts/int8-matrix-microbench.mjs). x's limbs are made on
+// the CPU: the dispatch that would make them in an engine is not timed.
+//
+// Usage (repo root; Node with the npm `webgpu` package; on the lent H200 through `bash .gpu/run.sh node ...`):
+//   node scripts/dp4a-microbench.mjs [--rows 1,4,8] [--n 15360] [--k 3840] [--cfg WG:T:R:L,...] [--rp m|4]
+//       [--cold 256] [--iters 300] [--check 0|1]
+// --cfg: workgroup size, invocations per feature, features per invocation, limbs (3 or 4); --rp m: rows per pass =
+// M (at most 4); --rp 4: one module for every M with a run-time row count (what one pipeline for every M costs).
+import { writeSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { create, globals } from 'webgpu';
+import { gpuHelpers } from './microbench-gpu.mjs';
+
+const log = (t) => writeSync(1, `${t}\n`);
+Object.assign(globalThis, globals);
+const { values: o } = parseArgs({
+  options: {
+    rows: { type: 'string', default: '1,4,8' },
+    n: { type: 'string', default: '15360' },
+    k: { type: 'string', default: '3840' },
+    cfg: { type: 'string', default: '512:16:4:4' }, // WG:T:R:L[,...]
+    rp: { type: 'string', default: 'm' }, // rows per pass: m (= M, max 4) or a number (runtime row count)
+    cold: { type: 'string', default: '256' },
+    iters: { type: 'string', default: '300' },
+    check: { type: 'string', default: '1' },
+  },
+});
+const N = Number(o.n);
+const K = Number(o.k);
+const GS = 64;
+const G = K / GS;
+const U = GPUBufferUsage;
+// Dawn keeps its instance alive only while `gpu` is referenced: a collected instance crashes the process.
+const gpu = create([]);
+const adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
+if (!adapter) throw new Error('no WebGPU adapter (on Linux: a Vulkan driver; scripts/provision-webgpu.sh)');
+const want = ['timestamp-query'].filter((f) => adapter.features.has(f));
+const device = await adapter.requestDevice({
+  requiredFeatures: want,
+  requiredLimits: {
+    maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize,
+    maxBufferSize: adapter.limits.maxBufferSize,
+    maxComputeWorkgroupStorageSize: adapter.limits.maxComputeWorkgroupStorageSize,
+    maxComputeInvocationsPerWorkgroup: adapter.limits.maxComputeInvocationsPerWorkgroup,
+    maxComputeWorkgroupSizeX: adapter.limits.maxComputeWorkgroupSizeX,
+  },
+});
+globalThis.keepAlive = [gpu, adapter, device];
+log(`adapter ${adapter.info.vendor} ${adapter.info.description}`);
+
+function kernel(WG, T, R, L, RP, runtimeRows) {
+  const F = WG / T;
+  const dots = (j, r) =>
+    `acc${j}_${r} += vec4<i32>(${['x', 'y', 'z', 'w']
+      .map((c, l) => (l < L ? `dot4I8Packed(lo${j}, xa.${c}) + dot4I8Packed(hi${j}, xb.${c})` : '0'))
+      .join(', ')});`;
+  const js = [...Array(R).keys()];
+  const rs = [...Array(RP).keys()];
+  const rowOk = (r) => (runtimeRows ? `if (${r}u < rows) ` : '');
+  const dExpr =
+    L === 4 ? `f32(a.w * 256 + a.z) * 65536.0 + f32(a.y * 256 + a.x)` : `f32(a.z) * 65536.0 + f32(a.y * 256 + a.x)`;
+  return `
+struct Params { N: u32, G: u32, M: u32, pad: u32 }
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> wq: array<vec4<u32>>;
+@group(0) @binding(2) var<storage, read> xl: array<vec4<u32>>;
+@group(0) @binding(3) var<storage, read> xe: array<vec2<f32>>;
+@group(0) @binding(4) var<storage, read> sbias: array<vec2<f32>>;
+@group(0) @binding(5) var<storage, read_write> y: array<f32>;
+const WG = ${WG}u;
+const T = ${T}u;
+const F = ${F}u;
+const R = ${R}u;
+var<workgroup> part: array<vec2<f32>, ${R * WG}>;
+fn ksum_add(q: vec2<f32>, v: f32) -> vec2<f32> {
+  let s = q.x + v;
+  let c = select((v - s) + q.x, (q.x - s) + v, abs(q.x) >= abs(v));
+  return vec2<f32>(s, q.y + c);
+}
+fn close(p: vec2<f32>, a: vec4<i32>, e: vec2<f32>, sb: vec2<f32>) -> vec2<f32> {
+  let d = ${dExpr};
+  return ksum_add(ksum_add(p, sb.x * (d * e.x)), sb.y * e.y);
+}
+@compute @workgroup_size(${WG})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  let t = lid / F;
+  let f = lid % F;
+  let base = wid.x * F * R;
+${js.map((j) => `  let n${j} = base + ${j}u * F + f;`).join('\n')}
+  for (var r0 = 0u; r0 < p.M; r0 += ${RP}u) {
+    let rows = min(${RP}u, p.M - r0);
+${js.flatMap((j) => rs.map((r) => `    var p${j}_${r} = vec2<f32>(0.0);`)).join('\n')}
+    // the next group's words, loaded a group ahead
+${js.map((j) => `    var w${j}a = wq[(t * 2u) * p.N + n${j}];\n    var w${j}b = wq[(t * 2u + 1u) * p.N + n${j}];`).join('\n')}
+    for (var g = t; g < p.G; g += T) {
+${js.map((j) => `      let c${j}a = w${j}a;\n      let c${j}b = w${j}b;`).join('\n')}
+      let gn = min(g + T, p.G - 1u);
+${js.map((j) => `      w${j}a = wq[(gn * 2u) * p.N + n${j}];\n      w${j}b = wq[(gn * 2u + 1u) * p.N + n${j}];`).join('\n')}
+${js.flatMap((j) => rs.map((r) => `      var acc${j}_${r} = vec4<i32>(0);`)).join('\n')}
+      for (var i = 0u; i < 2u; i++) {
+        for (var c = 0u; c < 4u; c++) {
+${js.map((j) => `          let u${j} = select(c${j}a[c], c${j}b[c], i == 1u);\n          let lo${j} = u${j} & 0x0F0F0F0Fu;\n          let hi${j} = (u${j} >> 4u) & 0x0F0F0F0Fu;`).join('\n')}
+${rs
+  .map(
+    (r) => `          ${rowOk(r)}{
+            let xi = ((((r0 + ${r}u) * p.G + g) * 2u + i) * 4u + c) * 2u;
+            let xa = xl[xi];
+            let xb = xl[xi + 1u];
+${js.map((j) => `            ${dots(j, r)}`).join('\n')}
+          }`,
+  )
+  .join('\n')}
+        }
+      }
+${rs
+  .map(
+    (r) => `      ${rowOk(r)}{
+        let e = xe[(r0 + ${r}u) * p.G + g];
+${js.map((j) => `        p${j}_${r} = close(p${j}_${r}, acc${j}_${r}, e, sbias[g * p.N + n${j}]);`).join('\n')}
+      }`,
+  )
+  .join('\n')}
+    }
+    // the T partials of each (row, feature), added in the order t = 0 .. T-1
+${rs
+  .map(
+    (r) => `    if (${r}u < rows) {
+      workgroupBarrier();
+${js.map((j) => `      part[(${j}u * T + t) * F + f] = p${j}_${r};`).join('\n')}
+      workgroupBarrier();
+      if (lid < R * F) {
+        let j = lid / F;
+        let ff = lid % F;
+        var s = vec2<f32>(0.0);
+        var cc = 0.0;
+        for (var u = 0u; u < T; u++) {
+          let q = part[(j * T + u) * F + ff];
+          s = ksum_add(s, q.x);
+          cc += q.y;
+        }
+        y[(r0 + ${r}u) * p.N + base + j * F + ff] = s.x + (s.y + cc);
+      }
+    }`,
+  )
+  .join('\n')}
+  }
+}`;
+}
+
+// ---------------------------------------------------------------- data
+const rows = o.rows.split(',').map(Number);
+const MMAX = Math.max(...rows);
+let seed = 12345;
+const rnd = () => (seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32;
+const q = new Uint8Array(N * K).map(() => (rnd() * 16) | 0);
+const wq = new Uint32Array((N * K) / 8);
+for (let g = 0; g < G; g++)
+  for (let i = 0; i < 2; i++)
+    for (let n = 0; n < N; n++)
+      for (let c = 0; c < 4; c++) {
+        const k0 = g * 64 + i * 32 + c * 8;
+        let w = 0;
+        for (let b = 0; b < 8; b++) w |= q[n * K + k0 + b] << (4 * b);
+        wq[((g * 2 + i) * N + n) * 4 + c] = w >>> 0;
+      }
+const scale = new Float32Array(N * G).map(() => (rnd() + 0.5) / 64);
+const bias = new Float32Array(N * G).map(() => -(rnd() + 0.5) / 8);
+const sbias = new Float32Array(2 * N * G);
+for (let g = 0; g < G; g++)
+  for (let n = 0; n < N; n++) {
+    sbias[2 * (g * N + n)] = scale[n * G + g];
+    sbias[2 * (g * N + n) + 1] = bias[n * G + g];
+  }
+const x = new Float32Array(MMAX * K).map(() => (rnd() - 0.5) * 2 * (rnd() < 0.02 ? 40 : 1));
+function prepare(L) {
+  const xl = new Uint32Array(MMAX * G * 2 * 4 * 2 * 4);
+  const xe = new Float32Array(2 * MMAX * G);
+  const X = new Float64Array(MMAX * K);
+  for (let m = 0; m < MMAX; m++)
+    for (let g = 0; g < G; g++) {
+      let mx = 0;
+      let sx = 0;
+      for (let k = g * GS; k < (g + 1) * GS; k++) {
+        mx = Math.max(mx, Math.abs(x[m * K + k]));
+        sx += x[m * K + k];
+      }
+      const e = mx === 0 ? 1 : 2 ** (Math.floor(Math.log2(mx)) - (8 * L - 3));
+      xe[2 * (m * G + g)] = e;
+      xe[2 * (m * G + g) + 1] = Math.fround(sx);
+      for (let k = g * GS; k < (g + 1) * GS; k++) X[m * K + k] = Math.round(x[m * K + k] / e);
+    }
+  for (let m = 0; m < MMAX; m++)
+    for (let g = 0; g < G; g++)
+      for (let i = 0; i < 2; i++)
+        for (let c = 0; c < 4; c++)
+          for (let h = 0; h < 2; h++)
+            for (let b = 0; b < 4; b++) {
+              let v = X[m * K + g * 64 + i * 32 + c * 8 + 2 * b + h];
+              for (let l = 0; l < 4; l++) {
+                const limb = l < L ? ((((v + 128) % 256) + 256) % 256) - 128 : 0;
+                const idx = ((((m * G + g) * 2 + i) * 4 + c) * 2 + h) * 4 + l;
+                xl[idx] |= (limb & 0xff) << (8 * b);
+                v = (v - limb) / 256;
+              }
+              if (v !== 0) throw new Error(`x does not fit ${L} limbs`);
+            }
+  return { xl, xe, X };
+}
+function reference(M, X, xe) {
+  const yq = new Float64Array(M * N);
+  const yx = new Float64Array(M * N);
+  for (let m = 0; m < M; m++)
+    for (let n = 0; n < N; n++) {
+      let a = 0;
+      let b = 0;
+      for (let g = 0; g < G; g++) {
+        let d = 0;
+        let dx = 0;
+        for (let k = g * GS; k < (g + 1) * GS; k++) {
+          d += q[n * K + k] * X[m * K + k];
+          dx += q[n * K + k] * x[m * K + k];
+        }
+        const sc = scale[n * G + g];
+        const bx = bias[n * G + g] * xe[2 * (m * G + g) + 1];
+        a += sc * d * xe[2 * (m * G + g)] + bx;
+        b += sc * dx + bx;
+      }
+      yq[m * N + n] = a;
+      yx[m * N + n] = b;
+    }
+  return { yq, yx };
+}
+const { buf, output, fillNaN, readWritten, time } = gpuHelpers(device, want.includes('timestamp-query'));
+const copies = Math.max(1, Math.ceil((Number(o.cold) * 2 ** 20) / wq.byteLength));
+const wqs = Array.from({ length: copies }, () => buf(wq));
+const sbBuf = buf(sbias);
+const yBuf = output(MMAX * N * 4);
+log(`N ${N} K ${K}: ${(wq.byteLength / 2 ** 20).toFixed(1)} MiB of codes, ${copies} copies`);
+const bytesPerDispatch = wq.byteLength + N * G * 2 * 2;
+const prepared = new Map();
+const firstBytes = new Map();
+for (const cfg of o.cfg.split(',')) {
+  const [WG, T, R, L] = cfg.split(':').map(Number);
+  if (![3, 4].includes(L) || WG % T || WG % 32 || T > G || N % ((WG / T) * R) || K % GS)
+    throw new Error(
+      `--cfg ${cfg}: L must be 3 or 4, T must divide WG (a multiple of 32) and be at most K / 64, and N a multiple of WG / T * R`,
+    );
+  if (!prepared.has(L)) prepared.set(L, prepare(L));
+  const { xl, xe, X } = prepared.get(L);
+  const xlBuf = buf(xl);
+  const xeBuf = buf(xe);
+  const wgs = N / ((WG / T) * R);
+  for (const M of rows) {
+    const runtimeRows = o.rp !== 'm';
+    const RP = runtimeRows ? Number(o.rp) : Math.min(M, 4);
+    const code = kernel(WG, T, R, L, RP, runtimeRows);
+    const module = device.createShaderModule({ code });
+    const errors = (await module.getCompilationInfo()).messages.filter((m) => m.type === 'error');
+    if (errors.length) {
+      log(`${cfg} M ${M}: ${errors.map((e) => `${e.lineNum}: ${e.message}`).join(' | ')}`);
+      continue;
+    }
+    const pipeline = device.createComputePipeline({ layout: 'auto', compute: { module, entryPoint: 'main' } });
+    const params = buf(Uint32Array.of(N, G, M, 0), U.UNIFORM);
+    const all = [params, wqs[0], xlBuf, xeBuf, sbBuf, yBuf];
+    const groups = wqs.map((w) =>
+      device.createBindGroup({
+        layout: pipeline.getBindGroupLayout(0),
+        entries: all.map((b, i) => ({ binding: i, resource: { buffer: i === 1 ? w : b } })),
+      }),
+    );
+    let check = '';
+    if (o.check === '1') {
+      fillNaN(yBuf);
+      device.pushErrorScope('validation');
+      await time(pipeline, groups.slice(0, 1), 1, wgs);
+      const invalid = await device.popErrorScope();
+      if (invalid) throw new Error(`${cfg} M ${M}: ${invalid.message}`);
+      const y = await readWritten(yBuf, M * N * 4, `${cfg} M ${M}`);
+      const ref = reference(Math.min(M, 2), X, xe); // rows 0, 1 only (time)
+      let dq = 0;
+      let dx = 0;
+      let big = 0;
+      for (let i = 0; i < Math.min(M, 2) * N; i++) {
+        dq = Math.max(dq, Math.abs(y[i] - ref.yq[i]));
+        dx = Math.max(dx, Math.abs(y[i] - ref.yx[i]));
+        big = Math.max(big, Math.abs(ref.yx[i]));
+      }
+      check = `; of max |y|: |y - int sums| ${(dq / big).toExponential(2)}, |y - f64 of x| ${(dx / big).toExponential(2)}`;
+      const bytes = new Uint8Array(y.buffer).slice();
+      for (const [m2, earlier] of firstBytes.get(cfg) ?? []) {
+        if (m2 >= M) continue;
+        check += earlier.every((b, i) => b === bytes[i]) ? `; rows of M ${m2} equal` : `; rows of M ${m2} DIFFER`;
+      }
+      if (!firstBytes.has(cfg)) firstBytes.set(cfg, new Map());
+      firstBytes.get(cfg).set(M, bytes);
+    }
+    for (const t0 = performance.now(); performance.now() - t0 < 300; ) await time(pipeline, groups, 100, wgs);
+    let best = Number.POSITIVE_INFINITY;
+    for (let r = 0; r < 3; r++) best = Math.min(best, await time(pipeline, groups, Number(o.iters), wgs));
+    log(
+      `${cfg} rp ${o.rp} M ${M}: ${(best * 1e6).toFixed(1)} us, ${(bytesPerDispatch / best / 1e9).toFixed(0)} GB/s (${wgs} workgroups)${check}`,
+    );
+  }
+}
+process.exit(0);
