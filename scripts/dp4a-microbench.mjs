@@ -28,7 +28,7 @@
 import { writeSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { create, globals } from 'webgpu';
-import { gpuHelpers } from './microbench-gpu.mjs';
+import { affineProblem, errors, fixedPoint, GS, gpuHelpers, limbs, reference } from './microbench-common.mjs';
 
 const log = (t) => writeSync(1, `${t}\n`);
 Object.assign(globalThis, globals);
@@ -46,7 +46,6 @@ const { values: o } = parseArgs({
 });
 const N = Number(o.n);
 const K = Number(o.k);
-const GS = 64;
 const G = K / GS;
 const U = GPUBufferUsage;
 // Dawn keeps its instance alive only while `gpu` is referenced: a collected instance crashes the process.
@@ -169,9 +168,10 @@ ${js.map((j) => `      part[(${j}u * T + t) * F + f] = p${j}_${r};`).join('\n')}
 // ---------------------------------------------------------------- data
 const rows = o.rows.split(',').map(Number);
 const MMAX = Math.max(...rows);
-let seed = 12345;
-const rnd = () => (seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32;
-const q = new Uint8Array(N * K).map(() => (rnd() * 16) | 0);
+const P = affineProblem(N, K, MMAX);
+const { q, sbias } = P;
+// The codes k-major: 16-byte word (g, i) of feature n at (g 2 + i) N + n, its u32 c holding codes k = 64 g + 32 i +
+// 8 c .. + 7 as eight nibbles, lowest first (MLX's order within a word).
 const wq = new Uint32Array((N * K) / 8);
 for (let g = 0; g < G; g++)
   for (let i = 0; i < 2; i++)
@@ -182,72 +182,22 @@ for (let g = 0; g < G; g++)
         for (let b = 0; b < 8; b++) w |= q[n * K + k0 + b] << (4 * b);
         wq[((g * 2 + i) * N + n) * 4 + c] = w >>> 0;
       }
-const scale = new Float32Array(N * G).map(() => (rnd() + 0.5) / 64);
-const bias = new Float32Array(N * G).map(() => -(rnd() + 0.5) / 8);
-const sbias = new Float32Array(2 * N * G);
-for (let g = 0; g < G; g++)
-  for (let n = 0; n < N; n++) {
-    sbias[2 * (g * N + n)] = scale[n * G + g];
-    sbias[2 * (g * N + n) + 1] = bias[n * G + g];
-  }
-const x = new Float32Array(MMAX * K).map(() => (rnd() - 0.5) * 2 * (rnd() < 0.02 ? 40 : 1));
+// x's limbs for dot4I8Packed: per (row, group, word i, u32 c), the low nibbles' four k (8 c + 0, 2, 4, 6) and the
+// high ones' (8 c + 1, 3, 5, 7), each as L u32 of four signed bytes, one u32 per limb: a vec4 at index
+// (((m G + g) 2 + i) 4 + c) 2 + h.
 function prepare(L) {
   const xl = new Uint32Array(MMAX * G * 2 * 4 * 2 * 4);
-  const xe = new Float32Array(2 * MMAX * G);
-  const X = new Float64Array(MMAX * K);
-  for (let m = 0; m < MMAX; m++)
-    for (let g = 0; g < G; g++) {
-      let mx = 0;
-      let sx = 0;
-      for (let k = g * GS; k < (g + 1) * GS; k++) {
-        mx = Math.max(mx, Math.abs(x[m * K + k]));
-        sx += x[m * K + k];
-      }
-      const e = mx === 0 ? 1 : 2 ** (Math.floor(Math.log2(mx)) - (8 * L - 3));
-      xe[2 * (m * G + g)] = e;
-      xe[2 * (m * G + g) + 1] = Math.fround(sx);
-      for (let k = g * GS; k < (g + 1) * GS; k++) X[m * K + k] = Math.round(x[m * K + k] / e);
-    }
+  const { X, xe } = fixedPoint(P, MMAX, 8 * L - 2);
   for (let m = 0; m < MMAX; m++)
     for (let g = 0; g < G; g++)
       for (let i = 0; i < 2; i++)
         for (let c = 0; c < 4; c++)
           for (let h = 0; h < 2; h++)
-            for (let b = 0; b < 4; b++) {
-              let v = X[m * K + g * 64 + i * 32 + c * 8 + 2 * b + h];
-              for (let l = 0; l < 4; l++) {
-                const limb = l < L ? ((((v + 128) % 256) + 256) % 256) - 128 : 0;
-                const idx = ((((m * G + g) * 2 + i) * 4 + c) * 2 + h) * 4 + l;
-                xl[idx] |= (limb & 0xff) << (8 * b);
-                v = (v - limb) / 256;
-              }
-              if (v !== 0) throw new Error(`x does not fit ${L} limbs`);
-            }
+            for (let b = 0; b < 4; b++)
+              limbs(X[m * K + g * 64 + i * 32 + c * 8 + 2 * b + h], L).forEach((limb, l) => {
+                xl[((((m * G + g) * 2 + i) * 4 + c) * 2 + h) * 4 + l] |= (limb & 0xff) << (8 * b);
+              });
   return { xl, xe, X };
-}
-function reference(M, X, xe) {
-  const yq = new Float64Array(M * N);
-  const yx = new Float64Array(M * N);
-  for (let m = 0; m < M; m++)
-    for (let n = 0; n < N; n++) {
-      let a = 0;
-      let b = 0;
-      for (let g = 0; g < G; g++) {
-        let d = 0;
-        let dx = 0;
-        for (let k = g * GS; k < (g + 1) * GS; k++) {
-          d += q[n * K + k] * X[m * K + k];
-          dx += q[n * K + k] * x[m * K + k];
-        }
-        const sc = scale[n * G + g];
-        const bx = bias[n * G + g] * xe[2 * (m * G + g) + 1];
-        a += sc * d * xe[2 * (m * G + g)] + bx;
-        b += sc * dx + bx;
-      }
-      yq[m * N + n] = a;
-      yx[m * N + n] = b;
-    }
-  return { yq, yx };
 }
 const { buf, output, fillNaN, readWritten, time } = gpuHelpers(device, want.includes('timestamp-query'));
 const copies = Math.max(1, Math.ceil((Number(o.cold) * 2 ** 20) / wq.byteLength));
@@ -274,9 +224,9 @@ for (const cfg of o.cfg.split(',')) {
     const RP = runtimeRows ? Number(o.rp) : Math.min(M, 4);
     const code = kernel(WG, T, R, L, RP, runtimeRows);
     const module = device.createShaderModule({ code });
-    const errors = (await module.getCompilationInfo()).messages.filter((m) => m.type === 'error');
-    if (errors.length) {
-      log(`${cfg} M ${M}: ${errors.map((e) => `${e.lineNum}: ${e.message}`).join(' | ')}`);
+    const failed = (await module.getCompilationInfo()).messages.filter((m) => m.type === 'error');
+    if (failed.length) {
+      log(`${cfg} M ${M}: ${failed.map((e) => `${e.lineNum}: ${e.message}`).join(' | ')}`);
       continue;
     }
     const pipeline = device.createComputePipeline({ layout: 'auto', compute: { module, entryPoint: 'main' } });
@@ -296,16 +246,8 @@ for (const cfg of o.cfg.split(',')) {
       const invalid = await device.popErrorScope();
       if (invalid) throw new Error(`${cfg} M ${M}: ${invalid.message}`);
       const y = await readWritten(yBuf, M * N * 4, `${cfg} M ${M}`);
-      const ref = reference(Math.min(M, 2), X, xe); // rows 0, 1 only (time)
-      let dq = 0;
-      let dx = 0;
-      let big = 0;
-      for (let i = 0; i < Math.min(M, 2) * N; i++) {
-        dq = Math.max(dq, Math.abs(y[i] - ref.yq[i]));
-        dx = Math.max(dx, Math.abs(y[i] - ref.yx[i]));
-        big = Math.max(big, Math.abs(ref.yx[i]));
-      }
-      check = `; of max |y|: |y - int sums| ${(dq / big).toExponential(2)}, |y - f64 of x| ${(dx / big).toExponential(2)}`;
+      const ref = reference(P, Math.min(M, 2), X, xe); // rows 0 and 1 (the reference is slow)
+      check = `; ${errors(y, ref, Math.min(M, 2) * N)}`;
       const bytes = new Uint8Array(y.buffer).slice();
       for (const [m2, earlier] of firstBytes.get(cfg) ?? []) {
         if (m2 >= M) continue;

@@ -26,7 +26,7 @@
 import { writeSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { create, globals } from 'webgpu';
-import { gpuHelpers } from './microbench-gpu.mjs';
+import { affineProblem, errors, fixedPoint, GS, gpuHelpers, limbs, reference } from './microbench-common.mjs';
 
 const log = (t) => writeSync(1, `${t}\n`);
 Object.assign(globalThis, globals);
@@ -47,7 +47,6 @@ const { values: o } = parseArgs({
 });
 const N = Number(o.n);
 const K = Number(o.k);
-const GS = 64;
 const G = K / GS;
 const U = GPUBufferUsage;
 const KO = new Set(o.knockout.split(',').filter(Boolean));
@@ -268,9 +267,8 @@ ${Array.from({ length: D }, (_, u) => `  var w${u} = wq[(nt * p.G + g0 + min(${u
 const rows = o.rows.split(',').map(Number);
 const MMAX = Math.max(...rows);
 if (MMAX > 8) throw new Error('--rows: at most 8 (the closing takes four outputs a lane)');
-let seed = 12345;
-const rnd = () => (seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32;
-const q = new Uint8Array(N * K).map(() => (rnd() * 16) | 0);
+const P = affineProblem(N, K, MMAX);
+const { q, sbias } = P;
 // The codes in the tile layout: tile nt (16 features), group g, lane l: feature 16 nt + l / 2, codes k = 64 g +
 // 32 (l % 2) .. + 31 as four words of eight nibbles.
 const wq = new Uint32Array((N * K) / 8);
@@ -284,85 +282,21 @@ for (let nt = 0; nt < N / 16; nt++)
         for (let i = 0; i < 8; i++) w |= q[n * K + k0 + i] << (4 * i);
         wq[((nt * G + g) * 32 + l) * 4 + j] = w >>> 0;
       }
-const scale = new Float32Array(N * G).map(() => (rnd() + 0.5) / 64);
-const bias = new Float32Array(N * G).map(() => -(rnd() + 0.5) / 8);
-const sbias = new Float32Array(2 * N * G);
-for (let g = 0; g < G; g++)
-  for (let n = 0; n < N; n++) {
-    sbias[2 * (g * N + n)] = scale[n * G + g];
-    sbias[2 * (g * N + n) + 1] = bias[n * G + g];
-  }
-// x: activations with an outlier 40 times the rest now and then (the fixed point's worst case: a group's small
-// values keep fewer bits)
-const x = new Float32Array(MMAX * K).map(() => (rnd() - 0.5) * 2 * (rnd() < 0.02 ? 40 : 1));
 // Where the expansion puts code k of a 32-code chunk: word j's low nibbles (k = 8j, 8j + 2, ..) fill bytes 8j ..
 // 8j + 3, its high ones (8j + 1, 8j + 3, ..) bytes 8j + 4 .. 8j + 7. The limbs of x follow the same order.
 const kOfByte = Int32Array.from({ length: 32 }, (_, b) => 8 * (b >> 3) + ((b & 7) < 4 ? 2 * (b & 7) : 2 * (b & 3) + 1));
 function prepare(M) {
   const RT = Math.ceil((4 * M) / 16);
   const xl = new Int8Array(G * 2 * RT * 512);
-  const xe = new Float32Array(2 * M * G);
-  const X = new Int32Array(M * K);
-  for (let m = 0; m < M; m++)
-    for (let g = 0; g < G; g++) {
-      let mx = 0;
-      let sx = 0;
-      for (let k = g * GS; k < (g + 1) * GS; k++) {
-        mx = Math.max(mx, Math.abs(x[m * K + k]));
-        sx += x[m * K + k];
-      }
-      const e = mx === 0 ? 1 : 2 ** (Math.floor(Math.log2(mx)) - 29);
-      xe[2 * (m * G + g)] = e;
-      xe[2 * (m * G + g) + 1] = Math.fround(sx);
-      for (let k = g * GS; k < (g + 1) * GS; k++) X[m * K + k] = Math.round(x[m * K + k] / e);
-    }
+  const { X, xe } = fixedPoint(P, M, 30);
   for (let m = 0; m < M; m++)
     for (let c = 0; c < 2 * G; c++)
-      for (let b = 0; b < 32; b++) {
-        let v = X[m * K + c * 32 + kOfByte[b]];
-        for (let l = 0; l < 4; l++) {
-          const limb = ((((v + 128) % 256) + 256) % 256) - 128;
+      for (let b = 0; b < 32; b++)
+        limbs(X[m * K + c * 32 + kOfByte[b]], 4).forEach((limb, l) => {
           const r = 4 * m + l;
           xl[((c * RT + ((r / 16) | 0)) * 16 + (r % 16)) * 32 + b] = limb;
-          v = (v - limb) / 256;
-        }
-        if (v !== 0) throw new Error('x does not fit four limbs');
-      }
+        });
   return { RT, xl, xe, X };
-}
-// float64 of the same integer sums (what the kernels must match up to their f32 closing), of the exact x (how far
-// the fixed point takes y), and, for scale, an f32 chain of products as an f32 kernel sums them (each group's
-// fmas in k order, then scale and bias: roughly the error of the f32 path, not its exact order)
-const f = Math.fround;
-function reference(M, X, xe) {
-  const yq = new Float64Array(M * N);
-  const yx = new Float64Array(M * N);
-  const yf = new Float64Array(M * N);
-  for (let m = 0; m < M; m++)
-    for (let n = 0; n < N; n++) {
-      let a = 0;
-      let b = 0;
-      let c = 0;
-      for (let g = 0; g < G; g++) {
-        let d = 0;
-        let dx = 0;
-        let df = 0;
-        for (let k = g * GS; k < (g + 1) * GS; k++) {
-          d += q[n * K + k] * X[m * K + k];
-          dx += q[n * K + k] * x[m * K + k];
-          df = f(df + q[n * K + k] * x[m * K + k]);
-        }
-        const sc = scale[n * G + g];
-        const bx = bias[n * G + g] * xe[2 * (m * G + g) + 1];
-        a += sc * d * xe[2 * (m * G + g)] + bx;
-        b += sc * dx + bx;
-        c = f(f(c + f(sc * df)) + f(bx));
-      }
-      yq[m * N + n] = a;
-      yx[m * N + n] = b;
-      yf[m * N + n] = c;
-    }
-  return { yq, yx, yf };
 }
 
 // ---------------------------------------------------------------- buffers and timing
@@ -384,15 +318,15 @@ for (const M of rows) {
   const { RT, xl, xe, X } = prepare(M);
   const xlBuf = buf(new Int32Array(xl.buffer));
   const xeBuf = buf(xe);
-  const ref = o.check === '1' && !o.stream ? reference(M, X, xe) : undefined;
+  const ref = o.check === '1' && !o.stream ? reference(P, M, X, xe) : undefined;
   for (const T of sliceCounts)
     for (const path of o.stream ? ['stream'] : o.paths.split(',')) {
       if (path === 'mma' && !hasMma) continue;
       const code = o.stream ? stream(T, Number(o.stream), o['stream-sts']) : matvec(path, T, RT);
       const module = device.createShaderModule({ code });
-      const errors = (await module.getCompilationInfo()).messages.filter((m) => m.type === 'error');
-      if (errors.length) {
-        log(`M ${M} ${path} T ${T}: ${errors.map((e) => `${e.lineNum}: ${e.message}`).join(' | ')}`);
+      const failed = (await module.getCompilationInfo()).messages.filter((m) => m.type === 'error');
+      if (failed.length) {
+        log(`M ${M} ${path} T ${T}: ${failed.map((e) => `${e.lineNum}: ${e.message}`).join(' | ')}`);
         continue;
       }
       const pipeline = device.createComputePipeline({ layout: 'auto', compute: { module, entryPoint: 'main' } });
@@ -414,18 +348,7 @@ for (const M of rows) {
         const invalid = await device.popErrorScope();
         if (invalid) throw new Error(`M ${M} ${path} T ${T}: ${invalid.message}`);
         const y = await readWritten(yBuf, M * N * 4, `M ${M} ${path} T ${T}`);
-        let dq = 0;
-        let dx = 0;
-        let df = 0;
-        let big = 0;
-        for (let i = 0; i < M * N; i++) {
-          dq = Math.max(dq, Math.abs(y[i] - ref.yq[i]));
-          dx = Math.max(dx, Math.abs(y[i] - ref.yx[i]));
-          df = Math.max(df, Math.abs(ref.yf[i] - ref.yx[i]));
-          big = Math.max(big, Math.abs(ref.yx[i]));
-        }
-        const rel = (v) => (v / big).toExponential(2);
-        check = `; of max |y|: |y - integer sums| ${rel(dq)}, |y - f64 of x| ${rel(dx)} (an f32 chain: ${rel(df)})`;
+        check = `; ${errors(y, ref, M * N)}`;
         const bytes = new Uint8Array(y.buffer).slice();
         const first = firstBytes.get(`${T}:${M}`);
         if (first) check += first.every((b, i) => b === bytes[i]) ? '; same bytes as the first path' : '; OTHER BYTES';
