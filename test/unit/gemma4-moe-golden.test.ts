@@ -7,65 +7,42 @@
  * its eager experts' sum (expert ids ascending), so the reference runs with those options. Every comparison is
  * within 1e-9; the printed lines are the actual maxima.
  */
-import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { AssistantDescription, TargetDescription } from '../../src/format/model-description.ts';
-import { openCheckpointDir } from '../../src/node/file-source.ts';
 import { familyConstants } from '../../src/reference/family/constants.ts';
+import { referenceForward, type ReferenceOptions } from '../../src/reference/index.ts';
 import {
-  loadReferenceWeights,
-  referenceDraft,
-  referenceForward,
-  referenceGreedy,
-  type AssistantWeights,
-  type ForwardResult,
-  type ReferenceOptions,
-  type TargetWeights,
-} from '../../src/reference/index.ts';
-import { GEMMA4_MOE_TINY, loadGolden, maxAbsDiff, type Golden } from '../support/fixtures.ts';
+  expectDraft,
+  expectGoldensOfFixture,
+  expectGreedy,
+  expectSharedKvAndSeed,
+  FAMILY_TOL as TOL,
+  loadFamilyRun,
+  type FamilyRun,
+} from '../support/family-goldens.ts';
+import { GEMMA4_MOE_TINY, maxAbsDiff } from '../support/fixtures.ts';
 
-const TOL = 1e-9;
 /** transformers' conventions, the ones the goldens were computed with. */
 const ROUTER: ReferenceOptions['router'] = {
   order: 'transformers',
   scaleProduct: 'transformers',
   sumOrder: 'expert-ascending',
 };
-let tw: TargetWeights;
-let aw: AssistantWeights;
-let G: Golden;
-let fwd: ForwardResult;
-let T: number;
+let run: FamilyRun;
 const lines: string[] = [];
-const g = async (k: string) => (await G.tensor(k)).data;
 
 beforeAll(async () => {
-  const t = await openCheckpointDir(path.join(GEMMA4_MOE_TINY, 'target'));
-  const a = await openCheckpointDir(path.join(GEMMA4_MOE_TINY, 'assistant'));
-  tw = await loadReferenceWeights(t.description as TargetDescription);
-  aw = await loadReferenceWeights(a.description as AssistantDescription);
-  G = await loadGolden(GEMMA4_MOE_TINY);
-  T = G.json.prompt.length;
-  fwd = referenceForward(tw, G.json.prompt, { captures: true, numerics: 'exact', router: ROUTER });
+  run = await loadFamilyRun(GEMMA4_MOE_TINY, { router: ROUTER });
 });
 
 describe('reference (exact) vs gemma4-moe-tiny float64 goldens: within 1e-9', () => {
   it('the goldens belong to the fixture models, are float64 throughout, and every fixture check passed', () => {
-    const sha = (f: string) =>
-      createHash('sha256')
-        .update(readFileSync(path.join(GEMMA4_MOE_TINY, f)))
-        .digest('hex');
-    const recorded = G.json.sha256 as Record<string, string>;
-    for (const f of ['target/model.safetensors', 'assistant/model.safetensors', 'golden.safetensors'])
-      expect(recorded[f], f).toBe(sha(f));
-    expect(G.json.non_float64_ops).toEqual({});
-    expect(G.json.failed_checks).toEqual([]);
-    expect(G.json.variant).toBe('moe');
+    expectGoldensOfFixture(run);
+    expect(run.G.json.failed_checks).toEqual([]);
+    expect(run.G.json.variant).toBe('moe');
   });
 
   it('uses the constants the goldens were made with, and every layer is a MoE layer', () => {
+    const { tw, G } = run;
     const c = familyConstants(tw.hidden, 0);
     const used = G.json.constants as Record<string, { used: number }>;
     expect(tw.embedScale).toBe(used.embed_scale.used);
@@ -74,6 +51,7 @@ describe('reference (exact) vs gemma4-moe-tiny float64 goldens: within 1e-9', ()
   });
 
   it('prompt logits and every per-layer activation: attention, dense MLP, router, experts, layer', async () => {
+    const { tw, G, T, fwd, g } = run;
     const err = maxAbsDiff(fwd.logits, await g('logits'));
     lines.push(`logits [${T},${tw.vocab}]: max abs ${err.toExponential(2)}`);
     expect(err).toBeLessThanOrEqual(TOL);
@@ -98,6 +76,7 @@ describe('reference (exact) vs gemma4-moe-tiny float64 goldens: within 1e-9', ()
   });
 
   it("MLX's router (top-k of the scores, softmax over k) picks the same experts with weights within 1e-12", () => {
+    const { tw, G, T, fwd } = run;
     const mlx = referenceForward(tw, G.json.prompt, { captures: true, numerics: 'exact' });
     const k = 4;
     let worst = 0;
@@ -120,67 +99,15 @@ describe('reference (exact) vs gemma4-moe-tiny float64 goldens: within 1e-9', ()
   });
 
   it('exports the last sliding / full layers K/V (layers 4 and 5) and the seed hidden state', async () => {
-    expect(fwd.sharedKv.sliding.layerIndex).toBe(4);
-    expect(fwd.sharedKv.full.layerIndex).toBe(5);
-    let worst = 0;
-    for (const [type, kv] of [
-      ['sliding', fwd.sharedKv.sliding],
-      ['full', fwd.sharedKv.full],
-    ] as const) {
-      for (const part of ['keys', 'values'] as const) {
-        const e = maxAbsDiff(kv[part], await g(`shared_kv.${type}_attention.${part}`));
-        worst = Math.max(worst, e);
-        expect(e, `${type} ${part}`).toBeLessThanOrEqual(TOL);
-      }
-    }
-    const H = tw.hidden;
-    const se = maxAbsDiff(fwd.finalHidden.subarray((T - 1) * H, T * H), await g('draft.seed_hidden'));
-    lines.push(`shared K/V: max abs ${worst.toExponential(2)}; seed hidden ${se.toExponential(2)}`);
-    expect(se).toBeLessThanOrEqual(TOL);
+    lines.push(await expectSharedKvAndSeed(run, { sliding: 4, full: 5 }));
   });
 
   it('cached greedy decode gives the golden tokens; its logits and teacher-forced logits_full match', async () => {
-    const n = G.json.greedy.length;
-    const gr = referenceGreedy(tw, G.json.prompt, n, { numerics: 'exact', router: ROUTER });
-    expect(gr.tokens).toEqual(G.json.greedy);
-    expect([...(await g('greedy'))]).toEqual(G.json.greedy);
-    // greedy_logits are float32 copies (transformers' decoding loop), compared after the same rounding
-    const gl = await g('greedy_logits');
-    expect(gl.every((x) => Math.fround(x) === x)).toBe(true);
-    const ge = maxAbsDiff(gr.logits.map(Math.fround), gl);
-    const full = referenceForward(tw, [...G.json.prompt, ...gr.tokens], { numerics: 'exact', router: ROUTER });
-    const fe = maxAbsDiff(full.logits, await g('logits_full'));
-    lines.push(
-      `greedy ${n} tokens equal; greedy_logits (f32) max abs after f32 rounding ${ge.toExponential(2)}; logits_full [${T + n},${tw.vocab}] ${fe.toExponential(2)}`,
-    );
-    expect(ge).toBe(0);
-    expect(fe).toBeLessThanOrEqual(TOL);
+    lines.push(await expectGreedy(run));
   });
 
   it('the dense-head assistant drafts the golden tokens from the reference target', async () => {
-    const H = tw.hidden;
-    const steps = G.json.draft.tokens.length;
-    const d = referenceDraft(tw, aw, {
-      bonusToken: G.json.bonus_token,
-      seedHidden: fwd.finalHidden.slice((T - 1) * H, T * H),
-      positionId: G.json.draft.position_id,
-      sharedKv: fwd.sharedKv,
-      steps,
-      numerics: 'exact',
-    });
-    expect(d.tokens).toEqual(G.json.draft.tokens);
-    expect([...(await g('draft.tokens'))]).toEqual(G.json.draft.tokens);
-    const errs = {
-      logits: maxAbsDiff(d.logits, await g('draft.logits')),
-      hidden: maxAbsDiff(d.hidden, await g('draft.hidden')),
-      normed: maxAbsDiff(d.normed, await g('draft.normed')),
-    };
-    lines.push(
-      `draft ${steps} tokens equal: ${Object.entries(errs)
-        .map(([k, e]) => `${k} ${e.toExponential(2)}`)
-        .join(', ')}`,
-    );
-    for (const [k, e] of Object.entries(errs)) expect(e, k).toBeLessThanOrEqual(TOL);
+    lines.push((await expectDraft(run)).line);
     console.log(`reference (exact) vs gemma4-moe-tiny float64 goldens:\n  ${lines.join('\n  ')}`);
   });
 });
