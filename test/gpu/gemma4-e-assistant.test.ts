@@ -11,7 +11,7 @@ import type { AssistantDescription, TargetDescription } from '../../src/format/m
 import type { GpuContext } from '../../src/gpu/device.ts';
 import { AssistantModel } from '../../src/model/assistant.ts';
 import { ETargetModel } from '../../src/model/family/e-target.ts';
-import { uploadWeights, type GpuWeights } from '../../src/model/gpu-weights.ts';
+import type { GpuWeights } from '../../src/model/gpu-weights.ts';
 import { openCheckpointDir } from '../../src/node/file-source.ts';
 import {
   loadReferenceWeights,
@@ -20,14 +20,15 @@ import {
   type AssistantWeights,
   type TargetWeights,
 } from '../../src/reference/index.ts';
-import { GEMMA4_E_TINY, loadGolden, loadTransformersF32, maxAbsDiff, nmse, type Golden } from '../support/fixtures.ts';
-import { testGpu } from './gpu-context.ts';
+import { GEMMA4_E_TINY, loadTransformersF32, maxAbsDiff, nmse, type Golden } from '../support/fixtures.ts';
+import { fixtureOnGpu, type FixtureOnGpu } from './helpers/fixture-on-gpu.ts';
 
 /** Issue 15's acceptance for GPU f32 logits against float64. */
 const LOGIT_TOL = 0.05;
 const OPTS = { maxContext: 64, maxBlock: 8, prefillChunk: 64, precision: 'f32' as const };
 
 describe('GPU E-series assistant (centroid head, donors K/V) vs gemma4-e-tiny', () => {
+  let fixture: FixtureOnGpu;
   let ctx: GpuContext;
   let golden: Golden;
   let tw: GpuWeights<TargetDescription>;
@@ -37,21 +38,15 @@ describe('GPU E-series assistant (centroid head, donors K/V) vs gemma4-e-tiny', 
   const g = async (name: string) => (await golden.tensor(name)).data;
 
   beforeAll(async () => {
-    ctx = await testGpu();
-    golden = await loadGolden(GEMMA4_E_TINY);
-    const t = await openCheckpointDir(path.join(GEMMA4_E_TINY, 'target'));
-    const a = await openCheckpointDir(path.join(GEMMA4_E_TINY, 'assistant'));
-    tw = await uploadWeights(ctx.device, t.description as TargetDescription);
-    aw = await uploadWeights(ctx.device, a.description as AssistantDescription);
+    fixture = await fixtureOnGpu(GEMMA4_E_TINY);
+    ({ ctx, golden, tw, aw } = fixture);
     target = new ETargetModel(ctx, tw, OPTS);
     asst = new AssistantModel(ctx, aw, target, 'hf');
   });
   afterAll(() => {
     asst?.destroy();
     target?.destroy();
-    aw?.destroy();
-    tw?.destroy();
-    ctx?.destroy();
+    fixture?.destroy();
   });
 
   it('uploads the centroid head (16 centroids, top 4 of 32 tokens each) and reads the donors 5 and 4', () => {

@@ -7,17 +7,15 @@
  * the argmax of either full row is the drafted token (greedy over the scored tokens), and the golden min - 1 rows
  * (transformers, float64) have their fill exactly where the GPU's are.
  */
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AssistantDescription, TargetDescription } from '../../src/format/model-description.ts';
 import type { GpuContext } from '../../src/gpu/device.ts';
 import { AssistantModel, type DraftResult } from '../../src/model/assistant.ts';
 import { ETargetModel } from '../../src/model/family/e-target.ts';
-import { uploadWeights, type GpuWeights } from '../../src/model/gpu-weights.ts';
-import { openCheckpointDir } from '../../src/node/file-source.ts';
+import type { GpuWeights } from '../../src/model/gpu-weights.ts';
 import { centroidHead, DTYPE_MIN, type CentroidFill } from '../../src/reference/family/centroid-head.ts';
-import { GEMMA4_E_TINY, loadGolden, type Golden } from '../support/fixtures.ts';
-import { testGpu } from './gpu-context.ts';
+import { GEMMA4_E_TINY, type Golden } from '../support/fixtures.ts';
+import { fixtureOnGpu, type FixtureOnGpu } from './helpers/fixture-on-gpu.ts';
 
 const OPTS = { maxContext: 64, maxBlock: 8, prefillChunk: 64, precision: 'f32' as const };
 const FILLS: { name: string; fill: CentroidFill }[] = [
@@ -35,6 +33,7 @@ const argmax = (row: ArrayLike<number>) => {
 };
 
 describe('centroid head fill conventions (gemma4-e-tiny assistant)', () => {
+  let fixture: FixtureOnGpu;
   let ctx: GpuContext;
   let golden: Golden;
   let tw: GpuWeights<TargetDescription>;
@@ -42,21 +41,15 @@ describe('centroid head fill conventions (gemma4-e-tiny assistant)', () => {
   let target: ETargetModel;
   let asst: AssistantModel;
   beforeAll(async () => {
-    ctx = await testGpu();
-    golden = await loadGolden(GEMMA4_E_TINY);
-    const t = await openCheckpointDir(path.join(GEMMA4_E_TINY, 'target'));
-    const a = await openCheckpointDir(path.join(GEMMA4_E_TINY, 'assistant'));
-    tw = await uploadWeights(ctx.device, t.description as TargetDescription);
-    aw = await uploadWeights(ctx.device, a.description as AssistantDescription);
+    fixture = await fixtureOnGpu(GEMMA4_E_TINY);
+    ({ ctx, golden, tw, aw } = fixture);
     target = new ETargetModel(ctx, tw, OPTS);
     asst = new AssistantModel(ctx, aw, target, 'hf');
   });
   afterAll(() => {
     asst?.destroy();
     target?.destroy();
-    aw?.destroy();
-    tw?.destroy();
-    ctx?.destroy();
+    fixture?.destroy();
   });
 
   it('GPU: full rows differ only in the filled entries; tokens, scored logits and hidden are the same bytes', async () => {

@@ -6,17 +6,15 @@
  * accept every length. ETargetModel serves generate through the GenerateTarget contract (its chained greedy steps
  * included).
  */
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AssistantDescription, TargetDescription } from '../../src/format/model-description.ts';
 import type { GpuContext } from '../../src/gpu/device.ts';
 import { ETargetModel } from '../../src/model/family/e-target.ts';
 import { generateClassic } from '../../src/model/generate.ts';
-import { uploadWeights, type GpuWeights } from '../../src/model/gpu-weights.ts';
+import type { GpuWeights } from '../../src/model/gpu-weights.ts';
 import type { Precision } from '../../src/model/target.ts';
-import { openCheckpointDir } from '../../src/node/file-source.ts';
-import { GEMMA4_E_TINY, loadGolden, type Golden } from '../support/fixtures.ts';
-import { testGpu } from './gpu-context.ts';
+import { GEMMA4_E_TINY, type Golden } from '../support/fixtures.ts';
+import { fixtureOnGpu, type FixtureOnGpu } from './helpers/fixture-on-gpu.ts';
 import {
   chainedAndLoop,
   expectCachesByteEqual,
@@ -28,6 +26,7 @@ import {
 const MAX_NEW = 310;
 
 describe('E-series MTP == classic greedy (exact policy, gemma4-e-tiny)', () => {
+  let fixture: FixtureOnGpu;
   let ctx: GpuContext;
   let golden: Golden;
   let tw: GpuWeights<TargetDescription>;
@@ -36,17 +35,11 @@ describe('E-series MTP == classic greedy (exact policy, gemma4-e-tiny)', () => {
     new ETargetModel(ctx, tw, { maxContext, maxBlock: 8, prefillChunk: 64, precision });
 
   beforeAll(async () => {
-    ctx = await testGpu();
-    golden = await loadGolden(GEMMA4_E_TINY);
-    const t = await openCheckpointDir(path.join(GEMMA4_E_TINY, 'target'));
-    const a = await openCheckpointDir(path.join(GEMMA4_E_TINY, 'assistant'));
-    tw = await uploadWeights(ctx.device, t.description as TargetDescription);
-    aw = await uploadWeights(ctx.device, a.description as AssistantDescription);
+    fixture = await fixtureOnGpu(GEMMA4_E_TINY);
+    ({ ctx, golden, tw, aw } = fixture);
   });
   afterAll(() => {
-    aw?.destroy();
-    tw?.destroy();
-    ctx?.destroy();
+    fixture?.destroy();
   });
 
   it('chained greedy steps (decodeGreedy) == one decode() per token, and leave the same owner caches', async () => {

@@ -6,18 +6,16 @@
  * mlx-swift-lm #383 case), in f32 and bf16, with the assistant and with oracle drafts that accept every length;
  * after an MTP run with rejections every layer's cache equals a classic run's byte for byte.
  */
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AssistantDescription, TargetDescription } from '../../src/format/model-description.ts';
 import type { GpuContext } from '../../src/gpu/device.ts';
 import { AssistantModel } from '../../src/model/assistant.ts';
 import { MoETargetModel, type MoeTargetOptions } from '../../src/model/family/moe-target.ts';
 import { generateClassic } from '../../src/model/generate.ts';
-import { uploadWeights, type GpuWeights } from '../../src/model/gpu-weights.ts';
+import type { GpuWeights } from '../../src/model/gpu-weights.ts';
 import type { Precision } from '../../src/model/target.ts';
-import { openCheckpointDir } from '../../src/node/file-source.ts';
-import { GEMMA4_MOE_TINY, loadGolden, maxAbsDiff, type Golden } from '../support/fixtures.ts';
-import { testGpu } from './gpu-context.ts';
+import { GEMMA4_MOE_TINY, maxAbsDiff, type Golden } from '../support/fixtures.ts';
+import { fixtureOnGpu, type FixtureOnGpu } from './helpers/fixture-on-gpu.ts';
 import {
   chainedAndLoop,
   expectCachesByteEqual,
@@ -29,6 +27,7 @@ import {
 const MAX_NEW = 310;
 
 describe('MoE MTP == classic greedy (exact policy, gemma4-moe-tiny)', () => {
+  let fixture: FixtureOnGpu;
   let ctx: GpuContext;
   let golden: Golden;
   let tw: GpuWeights<TargetDescription>;
@@ -37,17 +36,11 @@ describe('MoE MTP == classic greedy (exact policy, gemma4-moe-tiny)', () => {
     new MoETargetModel(ctx, tw, { maxContext, maxBlock: 8, prefillChunk: 64, precision, ...extra });
 
   beforeAll(async () => {
-    ctx = await testGpu();
-    golden = await loadGolden(GEMMA4_MOE_TINY);
-    const t = await openCheckpointDir(path.join(GEMMA4_MOE_TINY, 'target'));
-    const a = await openCheckpointDir(path.join(GEMMA4_MOE_TINY, 'assistant'));
-    tw = await uploadWeights(ctx.device, t.description as TargetDescription);
-    aw = await uploadWeights(ctx.device, a.description as AssistantDescription);
+    fixture = await fixtureOnGpu(GEMMA4_MOE_TINY);
+    ({ ctx, golden, tw, aw } = fixture);
   });
   afterAll(() => {
-    aw?.destroy();
-    tw?.destroy();
-    ctx?.destroy();
+    fixture?.destroy();
   });
 
   it('chained greedy steps (decodeGreedy) == one decode() per token, and leave the same caches', async () => {
