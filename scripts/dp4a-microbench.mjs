@@ -222,6 +222,8 @@ for (const cfg of o.cfg.split(',')) {
   for (const M of rows) {
     const runtimeRows = o.rp !== 'm';
     const RP = runtimeRows ? Number(o.rp) : Math.min(M, 4);
+    // with rows per pass fixed at compile time, every pass must be full
+    if (!runtimeRows && M % RP) throw new Error(`--rp m: M ${M} must be at most 4 or a multiple of 4`);
     const code = kernel(WG, T, R, L, RP, runtimeRows);
     const module = device.createShaderModule({ code });
     const failed = (await module.getCompilationInfo()).messages.filter((m) => m.type === 'error');
