@@ -1,11 +1,61 @@
-import { openCheckpointDir } from '../node/file-source.ts';
+import path from 'node:path';
+import { nodeFolderSources } from '../node/file-source.ts';
 import { nodeGpuContext } from './node-gpu.ts';
 import { uploadWeights, type GpuWeights } from '../model/gpu-weights.ts';
 import { checkCompatibility } from '../format/compat.ts';
+import { ASSISTANT_MODEL_TYPES, TARGET_MODEL_TYPES } from '../format/config.ts';
+import { FormatError } from '../format/errors.ts';
 import type { AssistantDescription, TargetDescription } from '../format/model-description.ts';
-import type { Checkpoint } from '../format/checkpoint.ts';
+import { openCheckpoint, type Checkpoint } from '../format/checkpoint.ts';
+import { checkpointFamily } from '../format/open-target.ts';
 import type { GpuContext } from '../gpu/device.ts';
 import { loadTokenizer, type TextCodec } from '../format/tokenizer.ts';
+
+/**
+ * Opens a Gemma 4 folder for one role and refuses a folder of another family or of the other role, saying which
+ * folder it is: Gemma's config parser names only config.json (ambiguous when --target and --draft are both given),
+ * and an assistant opened as a target (or the reverse) lacks what that role reads, so checkCompatibility would
+ * compare fields that are not there. `targetLabel` names the target an assistant should draft for.
+ */
+export async function openGemmaDir(
+  dir: string,
+  role: 'target' | 'assistant',
+  targetLabel?: string,
+): Promise<Checkpoint> {
+  const label = path.basename(dir);
+  const files = await nodeFolderSources(dir);
+  const expected =
+    role === 'target'
+      ? `a Gemma 4 target: ${TARGET_MODEL_TYPES.join(', ')}`
+      : `a Gemma 4 MTP assistant: ${ASSISTANT_MODEL_TYPES.join(', ')}`;
+  const use = role === 'target' ? "as this command's target" : `to draft for the Gemma 4 target ${targetLabel}`;
+  if ((await checkpointFamily(files)) === 'qwen3_5')
+    throw new FormatError(
+      `${label}: config.json declares a Qwen3.5 model_type, which cannot be used ${use} (expected ${expected})`,
+      'config.json',
+      'model_type',
+    );
+  const ck = await openCheckpoint(files, label);
+  if (ck.description.role !== role)
+    throw new FormatError(
+      `${label}: config.json declares model_type "${ck.modelType}", ${role === 'target' ? 'an MTP assistant, not a target model' : 'a target model, not an MTP assistant'} (expected ${expected})`,
+      'config.json',
+      'model_type',
+    );
+  return ck;
+}
+
+/** A Gemma 4 target and, with `draftDir`, its assistant, opened (config and headers only) and checked to fit. */
+export async function openGemmaPair(
+  targetDir: string,
+  draftDir?: string,
+): Promise<{ target: Checkpoint; assistant?: Checkpoint }> {
+  const target = await openGemmaDir(targetDir, 'target');
+  if (!draftDir) return { target };
+  const assistant = await openGemmaDir(draftDir, 'assistant', target.label);
+  checkCompatibility(target.description as TargetDescription, assistant.description as AssistantDescription);
+  return { target, assistant };
+}
 
 /** Opens a target (and optionally an assistant) folder, checks them, and uploads them to the GPU. */
 export interface LoadedModels {
@@ -19,15 +69,7 @@ export interface LoadedModels {
 }
 
 export async function loadModels(targetDir: string, draftDir?: string): Promise<LoadedModels> {
-  const target = await openCheckpointDir(targetDir);
-  if (target.description.role !== 'target')
-    throw new Error(`${target.label}: not a target model (model_type "${target.modelType}")`);
-  const assistant = draftDir ? await openCheckpointDir(draftDir) : undefined;
-  if (assistant) {
-    if (assistant.description.role !== 'assistant')
-      throw new Error(`${assistant.label}: not an MTP assistant (model_type "${assistant.modelType}")`);
-    checkCompatibility(target.description as TargetDescription, assistant.description as AssistantDescription);
-  }
+  const { target, assistant } = await openGemmaPair(targetDir, draftDir);
   const ctx = await nodeGpuContext();
   const targetWeights = await uploadWeights(ctx.device, target.description as TargetDescription);
   const assistantWeights = assistant

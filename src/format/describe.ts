@@ -124,6 +124,22 @@ export function takeLinear(
 ): Linear {
   const wName = `${path}.weight`;
   if (!table.has(`${path}.scales`)) {
+    // Packed codes or biases without scales: the scales are what is missing, not a float dense weight.
+    const w = table.byName.get(wName);
+    const packed = w?.dtype === 'U32';
+    if (packed || table.has(`${path}.biases`)) {
+      const q =
+        w && config.quantization ? quantParamsFor(config.quantization, w.name.slice(0, -'.weight'.length)) : null;
+      const shape =
+        q && inF % q.groupSize === 0
+          ? `, group size ${q.groupSize} of shape ${fmtShape([...lead, out, inF / q.groupSize])}`
+          : '';
+      throw new FormatError(
+        `missing tensor "${path}.scales" (scales of ${path}${shape}; ${packed ? `"${wName}" holds packed U32 codes` : `"${path}.biases" exists`}) in ${table.fileSet}`,
+        undefined,
+        `${path}.scales`,
+      );
+    }
     const weight = table.take(wName, [...lead, out, inF], `dense weight of ${path}`);
     return { kind: 'dense', name: path, outFeatures: out, inFeatures: inF, weight };
   }

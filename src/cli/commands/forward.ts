@@ -1,6 +1,6 @@
 import { writeFile } from 'node:fs/promises';
 import { nodeGpuContext } from '../node-gpu.ts';
-import { openCheckpointDir } from '../../node/file-source.ts';
+import { openGemmaDir } from '../load-models.ts';
 import { uploadWeights } from '../../model/gpu-weights.ts';
 import { TargetModel, type ForwardResult } from '../../model/target.ts';
 import type { TargetDescription } from '../../format/model-description.ts';
@@ -41,9 +41,7 @@ export const forward: Command = {
     const precision = choice(values, 'precision', ['f32', 'bf16'] as const)!;
     const block = intOption(values, 'block', 1, 64);
     if (values.chain && block) throw new Error('--chain and --block are exclusive');
-    const ck = await openCheckpointDir(requireString(values, 'model'));
-    if (ck.description.role !== 'target')
-      throw new Error(`${ck.label}: not a target model (model_type "${ck.modelType}")`);
+    const ck = await openGemmaDir(requireString(values, 'model'), 'target');
     const desc = ck.description as TargetDescription;
     for (const t of tokens)
       if (t >= desc.vocab) throw new Error(`token ${t} is outside the vocabulary (${desc.vocab})`);

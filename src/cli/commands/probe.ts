@@ -1,13 +1,12 @@
 import { writeFile } from 'node:fs/promises';
 import { nodeGpuContext } from '../node-gpu.ts';
-import { openCheckpointDir } from '../../node/file-source.ts';
 import { uploadWeights } from '../../model/gpu-weights.ts';
-import { checkCompatibility } from '../../format/compat.ts';
-import type { AssistantDescription, TargetDescription } from '../../format/model-description.ts';
+import type { TargetDescription } from '../../format/model-description.ts';
 import { runProbe } from '../../parity/probe.ts';
 import { checkpointInfo, qwenCheckpointInfo } from '../../parity/summary.ts';
 import { uploadQwenWeights } from '../../model/qwen/weights.ts';
 import { isQwenDir, openQwenTargetDir, qwenDrafterInfo } from '../qwen-target.ts';
+import { openGemmaPair } from '../load-models.ts';
 import type { ProbeEnv } from '../../parity/probe.ts';
 import { choice, intList, intOption, requireString } from '../args.ts';
 import type { Command } from '../command.ts';
@@ -40,12 +39,7 @@ export const probe: Command = {
     // MTP drafter given as --draft is only checked against the target and recorded, as Gemma's assistant is.
     const draftDir = values.draft ? String(values.draft) : undefined;
     const qwen = (await isQwenDir(targetDir)) ? await openQwenTargetDir(targetDir, draftDir) : undefined;
-    const target = qwen ? undefined : await openCheckpointDir(targetDir);
-    if (target && target.description.role !== 'target')
-      throw new Error(`${target.label}: not a target model (model_type "${target.modelType}")`);
-    const assistant = draftDir && !qwen ? await openCheckpointDir(draftDir) : undefined;
-    if (target && assistant)
-      checkCompatibility(target.description as TargetDescription, assistant.description as AssistantDescription);
+    const { target, assistant } = qwen ? {} : await openGemmaPair(targetDir, draftDir);
     const ctx = await nodeGpuContext();
     const weights: ProbeEnv['weights'] = qwen
       ? await uploadQwenWeights(ctx.device, qwen.description)

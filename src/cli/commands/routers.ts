@@ -1,6 +1,6 @@
 import { writeFile } from 'node:fs/promises';
 import { nodeGpuContext } from '../node-gpu.ts';
-import { openCheckpointDir } from '../../node/file-source.ts';
+import { openGemmaDir } from '../load-models.ts';
 import { uploadWeights } from '../../model/gpu-weights.ts';
 import type { TargetDescription } from '../../format/model-description.ts';
 import { isMoeTarget } from '../../model/family/moe-target.ts';
@@ -41,9 +41,7 @@ export const routers: Command = {
     const precision = choice(values, 'precision', ['f32', 'bf16'] as const)!;
     const order = choice(values, 'order', ['mlx', 'transformers'] as const)!;
     const scale = choice(values, 'scale', ['mlx-bf16', 'transformers'] as const)!;
-    const ck = await openCheckpointDir(requireString(values, 'target'));
-    if (ck.description.role !== 'target')
-      throw new Error(`${ck.label}: not a target model (model_type "${ck.modelType}")`);
+    const ck = await openGemmaDir(requireString(values, 'target'), 'target');
     const desc = ck.description as TargetDescription;
     if (!isMoeTarget(desc))
       throw new Error(

@@ -222,17 +222,19 @@ function linearGeometry(ctx: Ctx, tc: Obj): Qwen35LinearGeometry {
 
 function parseLayerTypes(ctx: Ctx, tc: Obj, numLayers: number): Qwen35LayerType[] {
   const lt = tc.layer_types;
-  if (lt === undefined || lt === null) {
-    const interval = optPosInt(ctx, tc, 'full_attention_interval') ?? 4;
-    return Array.from({ length: numLayers }, (_, i) => ((i + 1) % interval === 0 ? 'full' : 'linear'));
-  }
+  // Checked even beside layer_types: mlx-lm builds its layers from full_attention_interval alone (layer i is full
+  // iff (i + 1) % interval == 0; 4 when absent) and transformers from layer_types, so an interval of 0 or one
+  // that disagrees with layer_types is a config the two read as different models (mlx-lm cannot load it).
+  const interval = optPosInt(ctx, tc, 'full_attention_interval');
+  const byInterval = (i: number): Qwen35LayerType => ((i + 1) % (interval ?? 4) === 0 ? 'full' : 'linear');
+  if (lt === undefined || lt === null) return Array.from({ length: numLayers }, (_, i) => byInterval(i));
   if (!Array.isArray(lt) || lt.length !== numLayers)
     throw new FormatError(
       `${ctx.file}: ${ctx.where}layer_types must list ${numLayers} layer types (num_hidden_layers), found ${Array.isArray(lt) ? `${lt.length} entries` : JSON.stringify(lt)}`,
       ctx.file,
       `${ctx.where}layer_types`,
     );
-  return lt.map((t, i) => {
+  const types = lt.map((t, i): Qwen35LayerType => {
     if (t === 'linear_attention') return 'linear';
     if (t === 'full_attention') return 'full';
     throw new FormatError(
@@ -241,6 +243,14 @@ function parseLayerTypes(ctx: Ctx, tc: Obj, numLayers: number): Qwen35LayerType[
       `${ctx.where}layer_types`,
     );
   });
+  const differs = interval === undefined ? -1 : types.findIndex((t, i) => t !== byInterval(i));
+  if (differs >= 0)
+    throw new FormatError(
+      `${ctx.file}: ${ctx.where}layer_types[${differs}] is "${lt[differs]}" but full_attention_interval ${interval} makes layer ${differs} ${byInterval(differs)} attention (mlx-lm builds its layers from full_attention_interval, transformers from layer_types; the two must agree)`,
+      ctx.file,
+      `${ctx.where}full_attention_interval`,
+    );
+  return types;
 }
 
 function ropeSpec(ctx: Ctx, tc: Obj, headDim: number): Qwen35AttentionGeometry['rope'] {
