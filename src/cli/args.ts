@@ -1,3 +1,5 @@
+import { readFile } from 'node:fs/promises';
+
 /** Parsing helpers for CLI option values, with messages that name the option. */
 export function intOption(
   values: Record<string, unknown>,
@@ -41,4 +43,25 @@ export function requireString(values: Record<string, unknown>, name: string): st
   const v = values[name];
   if (typeof v !== 'string' || !v) throw new Error(`--${name} is required`);
   return v;
+}
+
+/**
+ * The JSON in the file that option `name` names, or undefined without the option; a file that cannot be read or
+ * does not hold JSON is refused with the option, the path and the reason (JSON.parse's own message names neither).
+ */
+export async function jsonFileOption(values: Record<string, unknown>, name: string): Promise<unknown> {
+  const v = values[name];
+  if (v === undefined) return undefined;
+  const file = String(v);
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (e) {
+    throw new Error(`--${name} ${file}: cannot read the file (${(e as Error).message})`);
+  }
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (e) {
+    throw new Error(`--${name} ${file}: not valid JSON (${(e as Error).message})`);
+  }
 }

@@ -1,11 +1,11 @@
-import { readFile, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { loadModels } from '../load-models.ts';
 import { TargetModel } from '../../model/target.ts';
 import { AssistantModel, type DraftConvention } from '../../model/assistant.ts';
 import { assistantSource, generateClassic, generateMtp } from '../../model/generate.ts';
 import { policyByName } from '../../model/policy.ts';
 import { diffGenerations } from '../../parity/generation-diff.ts';
-import { choice, intOption, requireString } from '../args.ts';
+import { choice, intOption, jsonFileOption, requireString } from '../args.ts';
 import type { Command } from '../command.ts';
 
 export const compare: Command = {
@@ -28,7 +28,8 @@ export const compare: Command = {
   },
   async run({ values }, io) {
     const out = requireString(values, 'json');
-    const raw = JSON.parse(await readFile(requireString(values, 'prompts'), 'utf8')) as unknown;
+    requireString(values, 'prompts');
+    const raw = await jsonFileOption(values, 'prompts');
     if (!Array.isArray(raw) || !raw.length)
       throw new Error(`${values.prompts}: must be a non-empty JSON array of prompts`);
     const m = await loadModels(requireString(values, 'target'), requireString(values, 'draft'));

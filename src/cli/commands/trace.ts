@@ -1,9 +1,9 @@
-import { readFile, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { loadModels } from '../load-models.ts';
 import { runTrace } from '../../parity/trace.ts';
 import { checkpointInfo, qwenCheckpointInfo } from '../../parity/summary.ts';
 import { isQwenDir, loadQwenTarget } from '../qwen-target.ts';
-import { choice, intOption, requireString } from '../args.ts';
+import { choice, intOption, jsonFileOption, requireString } from '../args.ts';
 import type { Command } from '../command.ts';
 
 export const trace: Command = {
@@ -35,9 +35,7 @@ export const trace: Command = {
           close: () => g.close(),
         }));
     try {
-      const stream = values.stream
-        ? (JSON.parse(await readFile(String(values.stream), 'utf8')) as number[])
-        : undefined;
+      const stream = (await jsonFileOption(values, 'stream')) as number[] | undefined;
       if (
         stream &&
         (!Array.isArray(stream) || stream.some((t) => !Number.isInteger(t) || t < 0 || t >= m.targetWeights.desc.vocab))
