@@ -1,7 +1,9 @@
 // Diagnostic (not part of the product; seventeenth session, docs/PERFORMANCE.md "Then (seventeenth session)"): an
-// exact-INTEGER 4-bit matvec on `dot4I8Packed` (dp4a on NVIDIA, AMD and Intel GPUs; polyfilled where the hardware has
-// none, as on Apple GPUs) in the f32 coop kernel's lane layout: k-major 16-byte words, T invocations per feature,
-// R features per invocation, the T partials of an output added by one invocation in the order t = 0 .. T-1.
+// exact-INTEGER 4-bit matvec on WGSL's `dot4I8Packed` (the language extension packed_4x8_integer_dot_product: no
+// `enable`, no toggle; expected to map to a dp4a instruction on NVIDIA, AMD and Intel GPUs and to be emulated on
+// Apple GPUs, which have none: not checked here) in the lane layout of the f32 coop kernel's passes (k-major 16-byte
+// words, T invocations per feature, R features per invocation, the T partials of an output added by one invocation
+// in the order t = 0 .. T-1; the coop kernel's single-row loop may lay its lanes out otherwise, ROW_TL).
 //
 //   y[m, n] = sum_g ( scale[n, g] * (2^e[m, g] * sum_{k in g} q[n, k] X[m, k]) + bias[n, g] * sx[m, g] )
 //
@@ -10,21 +12,25 @@
 // logic ops (low nibbles: k = 0, 2, 4, 6; high: 1, 3, 5, 7; the limbs are stored in that order), and each limb's
 // sum over the group is an exact i32 (|sum| < 64 * 15 * 128 < 2^17), so the integer sums cannot depend on M or on
 // the order of the dp4a; the closing (limb sums to f32, 2^e, scale, x sum, a Neumaier partial per invocation) is
-// the same f32 code for every row. Per weight: L / 4 dp4a per row and 0.375 logic ops shared by the rows, against
-// the f32 kernel's LOP3 + FSUB shared and one FMA per row (docs/PERFORMANCE.md, the fifteenth session's count).
+// the same f32 code for every row. By a count from this source, per weight: L / 4 dp4a per row (and as many i32
+// adds, unless the compiler folds them into the dp4a's accumulator), the closing's ~20 instructions per row,
+// feature and group (~0.3 a weight), and 0.375 logic ops shared by the rows; the f32 kernel counts ~3.6 for a
+// single row and ~8.1 for a block of 4 (docs/PERFORMANCE.md, the fifteenth session's count).
 //
 // What it prints per configuration and M: the time of one dispatch (cold weights, the best of three timings of
 // --iters dispatches), GB/s over the codes with bf16 scales and biases (what the bench counts), and with --check 1
-// the error of rows 0 and 1 against float64 of the same integer sums and of the exact x, and whether every row of
-// a block equals the row of each smaller M run before it (block == chain; each M is its own module here, so equal
-// bytes across them are what the compiler gives, as in scripts/int8-matrix-microbench.mjs). x's limbs are made on
-// the CPU: the dispatch that would make them in an engine is not timed.
+// the error of every row against float64 of the same integer sums and of the exact x, and whether every row of the
+// block has the bits of the same row of x run alone (M = 1 with a row offset: block == chain). Each M is a module
+// of its own here (with --rp 4 the same source), so equal bits across them are what the compiler gives, as in
+// scripts/int8-matrix-microbench.mjs. x's limbs are made on the CPU: the dispatch that would make them in an engine
+// is not timed.
 //
 // Usage (repo root; Node with the npm `webgpu` package; on the lent H200 through `bash .gpu/run.sh node ...`):
 //   node scripts/dp4a-microbench.mjs [--rows 1,4,8] [--n 15360] [--k 3840] [--cfg WG:T:R:L,...] [--rp m|4]
 //       [--cold 256] [--iters 300] [--check 0|1]
 // --cfg: workgroup size, invocations per feature, features per invocation, limbs (3 or 4); --rp m: rows per pass =
-// M (at most 4); --rp 4: one module for every M with a run-time row count (what one pipeline for every M costs).
+// M (at most 4); --rp 4: one module source for every M with a run-time row count (what one pipeline for every M
+// costs).
 import { writeSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { create, globals } from 'webgpu';
@@ -78,7 +84,7 @@ function kernel(WG, T, R, L, RP, runtimeRows) {
   const dExpr =
     L === 4 ? `f32(a.w * 256 + a.z) * 65536.0 + f32(a.y * 256 + a.x)` : `f32(a.z) * 65536.0 + f32(a.y * 256 + a.x)`;
   return `
-struct Params { N: u32, G: u32, M: u32, pad: u32 }
+struct Params { N: u32, G: u32, M: u32, x0: u32 } // x0: the first row of x (row m of y reads row x0 + m)
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> wq: array<vec4<u32>>;
 @group(0) @binding(2) var<storage, read> xl: array<vec4<u32>>;
@@ -121,7 +127,7 @@ ${js.map((j) => `          let u${j} = select(c${j}a[c], c${j}b[c], i == 1u);\n 
 ${rs
   .map(
     (r) => `          ${rowOk(r)}{
-            let xi = ((((r0 + ${r}u) * p.G + g) * 2u + i) * 4u + c) * 2u;
+            let xi = ((((p.x0 + r0 + ${r}u) * p.G + g) * 2u + i) * 4u + c) * 2u;
             let xa = xl[xi];
             let xb = xl[xi + 1u];
 ${js.map((j) => `            ${dots(j, r)}`).join('\n')}
@@ -133,7 +139,7 @@ ${js.map((j) => `            ${dots(j, r)}`).join('\n')}
 ${rs
   .map(
     (r) => `      ${rowOk(r)}{
-        let e = xe[(r0 + ${r}u) * p.G + g];
+        let e = xe[(p.x0 + r0 + ${r}u) * p.G + g];
 ${js.map((j) => `        p${j}_${r} = close(p${j}_${r}, acc${j}_${r}, e, sbias[g * p.N + n${j}]);`).join('\n')}
       }`,
   )
@@ -206,61 +212,86 @@ const sbBuf = buf(sbias);
 const yBuf = output(MMAX * N * 4);
 log(`N ${N} K ${K}: ${(wq.byteLength / 2 ** 20).toFixed(1)} MiB of codes, ${copies} copies`);
 const bytesPerDispatch = wq.byteLength + N * G * 2 * 2;
-const prepared = new Map();
-const firstBytes = new Map();
+const prepared = new Map(); // L -> x's limbs, exponents and the float64 references of every row
+if (!(o.rp === 'm' || Number(o.rp) >= 1)) throw new Error('--rp: m or a positive number of rows per pass');
 for (const cfg of o.cfg.split(',')) {
   const [WG, T, R, L] = cfg.split(':').map(Number);
-  if (![3, 4].includes(L) || WG % T || WG % 32 || T > G || N % ((WG / T) * R) || K % GS)
+  // R <= T: the epilogue's R F invocations that add the partials must fit the workgroup's WG = T F
+  if (![3, 4].includes(L) || WG % T || WG % 32 || T > G || R > T || N % ((WG / T) * R) || K % GS)
     throw new Error(
-      `--cfg ${cfg}: L must be 3 or 4, T must divide WG (a multiple of 32) and be at most K / 64, and N a multiple of WG / T * R`,
+      `--cfg ${cfg}: L must be 3 or 4, T must divide WG (a multiple of 32), be at most K / 64 and at least R, and N be a multiple of WG / T * R`,
     );
-  if (!prepared.has(L)) prepared.set(L, prepare(L));
-  const { xl, xe, X } = prepared.get(L);
+  if (!prepared.has(L)) {
+    const { xl, xe, X } = prepare(L);
+    prepared.set(L, { xl, xe, ref: o.check === '1' ? reference(P, MMAX, X, xe) : undefined });
+  }
+  const { xl, xe, ref } = prepared.get(L);
   const xlBuf = buf(xl);
   const xeBuf = buf(xe);
   const wgs = N / ((WG / T) * R);
-  for (const M of rows) {
-    const runtimeRows = o.rp !== 'm';
+  const runtimeRows = o.rp !== 'm';
+  /** The pipeline of M rows, and bind groups (one per weight copy) for x rows x0 .. x0 + M - 1. */
+  async function build(M) {
     const RP = runtimeRows ? Number(o.rp) : Math.min(M, 4);
     // with rows per pass fixed at compile time, every pass must be full
     if (!runtimeRows && M % RP) throw new Error(`--rp m: M ${M} must be at most 4 or a multiple of 4`);
-    const code = kernel(WG, T, R, L, RP, runtimeRows);
-    const module = device.createShaderModule({ code });
+    // compile errors inside a scope: the helpers end the process on an uncaptured one, and this one is reported
+    device.pushErrorScope('validation');
+    const module = device.createShaderModule({ code: kernel(WG, T, R, L, RP, runtimeRows) });
     const failed = (await module.getCompilationInfo()).messages.filter((m) => m.type === 'error');
-    if (failed.length) {
-      log(`${cfg} M ${M}: ${failed.map((e) => `${e.lineNum}: ${e.message}`).join(' | ')}`);
-      continue;
+    const invalid = await device.popErrorScope();
+    if (failed.length || invalid) {
+      log(`${cfg} M ${M}: ${failed.map((e) => `${e.lineNum}: ${e.message}`).join(' | ') || invalid.message}`);
+      return undefined;
     }
     const pipeline = device.createComputePipeline({ layout: 'auto', compute: { module, entryPoint: 'main' } });
-    const params = buf(Uint32Array.of(N, G, M, 0), U.UNIFORM);
-    const all = [params, wqs[0], xlBuf, xeBuf, sbBuf, yBuf];
-    const groups = wqs.map((w) =>
-      device.createBindGroup({
-        layout: pipeline.getBindGroupLayout(0),
-        entries: all.map((b, i) => ({ binding: i, resource: { buffer: i === 1 ? w : b } })),
-      }),
-    );
+    const groupsAt = (x0) => {
+      const all = [buf(Uint32Array.of(N, G, M, x0), U.UNIFORM), wqs[0], xlBuf, xeBuf, sbBuf, yBuf];
+      return wqs.map((w) =>
+        device.createBindGroup({
+          layout: pipeline.getBindGroupLayout(0),
+          entries: all.map((b, i) => ({ binding: i, resource: { buffer: i === 1 ? w : b } })),
+        }),
+      );
+    };
+    return { pipeline, groupsAt };
+  }
+  /** One checked dispatch (y filled with NaN first, every output must be written): its M rows. */
+  async function runChecked(pipeline, groups, M, what) {
+    fillNaN(yBuf);
+    device.pushErrorScope('validation');
+    await time(pipeline, groups.slice(0, 1), 1, wgs);
+    const invalid = await device.popErrorScope();
+    if (invalid) throw new Error(`${what}: ${invalid.message}`);
+    return new Uint32Array((await readWritten(yBuf, M * N * 4, what)).buffer);
+  }
+  // block == chain: each row of x run alone (M = 1, x row offset m), the bits every block's row m must have
+  let chain;
+  if (o.check === '1') {
+    const one = await build(1);
+    if (!one) continue;
+    chain = new Uint32Array(MMAX * N);
+    for (let m = 0; m < MMAX; m++)
+      chain.set(await runChecked(one.pipeline, one.groupsAt(m), 1, `${cfg} row ${m}`), m * N);
+  }
+  for (const M of rows) {
+    const built = await build(M);
+    if (!built) continue;
+    const groups = built.groupsAt(0);
     let check = '';
-    if (o.check === '1') {
-      fillNaN(yBuf);
-      device.pushErrorScope('validation');
-      await time(pipeline, groups.slice(0, 1), 1, wgs);
-      const invalid = await device.popErrorScope();
-      if (invalid) throw new Error(`${cfg} M ${M}: ${invalid.message}`);
-      const y = await readWritten(yBuf, M * N * 4, `${cfg} M ${M}`);
-      const ref = reference(P, Math.min(M, 2), X, xe); // rows 0 and 1 (the reference is slow)
-      check = `; ${errors(y, ref, Math.min(M, 2) * N)}`;
-      const bytes = new Uint8Array(y.buffer).slice();
-      for (const [m2, earlier] of firstBytes.get(cfg) ?? []) {
-        if (m2 >= M) continue;
-        check += earlier.every((b, i) => b === bytes[i]) ? `; rows of M ${m2} equal` : `; rows of M ${m2} DIFFER`;
-      }
-      if (!firstBytes.has(cfg)) firstBytes.set(cfg, new Map());
-      firstBytes.get(cfg).set(M, bytes);
+    if (chain) {
+      const y = await runChecked(built.pipeline, groups, M, `${cfg} M ${M}`);
+      check = `; ${errors(new Float32Array(y.buffer), ref, M * N)}`;
+      const differ = [...Array(M).keys()].filter((m) =>
+        y.subarray(m * N, (m + 1) * N).some((v, j) => v !== chain[m * N + j]),
+      );
+      check += differ.length
+        ? `; rows ${differ.join(', ')} DIFFER from their single-row runs`
+        : `; every row equals its single-row run`;
     }
-    for (const t0 = performance.now(); performance.now() - t0 < 300; ) await time(pipeline, groups, 100, wgs);
+    for (const t0 = performance.now(); performance.now() - t0 < 300; ) await time(built.pipeline, groups, 100, wgs);
     let best = Number.POSITIVE_INFINITY;
-    for (let r = 0; r < 3; r++) best = Math.min(best, await time(pipeline, groups, Number(o.iters), wgs));
+    for (let r = 0; r < 3; r++) best = Math.min(best, await time(built.pipeline, groups, Number(o.iters), wgs));
     log(
       `${cfg} rp ${o.rp} M ${M}: ${(best * 1e6).toFixed(1)} us, ${(bytesPerDispatch / best / 1e9).toFixed(0)} GB/s (${wgs} workgroups)${check}`,
     );

@@ -323,10 +323,13 @@ for (const M of rows) {
     for (const path of o.stream ? ['stream'] : o.paths.split(',')) {
       if (path === 'mma' && !hasMma) continue;
       const code = o.stream ? stream(T, Number(o.stream), o['stream-sts']) : matvec(path, T, RT);
+      // compile errors inside a scope: the helpers end the process on an uncaptured one, and this one is reported
+      device.pushErrorScope('validation');
       const module = device.createShaderModule({ code });
       const failed = (await module.getCompilationInfo()).messages.filter((m) => m.type === 'error');
-      if (failed.length) {
-        log(`M ${M} ${path} T ${T}: ${failed.map((e) => `${e.lineNum}: ${e.message}`).join(' | ')}`);
+      const invalid = await device.popErrorScope();
+      if (failed.length || invalid) {
+        log(`M ${M} ${path} T ${T}: ${failed.map((e) => `${e.lineNum}: ${e.message}`).join(' | ') || invalid.message}`);
         continue;
       }
       const pipeline = device.createComputePipeline({ layout: 'auto', compute: { module, entryPoint: 'main' } });

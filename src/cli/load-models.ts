@@ -28,7 +28,7 @@ export async function openGemmaDir(
     role === 'target'
       ? `a Gemma 4 target: ${TARGET_MODEL_TYPES.join(', ')}`
       : `a Gemma 4 MTP assistant: ${ASSISTANT_MODEL_TYPES.join(', ')}`;
-  const use = role === 'target' ? "as this command's target" : `to draft for the Gemma 4 target ${targetLabel}`;
+  const use = role === 'target' ? "as this command's target" : `to draft for the Gemma 4 target "${targetLabel}"`;
   if ((await checkpointFamily(files)) === 'qwen3_5')
     throw new FormatError(
       `${label}: config.json declares a Qwen3.5 model_type, which cannot be used ${use} (expected ${expected})`,

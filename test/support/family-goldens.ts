@@ -36,7 +36,7 @@ export interface FamilyRun {
   /** The prompt's length. */
   T: number;
   fwd: ForwardResult;
-  /** Options of every reference call (MoE: transformers' router conventions, the goldens'). */
+  /** Options of the target's reference calls (MoE: transformers' router conventions, the goldens'); the draft takes none. */
   options: Pick<ReferenceOptions, 'router'>;
   /** A golden tensor's data. */
   g: (name: string) => Promise<Float64Array>;

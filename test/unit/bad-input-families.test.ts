@@ -432,7 +432,7 @@ describe('bad input: Gemma 4 E-series (gemma4-e-tiny target and centroid-head as
       'target: config.json declares model_type "gemma4", a target model, not an MTP assistant (expected a Gemma 4 MTP assistant: gemma4_assistant, gemma4_unified_assistant)',
     );
     expect(await refusal(forTarget(qwenDrafter))).toBe(
-      'qwen-drafter: config.json declares a Qwen3.5 model_type, which cannot be used to draft for the Gemma 4 target target (expected a Gemma 4 MTP assistant: gemma4_assistant, gemma4_unified_assistant)',
+      'qwen-drafter: config.json declares a Qwen3.5 model_type, which cannot be used to draft for the Gemma 4 target "target" (expected a Gemma 4 MTP assistant: gemma4_assistant, gemma4_unified_assistant)',
     );
     // the probe command itself refuses it, before any GPU work (it used to print "backbone_hidden_size undefined")
     const io = { out: () => {}, err: () => {} };
@@ -545,10 +545,10 @@ describe('bad input: Gemma 4 26B-A4B MoE (gemma4-moe-tiny target)', () => {
     const t = path.join(GEMMA4_MOE_TINY, 'target');
     // before: 'config.json: model_type "qwen3_5_mtp" is not supported (...)', naming neither folder
     expect(await refusal(openGemmaPair(t, qwenDrafter))).toBe(
-      'qwen-drafter: config.json declares a Qwen3.5 model_type, which cannot be used to draft for the Gemma 4 target target (expected a Gemma 4 MTP assistant: gemma4_assistant, gemma4_unified_assistant)',
+      'qwen-drafter: config.json declares a Qwen3.5 model_type, which cannot be used to draft for the Gemma 4 target "target" (expected a Gemma 4 MTP assistant: gemma4_assistant, gemma4_unified_assistant)',
     );
     expect(await refusal(openGemmaPair(t, path.join(QWEN_TINY, 'target')))).toBe(
-      'target: config.json declares a Qwen3.5 model_type, which cannot be used to draft for the Gemma 4 target target (expected a Gemma 4 MTP assistant: gemma4_assistant, gemma4_unified_assistant)',
+      'target: config.json declares a Qwen3.5 model_type, which cannot be used to draft for the Gemma 4 target "target" (expected a Gemma 4 MTP assistant: gemma4_assistant, gemma4_unified_assistant)',
     );
     expect(await refusal(openGemmaPair(t, path.join(GEMMA4_E_TINY, 'assistant')))).toMatch(
       /^assistant \(gemma4_assistant\) does not fit target \(gemma4\): assistant layer 0 \(sliding\) vs target layer 4: KV heads 1 != 2;/,

@@ -31,7 +31,7 @@ export const compare: Command = {
     requireString(values, 'prompts');
     const raw = await jsonFileOption(values, 'prompts');
     if (!Array.isArray(raw) || !raw.length)
-      throw new Error(`${values.prompts}: must be a non-empty JSON array of prompts`);
+      throw new Error(`--prompts ${values.prompts}: must be a non-empty JSON array of prompts`);
     const m = await loadModels(requireString(values, 'target'), requireString(values, 'draft'));
     try {
       const K = intOption(values, 'block', 2, 16)!;

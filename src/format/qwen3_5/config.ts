@@ -224,7 +224,9 @@ function parseLayerTypes(ctx: Ctx, tc: Obj, numLayers: number): Qwen35LayerType[
   const lt = tc.layer_types;
   // Checked even beside layer_types: mlx-lm builds its layers from full_attention_interval alone (layer i is full
   // iff (i + 1) % interval == 0; 4 when absent) and transformers from layer_types, so an interval of 0 or one
-  // that disagrees with layer_types is a config the two read as different models (mlx-lm cannot load it).
+  // that disagrees with layer_types is a config the two read as different models (mlx-lm cannot load it). Where
+  // the interval is absent, layer_types (transformers' own field) is taken as written and not held to mlx-lm's
+  // default of 4: the stored tensors are checked against it (describe), which is what the engine runs.
   const interval = optPosInt(ctx, tc, 'full_attention_interval');
   const byInterval = (i: number): Qwen35LayerType => ((i + 1) % (interval ?? 4) === 0 ? 'full' : 'linear');
   if (lt === undefined || lt === null) return Array.from({ length: numLayers }, (_, i) => byInterval(i));

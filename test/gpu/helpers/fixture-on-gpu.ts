@@ -22,11 +22,28 @@ export interface FixtureOnGpu {
 /** Uploads `dir`/target and `dir`/assistant (a fixture folder with goldens) to a fresh test GPU. */
 export async function fixtureOnGpu(dir: string): Promise<FixtureOnGpu> {
   const ctx = await testGpu();
-  const golden = await loadGolden(dir);
-  const t = await openCheckpointDir(path.join(dir, 'target'));
-  const a = await openCheckpointDir(path.join(dir, 'assistant'));
-  const tw = await uploadWeights(ctx.device, t.description as TargetDescription);
-  const aw = await uploadWeights(ctx.device, a.description as AssistantDescription);
+  let tw: GpuWeights<TargetDescription> | undefined;
+  try {
+    const golden = await loadGolden(dir);
+    const t = await openCheckpointDir(path.join(dir, 'target'));
+    const a = await openCheckpointDir(path.join(dir, 'assistant'));
+    tw = await uploadWeights(ctx.device, t.description as TargetDescription);
+    const aw = await uploadWeights(ctx.device, a.description as AssistantDescription);
+    return fixture(ctx, golden, tw, aw);
+  } catch (e) {
+    // the test's afterAll sees no fixture: free what was made before the failure here
+    tw?.destroy();
+    ctx.destroy();
+    throw e;
+  }
+}
+
+function fixture(
+  ctx: GpuContext,
+  golden: Golden,
+  tw: GpuWeights<TargetDescription>,
+  aw: GpuWeights<AssistantDescription>,
+): FixtureOnGpu {
   return {
     ctx,
     golden,
