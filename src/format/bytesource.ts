@@ -60,10 +60,17 @@ export async function readAll(src: ByteSource): Promise<Uint8Array> {
 
 /** Reads a whole file as UTF-8 text and parses it as JSON; a syntax error becomes a FormatError naming the file. */
 export async function readJson(src: ByteSource): Promise<unknown> {
-  const text = new TextDecoder().decode(await readAll(src));
+  return parseJsonBytes(await readAll(src), src.name);
+}
+
+/**
+ * UTF-8 bytes of file `name` parsed as JSON; a syntax error becomes a FormatError naming the file (`where`: what
+ * the message starts with, the file name by default).
+ */
+export function parseJsonBytes(bytes: Uint8Array, name: string, where = name): unknown {
   try {
-    return JSON.parse(text);
+    return JSON.parse(new TextDecoder().decode(bytes));
   } catch (e) {
-    throw new FormatError(`${src.name}: not valid JSON (${(e as Error).message})`, src.name);
+    throw new FormatError(`${where}: not valid JSON (${(e as Error).message})`, name);
   }
 }

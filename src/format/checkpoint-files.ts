@@ -1,6 +1,7 @@
 import { readAll, readJson, type ByteSource } from './bytesource.ts';
 import { FormatError } from './errors.ts';
 import { readSafetensorsHeader, type TensorRef } from './safetensors.ts';
+import { isIgnoredTensor, normaliseTensorName } from './tensor-names.ts';
 
 /** The files of one checkpoint folder, by role. */
 export interface CheckpointFiles {
@@ -132,4 +133,40 @@ function summarise(files: ByteSource[]): string {
   return names.length <= 8
     ? names.join(', ') || 'none'
     : `${names.slice(0, 8).join(', ')}, ... ${names.length - 8} more`;
+}
+
+/** The weight files' names for messages ("model.safetensors" or the shard list), and their total size in bytes. */
+export function weightFilesSummary(f: CheckpointFiles): { fileSet: string; totalBytes: number } {
+  return {
+    fileSet: f.weightFiles.map((w) => w.name).join(', '),
+    totalBytes: f.weightFiles.reduce((a, w) => a + w.size, 0),
+  };
+}
+
+/**
+ * The language-model tensors by normalised name (tensor-names.ts), the vision and audio ones skipped and counted;
+ * two names that normalise to one are refused.
+ */
+export function normalisedTensors(
+  f: CheckpointFiles,
+  label: string,
+): { tensors: Map<string, TensorRef>; ignored: number } {
+  const tensors = new Map<string, TensorRef>();
+  let ignored = 0;
+  for (const t of f.tensors.values()) {
+    if (isIgnoredTensor(t.name)) {
+      ignored++;
+      continue;
+    }
+    const n = normaliseTensorName(t.name);
+    const prev = tensors.get(n);
+    if (prev)
+      throw new FormatError(
+        `${label}: tensors "${prev.name}" and "${t.name}" both normalise to "${n}"`,
+        t.file.name,
+        t.name,
+      );
+    tensors.set(n, t);
+  }
+  return { tensors, ignored };
 }

@@ -1,12 +1,10 @@
-import type { ByteSource } from './bytesource.ts';
+import { parseJsonBytes, type ByteSource } from './bytesource.ts';
 import { sha256Hex } from '../util/sha256.ts';
-import { locateCheckpointFiles } from './checkpoint-files.ts';
+import { locateCheckpointFiles, normalisedTensors, weightFilesSummary } from './checkpoint-files.ts';
 import { parseConfig, type ModelType } from './config.ts';
 import { describeModel, TensorTable } from './describe.ts';
-import { FormatError } from './errors.ts';
 import type { ModelDescription } from './model-description.ts';
 import type { TensorRef } from './safetensors.ts';
-import { isIgnoredTensor, normaliseTensorName } from './tensor-names.ts';
 
 export interface Checkpoint {
   /** A name for messages and reports (e.g. the folder name). */
@@ -30,35 +28,11 @@ export interface Checkpoint {
  */
 export async function openCheckpoint(files: ByteSource[], label = 'checkpoint'): Promise<Checkpoint> {
   const f = await locateCheckpointFiles(files, label);
-  let configJson: unknown;
-  try {
-    configJson = JSON.parse(new TextDecoder().decode(f.configBytes));
-  } catch (e) {
-    throw new FormatError(`${f.config.name}: not valid JSON (${(e as Error).message})`, f.config.name);
-  }
-  const config = parseConfig(configJson, f.config.name, f.generationConfig);
-
-  const tensors = new Map<string, TensorRef>();
-  let ignored = 0;
-  for (const t of f.tensors.values()) {
-    if (isIgnoredTensor(t.name)) {
-      ignored++;
-      continue;
-    }
-    const n = normaliseTensorName(t.name);
-    const prev = tensors.get(n);
-    if (prev)
-      throw new FormatError(
-        `${label}: tensors "${prev.name}" and "${t.name}" both normalise to "${n}"`,
-        t.file.name,
-        t.name,
-      );
-    tensors.set(n, t);
-  }
-  const fileSet = f.weightFiles.map((w) => w.name).join(', ');
+  const config = parseConfig(parseJsonBytes(f.configBytes, f.config.name), f.config.name, f.generationConfig);
+  const { tensors, ignored } = normalisedTensors(f, label);
+  const { fileSet, totalBytes } = weightFilesSummary(f);
   const description = describeModel(config, new TensorTable(tensors, fileSet));
   const digest = await checkpointDigest(f.configBytes, f.tensors);
-  const totalBytes = f.weightFiles.reduce((a, w) => a + w.size, 0);
   return {
     label,
     modelType: config.modelType,

@@ -3,13 +3,11 @@
  * `mtp.*` head (a split MTP drafter folder opens in drafter.ts). The same file handling as Gemma's
  * openCheckpoint (shards, index.json, name prefixes, digest).
  */
-import type { ByteSource } from '../bytesource.ts';
+import { parseJsonBytes, type ByteSource } from '../bytesource.ts';
 import { checkpointDigest } from '../checkpoint.ts';
-import { locateCheckpointFiles } from '../checkpoint-files.ts';
+import { locateCheckpointFiles, normalisedTensors, weightFilesSummary } from '../checkpoint-files.ts';
 import { TensorTable } from '../describe.ts';
-import { FormatError } from '../errors.ts';
 import type { TensorRef } from '../safetensors.ts';
-import { isIgnoredTensor, normaliseTensorName } from '../tensor-names.ts';
 import { parseQwen35Config } from './config.ts';
 import { describeQwen35 } from './describe.ts';
 import type { Qwen35Description } from './description.ts';
@@ -36,37 +34,14 @@ export async function openQwen35Checkpoint(files: ByteSource[], label = 'checkpo
 
 async function load(files: ByteSource[], label: string) {
   const f = await locateCheckpointFiles(files, label);
-  let json: unknown;
-  try {
-    json = JSON.parse(new TextDecoder().decode(f.configBytes));
-  } catch (e) {
-    throw new FormatError(`${f.config.name}: not valid JSON (${(e as Error).message})`, f.config.name);
-  }
-  const config = parseQwen35Config(json, f.config.name, 'target');
-  const tensors = new Map<string, TensorRef>();
-  let ignored = 0;
-  for (const t of f.tensors.values()) {
-    if (isIgnoredTensor(t.name)) {
-      ignored++;
-      continue;
-    }
-    const n = normaliseTensorName(t.name);
-    const prev = tensors.get(n);
-    if (prev)
-      throw new FormatError(
-        `${label}: tensors "${prev.name}" and "${t.name}" both normalise to "${n}"`,
-        t.file.name,
-        t.name,
-      );
-    tensors.set(n, t);
-  }
+  const config = parseQwen35Config(parseJsonBytes(f.configBytes, f.config.name), f.config.name, 'target');
+  const { tensors, ignored } = normalisedTensors(f, label);
   return {
     config,
     tensors,
     ignored,
     tokenizer: f.tokenizer,
-    fileSet: f.weightFiles.map((w) => w.name).join(', '),
+    ...weightFilesSummary(f),
     digest: await checkpointDigest(f.configBytes, f.tensors),
-    totalBytes: f.weightFiles.reduce((a, w) => a + w.size, 0),
   };
 }

@@ -16,9 +16,9 @@
  * against the TARGET's geometry (hidden, heads, head dim, intermediate size) with the drafter's own
  * quantization, and its config against the target's config (vocab, eps, RoPE too).
  */
-import type { ByteSource } from '../bytesource.ts';
+import { parseJsonBytes, type ByteSource } from '../bytesource.ts';
 import { checkpointDigest } from '../checkpoint.ts';
-import { locateCheckpointFiles } from '../checkpoint-files.ts';
+import { locateCheckpointFiles, weightFilesSummary } from '../checkpoint-files.ts';
 import { TensorTable } from '../describe.ts';
 import { FormatError } from '../errors.ts';
 import { readSafetensorsHeader, type TensorRef } from '../safetensors.ts';
@@ -57,14 +57,9 @@ export async function openQwen35Drafter(files: ByteSource[], label = 'drafter'):
   await refuseBareHead(files, label);
   const f = await locateCheckpointFiles(files, label);
   const file = f.config.name;
-  let json: unknown;
-  try {
-    json = JSON.parse(new TextDecoder().decode(f.configBytes));
-  } catch (e) {
-    throw new FormatError(`${label}: ${file} is not valid JSON (${(e as Error).message})`, file);
-  }
+  const json = parseJsonBytes(f.configBytes, file, `${label}: ${file}`);
   const config = parseDrafterConfig(json, file, label);
-  const fileSet = f.weightFiles.map((w) => w.name).join(', ');
+  const { fileSet, totalBytes } = weightFilesSummary(f);
   const prefixed = [...f.tensors.keys()].filter((n) => n.startsWith('mtp.'));
   if (prefixed.length > 0)
     throw new FormatError(
@@ -89,7 +84,7 @@ export async function openQwen35Drafter(files: ByteSource[], label = 'drafter'):
     tensors: f.tensors,
     fileSet,
     digest: await checkpointDigest(f.configBytes, f.tensors),
-    totalBytes: f.weightFiles.reduce((a, w) => a + w.size, 0),
+    totalBytes,
   };
 }
 
