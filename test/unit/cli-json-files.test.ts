@@ -9,6 +9,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { jsonFileOption } from '../../src/cli/args.ts';
 import { compare } from '../../src/cli/commands/compare.ts';
+import { trace } from '../../src/cli/commands/trace.ts';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'ringside-json-'));
 const file = (name: string, text: string) => {
@@ -45,6 +46,15 @@ describe('JSON file options', () => {
     const io = { out: () => {}, err: () => {} };
     await expect(compare.run({ values, positionals: [] } as never, io as never)).rejects.toThrow(
       `--prompts ${cut}: not valid JSON`,
+    );
+  });
+
+  it('trace refuses a stream file that is not JSON before opening the target', async () => {
+    const cut = file('stream.json', '[1, 2,');
+    const values = { stream: cut, report: path.join(dir, 'trace.json'), target: '/nonexistent/t' };
+    const io = { out: () => {}, err: () => {} };
+    await expect(trace.run({ values, positionals: [] } as never, io as never)).rejects.toThrow(
+      `--stream ${cut}: not valid JSON`,
     );
   });
 });

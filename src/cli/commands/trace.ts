@@ -24,6 +24,8 @@ export const trace: Command = {
   async run({ values }, io) {
     const out = requireString(values, 'report');
     const dir = requireString(values, 'target');
+    // read before the weights are uploaded: a file that is missing or not JSON is refused without that wait
+    const stream = (await jsonFileOption(values, 'stream')) as number[] | undefined;
     // A Qwen3.5 folder opens with its family's loader (the trace needs the target only).
     const q = (await isQwenDir(dir)) ? await loadQwenTarget(dir) : undefined;
     const m = q
@@ -35,13 +37,12 @@ export const trace: Command = {
           close: () => g.close(),
         }));
     try {
-      const stream = (await jsonFileOption(values, 'stream')) as number[] | undefined;
       if (
         stream &&
         (!Array.isArray(stream) || stream.some((t) => !Number.isInteger(t) || t < 0 || t >= m.targetWeights.desc.vocab))
       ) {
         throw new Error(
-          `${values.stream}: must be a JSON array of token ids below the vocabulary size ${m.targetWeights.desc.vocab}`,
+          `--stream ${values.stream}: must be a JSON array of token ids below the vocabulary size ${m.targetWeights.desc.vocab}`,
         );
       }
       const report = await runTrace(
