@@ -13,24 +13,13 @@ import path from 'node:path';
 import { probe } from '../../src/cli/commands/probe.ts';
 import { openGemmaDir, openGemmaPair } from '../../src/cli/load-models.ts';
 import { openQwenTargetDir } from '../../src/cli/qwen-target.ts';
-import { FormatError } from '../../src/format/errors.ts';
 import { nodeFolderSources } from '../../src/node/file-source.ts';
 import { GEMMA4_E_TINY, GEMMA4_MOE_TINY } from '../support/fixtures.ts';
 import { splitQwenDrafter, writeFolder } from '../support/qwen-drafter-folder.ts';
+import { refusal } from '../support/refusal.ts';
 
 const QWEN_TINY = path.resolve(process.cwd(), 'test/fixtures/qwen-tiny');
 const LM = 'language_model.model';
-
-/** The FormatError message of a promise or function that must fail. */
-async function refusal(p: Promise<unknown> | (() => unknown)): Promise<string> {
-  try {
-    await (typeof p === 'function' ? p() : p);
-  } catch (e) {
-    expect(e).toBeInstanceOf(FormatError);
-    return (e as Error).message;
-  }
-  throw new Error('expected a FormatError');
-}
 
 let tmp: string;
 let cases = 0;

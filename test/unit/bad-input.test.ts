@@ -21,17 +21,7 @@ import { checkMemory, planMemory } from '../../src/model/memory-budget.ts';
 import { nodeFileSource, openCheckpointDir } from '../../src/node/file-source.ts';
 import { writeSynthetic } from '../../src/node/synthetic.ts';
 import { TINY_A, fixtureFiles, memoryCheckpoint } from './fixtures.ts';
-
-/** The FormatError message of a promise or function that must fail. */
-async function refusal(p: Promise<unknown> | (() => unknown)): Promise<string> {
-  try {
-    await (typeof p === 'function' ? p() : p);
-  } catch (e) {
-    expect(e).toBeInstanceOf(FormatError);
-    return (e as Error).message;
-  }
-  throw new Error('expected a FormatError');
-}
+import { refusal } from '../support/refusal.ts';
 
 /** A safetensors file made of an 8-byte length, header text and `data` zero bytes. */
 function stFile(header: unknown, dataBytes = 0, lengthOverride?: bigint): Uint8Array {

@@ -7,7 +7,6 @@ import { describe, expect, it } from 'vitest';
 import { openCheckpoint } from '../../src/format/checkpoint.ts';
 import { checkCompatibility } from '../../src/format/compat.ts';
 import { parseConfig } from '../../src/format/config.ts';
-import { FormatError } from '../../src/format/errors.ts';
 import {
   familyFeatures,
   type AssistantDescription,
@@ -16,6 +15,7 @@ import {
 import type { TensorToWrite } from '../../src/format/safetensors-writer.ts';
 import { GEMMA4_E_TINY } from '../support/fixtures.ts';
 import { fixtureFiles, memoryCheckpoint } from './fixtures.ts';
+import { refusal } from '../support/refusal.ts';
 
 const clone = <T>(x: T): T => JSON.parse(JSON.stringify(x));
 
@@ -34,16 +34,6 @@ async function open(
   const r = edit(c, tensors);
   const t = Array.isArray(r) ? (r as TensorToWrite[]) : tensors;
   return openCheckpoint(memoryCheckpoint(c, t), which);
-}
-
-async function refusal(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-  } catch (e) {
-    expect(e).toBeInstanceOf(FormatError);
-    return (e as Error).message;
-  }
-  throw new Error('expected a FormatError');
 }
 
 const PRE = 'language_model.model.';

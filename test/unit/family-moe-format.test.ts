@@ -10,12 +10,12 @@ import { parseConfig } from '../../src/format/config.ts';
 import { dequantAffine, dequantizeLinear } from '../../src/format/dequant.ts';
 import { toFloat64, toUint32 } from '../../src/format/dtype.ts';
 import { readTensorBytes } from '../../src/format/safetensors.ts';
-import { FormatError } from '../../src/format/errors.ts';
 import { expertLinear } from '../../src/format/experts.ts';
 import { familyFeatures, type TargetDescription } from '../../src/format/model-description.ts';
 import type { TensorToWrite } from '../../src/format/safetensors-writer.ts';
 import { loadReferenceWeights, referenceForward } from '../../src/reference/index.ts';
 import { memoryCheckpoint } from './fixtures.ts';
+import { refusal } from '../support/refusal.ts';
 
 const H = 64;
 const E = 4;
@@ -125,16 +125,6 @@ async function open(edit: (c: any, t: TensorToWrite[]) => unknown = () => undefi
   const t = tensors();
   const r = edit(c, t);
   return openCheckpoint(memoryCheckpoint(c, Array.isArray(r) ? (r as TensorToWrite[]) : t), 'moe');
-}
-
-async function refusal(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-  } catch (e) {
-    expect(e).toBeInstanceOf(FormatError);
-    return (e as Error).message;
-  }
-  throw new Error('expected a FormatError');
 }
 
 describe('Gemma 4 MoE target: format', () => {

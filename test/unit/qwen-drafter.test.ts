@@ -1,7 +1,6 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { bytesSource, type ByteSource } from '../../src/format/bytesource.ts';
-import { FormatError } from '../../src/format/errors.ts';
 import {
   attachQwen35Drafter,
   openQwen35Checkpoint,
@@ -18,6 +17,7 @@ import {
   safetensorsBytes,
   type QwenSynthGeometry,
 } from '../support/qwen-synth.ts';
+import { formatError } from '../support/refusal.ts';
 
 /**
  * Split Qwen3.5 MTP drafter folders (src/format/qwen3_5/drafter.ts, docs/QWEN35.md section 8): mlx-vlm's
@@ -56,16 +56,6 @@ function drafterFiles(o: DrafterOptions = {}): ByteSource[] {
 
 async function target(withMtp: boolean) {
   return openQwen35Checkpoint(qwenSynthFiles(QWEN_SYNTH, { withMtp }), 't');
-}
-
-async function refusal(p: Promise<unknown> | (() => unknown)): Promise<FormatError> {
-  try {
-    await (typeof p === 'function' ? p() : p);
-  } catch (e) {
-    expect(e).toBeInstanceOf(FormatError);
-    return e as FormatError;
-  }
-  throw new Error('expected a FormatError');
 }
 
 describe('split Qwen3.5 MTP drafter folder (mlx-vlm qwen3_5_mtp)', () => {
@@ -115,12 +105,12 @@ describe('split Qwen3.5 MTP drafter folder (mlx-vlm qwen3_5_mtp)', () => {
 
   it('refuses the HF layout: mtp.-prefixed names in a drafter folder, and a bare mtp.safetensors', async () => {
     const prefixed = drafterFiles({ editTensors: (t) => renameAll(t, (n) => `mtp.${n}`) });
-    expect((await refusal(openQwen35Drafter(prefixed, 'hf'))).message).toMatch(
+    expect((await formatError(openQwen35Drafter(prefixed, 'hf'))).message).toMatch(
       /^hf: model.safetensors names the head's tensors with the mtp. prefix \("mtp.pre_fc_norm_embedding.weight", 14 more\), the HF checkpoint's layout, whose RMSNorm weights are zero-centred .*mlx_vlm.speculative.drafters.qwen3_5_mtp.split/,
     );
     const head: Tensors = new Map([...qwenSynthTensors(QWEN_SYNTH, 5, true)].filter(([k]) => k.startsWith('mtp.')));
     const bare = [bytesSource('mtp.safetensors', safetensorsBytes(head))];
-    const e = await refusal(openQwen35Drafter(bare, 'lifted'));
+    const e = await formatError(openQwen35Drafter(bare, 'lifted'));
     expect(e.message).toMatch(
       /^lifted: no config.json, and mtp.safetensors holds the head as named in the HF checkpoint \("mtp.pre_fc_norm_embedding.weight": mtp.\* names, zero-centred norms\)/,
     );
@@ -144,9 +134,9 @@ describe('split Qwen3.5 MTP drafter folder (mlx-vlm qwen3_5_mtp)', () => {
       ],
     ];
     for (const [edit, msg] of cases)
-      expect((await refusal(openQwen35Drafter(drafterFiles({ editConfig: edit }), 'd'))).message).toMatch(msg);
+      expect((await formatError(openQwen35Drafter(drafterFiles({ editConfig: edit }), 'd'))).message).toMatch(msg);
     const noHead = drafterFiles({ editTensors: (t) => t.delete('fc.weight') });
-    expect((await refusal(openQwen35Drafter(noHead, 'd'))).message).toBe(
+    expect((await formatError(openQwen35Drafter(noHead, 'd'))).message).toBe(
       'd: model.safetensors has no "fc.weight", so it holds no Qwen3.5 MTP head (expected fc, pre_fc_norm_embedding, pre_fc_norm_hidden, norm and layers.0.*)',
     );
   });
@@ -154,7 +144,7 @@ describe('split Qwen3.5 MTP drafter folder (mlx-vlm qwen3_5_mtp)', () => {
   it('a drafter of another hidden size: the file, the tensor, found and expected, and the config keys', async () => {
     const t = await target(false);
     const dr = await openQwen35Drafter(drafterFiles({ geometry: { hidden: 64 } }), 'wide');
-    const e = await refusal(() => attachQwen35Drafter(t.description, t.label, dr));
+    const e = await formatError(() => attachQwen35Drafter(t.description, t.label, dr));
     expect(e.message).toBe(
       'wide: the split MTP drafter does not fit target t: model.safetensors: tensor "pre_fc_norm_embedding.weight" has shape [64], expected [32] (MTP embedding norm weight); and config.json: text_config.hidden_size is 64, expected 32 (the target\'s)',
     );
@@ -165,7 +155,7 @@ describe('split Qwen3.5 MTP drafter folder (mlx-vlm qwen3_5_mtp)', () => {
     const t = await target(false);
     const attach = async (o: DrafterOptions) =>
       (
-        await refusal(async () =>
+        await formatError(async () =>
           attachQwen35Drafter(t.description, t.label, await openQwen35Drafter(drafterFiles(o), 'd')),
         )
       ).message;
@@ -204,7 +194,7 @@ describe('split Qwen3.5 MTP drafter folder (mlx-vlm qwen3_5_mtp)', () => {
     });
     const bare = await openQwen35Checkpoint(asSources(bareTarget), 'bare');
     const dr = await openQwen35Drafter(asSources(drafter), 'q');
-    expect((await refusal(() => attachQwen35Drafter(bare.description, bare.label, dr))).message).toBe(
+    expect((await formatError(() => attachQwen35Drafter(bare.description, bare.label, dr))).message).toBe(
       'q: the split MTP drafter does not fit target bare: model.safetensors: "fc.scales" exists (quantized weights) but config.json has no "quantization" block',
     );
   });

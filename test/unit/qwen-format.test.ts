@@ -1,22 +1,12 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { FormatError } from '../../src/format/errors.ts';
 import { openQwen35Checkpoint, parseQwen35Config } from '../../src/format/qwen3_5/index.ts';
 import { nodeFolderSources } from '../../src/node/file-source.ts';
 import { QWEN_SYNTH, qwenSynthConfig, qwenSynthFiles } from '../support/qwen-synth.ts';
+import { formatError } from '../support/refusal.ts';
 
 type Cfg = Record<string, unknown> & { text_config: Record<string, unknown> };
 const cfg = () => qwenSynthConfig(QWEN_SYNTH) as Cfg;
-
-async function refusal(p: Promise<unknown>): Promise<FormatError> {
-  try {
-    await p;
-  } catch (e) {
-    expect(e).toBeInstanceOf(FormatError);
-    return e as FormatError;
-  }
-  throw new Error('expected a FormatError');
-}
 
 describe('Qwen3.5 config.json', () => {
   it('reads the geometry of both layer types, rope and the MTP fields', () => {
@@ -125,7 +115,7 @@ describe('Qwen3.5 checkpoint', () => {
   });
 
   it('refuses a conv kernel that disagrees with linear_conv_kernel_dim', async () => {
-    const e = await refusal(
+    const e = await formatError(
       openQwen35Checkpoint(
         qwenSynthFiles(QWEN_SYNTH, { editConfig: (c) => ((c as Cfg).text_config.linear_conv_kernel_dim = 3) }),
       ),
@@ -143,7 +133,7 @@ describe('Qwen3.5 checkpoint', () => {
         t.set(n, { ...t.get(n)!, shape: [64, 1, 4] });
       },
     });
-    expect((await refusal(openQwen35Checkpoint(files))).message).toMatch(
+    expect((await formatError(openQwen35Checkpoint(files))).message).toMatch(
       /layers\.2\.linear_attn\.conv1d\.weight" has shape \[64,1,4\], transformers' layout \[C, 1, K\]; .*mlx_lm\.convert/,
     );
   });
@@ -152,11 +142,11 @@ describe('Qwen3.5 checkpoint', () => {
     const files = qwenSynthFiles(QWEN_SYNTH, {
       editTensors: (t) => t.delete('language_model.model.layers.0.linear_attn.A_log'),
     });
-    expect((await refusal(openQwen35Checkpoint(files))).message).toBe(
+    expect((await formatError(openQwen35Checkpoint(files))).message).toBe(
       'missing tensor "layers.0.linear_attn.A_log" (A_log of shape [4]) in model.safetensors',
     );
     const noHead = qwenSynthFiles(QWEN_SYNTH, { editTensors: (t) => t.delete('mtp.norm.weight') });
-    expect((await refusal(openQwen35Checkpoint(noHead))).message).toBe(
+    expect((await formatError(openQwen35Checkpoint(noHead))).message).toBe(
       'missing tensor "mtp.norm.weight" (MTP final norm weight of shape [32]) in model.safetensors',
     );
   });
@@ -169,7 +159,7 @@ describe('Qwen3.5 checkpoint', () => {
         t.set(n, { shape: [64, 32], data: w.data.subarray(0, 64 * 32) });
       },
     });
-    expect((await refusal(openQwen35Checkpoint(files))).message).toBe(
+    expect((await formatError(openQwen35Checkpoint(files))).message).toBe(
       'model.safetensors: tensor "language_model.model.layers.1.self_attn.q_proj.weight" has shape [64,32], expected [128,32] (dense weight of layers.1.self_attn.q_proj)',
     );
   });
@@ -184,7 +174,7 @@ describe('Qwen3.5 checkpoint', () => {
         delete tc.full_attention_interval;
       },
     });
-    expect((await refusal(openQwen35Checkpoint(files))).message).toMatch(
+    expect((await formatError(openQwen35Checkpoint(files))).message).toMatch(
       /^layer 1 is "linear_attention" in config.json but model.safetensors has a full-attention layer there/,
     );
   });
@@ -193,7 +183,7 @@ describe('Qwen3.5 checkpoint', () => {
     const files = qwenSynthFiles(QWEN_SYNTH, {
       editTensors: (t) => t.set('mtp.layers.1.input_layernorm.weight', { shape: [32], data: new Float64Array(32) }),
     });
-    expect((await refusal(openQwen35Checkpoint(files))).message).toMatch(
+    expect((await formatError(openQwen35Checkpoint(files))).message).toMatch(
       /1 unexpected language-model tensor that this qwen3_5 description does not use: "mtp.layers.1.input_layernorm.weight"/,
     );
   });
