@@ -68,5 +68,7 @@ fn select_tokens(@builtin(local_invocation_index) lid: u32) {
 // index is below K * per; the clamp keeps a read in bounds whatever the buffer holds.)
 @compute @workgroup_size(1)
 fn pick() {
-  token[0] = selected[min(best[0], P.K * P.per - 1u)];
+  // argmax.wgsl's NAN_ROW (the scored logits hold a NaN) passes through for the host to refuse (src/model/nan-row.ts)
+  let nan_row = 0xfffffffeu;
+  token[0] = select(selected[min(best[0], P.K * P.per - 1u)], nan_row, best[0] == nan_row);
 }

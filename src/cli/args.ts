@@ -1,6 +1,16 @@
+import { statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 
 /** Parsing helpers for CLI option values, with messages that name the option. */
+
+/**
+ * A decimal integer, optionally signed, and nothing else: Number() alone takes "0x4", "1e1", " 4 " and "" (0), so a
+ * typo would run with a value nobody wrote.
+ */
+const INTEGER = /^-?\d+$/;
+const parseInteger = (s: string): number => (INTEGER.test(s) ? Number(s) : Number.NaN);
+
 export function intOption(
   values: Record<string, unknown>,
   name: string,
@@ -9,7 +19,7 @@ export function intOption(
 ): number | undefined {
   const v = values[name];
   if (v === undefined) return undefined;
-  const n = Number(v);
+  const n = parseInteger(String(v));
   if (!Number.isInteger(n) || n < min || n > max)
     throw new Error(`--${name} must be an integer between ${min} and ${max} (got "${String(v)}")`);
   return n;
@@ -22,7 +32,7 @@ export function intList(values: Record<string, unknown>, name: string): number[]
     .split(',')
     .map((x) => x.trim())
     .filter(Boolean);
-  const out = parts.map(Number);
+  const out = parts.map(parseInteger);
   if (!out.length || out.some((n) => !Number.isInteger(n) || n < 0))
     throw new Error(`--${name} must be a comma-separated list of non-negative integers (got "${String(v)}")`);
   return out;
@@ -64,4 +74,32 @@ export async function jsonFileOption(values: Record<string, unknown>, name: stri
   } catch (e) {
     throw new Error(`--${name} ${file}: not valid JSON (${(e as Error).message})`);
   }
+}
+
+/**
+ * The path option `name` names for a file the command writes, checked before any work: a run of minutes must not end
+ * in "ENOENT" because the folder was mistyped. Refuses a path that is a folder and a folder that does not exist.
+ */
+export function outputFileOption(values: Record<string, unknown>, name: string): string | undefined {
+  const v = values[name];
+  if (v === undefined) return undefined;
+  const file = String(v);
+  if (!file) throw new Error(`--${name} needs a file name`);
+  const kind = (p: string) => {
+    try {
+      return statSync(p).isDirectory() ? 'folder' : 'file';
+    } catch {
+      return 'none';
+    }
+  };
+  if (kind(file) === 'folder') throw new Error(`--${name} ${file}: is a folder; give the path of the file to write`);
+  const dir = path.dirname(path.resolve(file));
+  if (kind(dir) !== 'folder') throw new Error(`--${name} ${file}: the folder ${dir} does not exist`);
+  return file;
+}
+
+/** outputFileOption for a required option. */
+export function requireOutputFile(values: Record<string, unknown>, name: string): string {
+  requireString(values, name);
+  return outputFileOption(values, name)!;
 }

@@ -23,6 +23,33 @@ export async function openGemmaDir(
   targetLabel?: string,
 ): Promise<Checkpoint> {
   const label = path.basename(dir);
+  return namingFolder(dir, label, () => openGemmaRole(dir, label, role, targetLabel));
+}
+
+/**
+ * Runs `open` and puts the folder as the user typed it at the head of any error: the checkpoint's label is its
+ * folder's name, and fixtures, `synth` output and many downloads name their folders target/ and assistant/, so
+ * "assistant: ..." or "model.safetensors: ..." alone does not say which of --target and --draft is at fault. The
+ * label stays the folder's name for reports (no local paths in a shared report).
+ */
+export async function namingFolder<T>(dir: string, label: string, open: () => Promise<T>): Promise<T> {
+  try {
+    return await open();
+  } catch (e) {
+    if (e instanceof Error && !e.message.startsWith(`${dir}: `))
+      e.message = e.message.startsWith(`${label}: `)
+        ? `${dir}: ${e.message.slice(label.length + 2)}`
+        : `${dir}: ${e.message}`;
+    throw e;
+  }
+}
+
+async function openGemmaRole(
+  dir: string,
+  label: string,
+  role: 'target' | 'assistant',
+  targetLabel?: string,
+): Promise<Checkpoint> {
   const files = await nodeFolderSources(dir);
   const expected =
     role === 'target'
@@ -52,7 +79,7 @@ export async function openGemmaPair(
 ): Promise<{ target: Checkpoint; assistant?: Checkpoint }> {
   const target = await openGemmaDir(targetDir, 'target');
   if (!draftDir) return { target };
-  const assistant = await openGemmaDir(draftDir, 'assistant', target.label);
+  const assistant = await openGemmaDir(draftDir, 'assistant', targetDir);
   checkCompatibility(target.description as TargetDescription, assistant.description as AssistantDescription);
   return { target, assistant };
 }

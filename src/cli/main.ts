@@ -90,6 +90,14 @@ export async function main(argv: string[], io: CommandIO): Promise<number> {
     io.err(`${(e as Error).message}\n\n${commandHelp(cmd)}`);
     return 2;
   }
+  // No command takes positional arguments: a stray word (or a second "--", after which parseArgs reads every
+  // option as a word) would otherwise be dropped without a sound and the run go on without the options it carried.
+  if (args.positionals.length) {
+    io.err(
+      `unexpected argument${args.positionals.length > 1 ? 's' : ''} ${args.positionals.map((p) => `"${p}"`).join(' ')}: ${cmd.name} takes only --options (with npm run, one "--" before all of them)\n\n${commandHelp(cmd)}`,
+    );
+    return 2;
+  }
   for (const [k, o] of Object.entries(cmd.options)) {
     if (args.values[k] === undefined && o.default !== undefined)
       (args.values as Record<string, unknown>)[k] = o.default;
@@ -104,6 +112,10 @@ export async function main(argv: string[], io: CommandIO): Promise<number> {
     return 1;
   }
 }
+
+// `npm run cli -- ...` runs this in the package's folder; paths the user typed are relative to where they typed them
+// (npm's INIT_CWD). Only under an npm script: a direct `node src/cli/main.ts` keeps its own working folder.
+if (process.env.npm_lifecycle_event && process.env.INIT_CWD) process.chdir(process.env.INIT_CWD);
 
 const io: CommandIO = { out: (t) => process.stdout.write(`${t}\n`), err: (t) => process.stderr.write(`${t}\n`) };
 main(process.argv.slice(2), io).then(

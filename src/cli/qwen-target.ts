@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { namingFolder } from './load-models.ts';
 import { checkpointFamily } from '../format/open-target.ts';
 import {
   attachQwen35Drafter,
@@ -42,9 +43,13 @@ export interface QwenTargetCheckpoint extends Qwen35Checkpoint {
  * layout, src/format/qwen3_5/drafter.ts) checked against it; the drafter's head then drafts.
  */
 export async function openQwenTargetDir(dir: string, draftDir?: string): Promise<QwenTargetCheckpoint> {
-  const ck = await openQwen35Checkpoint(await nodeFolderSources(dir), path.basename(dir));
+  const label = path.basename(dir);
+  const ck = await namingFolder(dir, label, async () => openQwen35Checkpoint(await nodeFolderSources(dir), label));
   if (!draftDir) return { ...ck, mtpHead: qwenMtpHeadText(ck.description, ck.label, false) };
-  const drafter = await openQwen35Drafter(await nodeFolderSources(draftDir), path.basename(draftDir));
+  const draftLabel = path.basename(draftDir);
+  const drafter = await namingFolder(draftDir, draftLabel, async () =>
+    openQwen35Drafter(await nodeFolderSources(draftDir), draftLabel),
+  );
   const description = attachQwen35Drafter(ck.description, ck.label, drafter);
   const replaced = ck.description.mtp !== null;
   return { ...ck, description, drafter, mtpHead: qwenMtpHeadText(description, ck.label, replaced) };

@@ -9,6 +9,7 @@ import { RopeTables } from './rope-tables.ts';
 import * as op from './ops.ts';
 import { createAttentionScratch, SEG_MAX_EXACT } from './attention-op.ts';
 import { CentroidHeadOp, fullLogits, type CentroidCapture } from './family/centroid-head-op.ts';
+import { refuseNanRows } from './nan-row.ts';
 
 /**
  * The MTP assistant (drafter) on the GPU, GEMMA4.md section 5. One step:
@@ -209,7 +210,9 @@ export class AssistantModel {
     const ids = await readBytes(this.device, ws.drafts, steps * 4);
     const e = await err;
     if (e) throw new GpuError('validation', `WebGPU error while drafting: ${e.message}`);
-    const result: DraftResult = { tokens: [...new Uint32Array(ids.buffer, ids.byteOffset, steps)] };
+    const drafted = new Uint32Array(ids.buffer, ids.byteOffset, steps);
+    refuseNanRows(drafted, "the MTP assistant's draft logits");
+    const result: DraftResult = { tokens: [...drafted] };
     if (o.capture) {
       const hd = await readBytes(this.device, ws.outHidden, steps * BB * 4);
       if (this.centroid) {

@@ -29,8 +29,19 @@ export function familyPolicies(family: ModelFamily): readonly Policy[] {
   return family === 'qwen3_5' ? QWEN_POLICY_LIST : POLICIES;
 }
 
-/** A policy by name for a family's target; throws naming the family's policies when it does not take it. */
+/**
+ * A policy by name for a family's target; throws naming the family's policies when it does not take it, and the
+ * family that does take it when it is another family's (gdn-chunked for a Gemma 4 target: "unknown" would send the
+ * user looking for a typo).
+ */
 export function familyPolicy(family: ModelFamily, name: string): Policy {
+  const gemma = POLICIES.some((p) => p.name === name);
+  if (family === 'gemma4' && !gemma && QWEN_POLICIES.has(name))
+    throw new Error(
+      `policy ${name} applies to Qwen3.5 targets only; Gemma 4 targets take ${POLICIES.map((p) => p.name).join(', ')} (and moe-grouped on mixture-of-experts targets)`,
+    );
+  if (family === 'gemma4' && MOE_ONLY_POLICIES.has(name))
+    throw new Error(`policy ${name} applies to Gemma 4 mixture-of-experts targets only; this target has no experts`);
   return family === 'qwen3_5' ? qwenPolicyByName(name) : policyByName(name);
 }
 
@@ -51,4 +62,13 @@ export function familyPolicyMenu(family: ModelFamily): { name: string; descripti
     name: p.name,
     description: (family === 'qwen3_5' ? QWEN_DESCRIPTIONS[p.name] : undefined) ?? p.description,
   }));
+}
+
+/**
+ * Refuses, before any model is read, a policy name that no target of the family takes (a typo, or another family's
+ * policy). The MoE-only policies are left to the loaded target: only then is it known whether it has experts.
+ */
+export function checkPolicyName(family: ModelFamily, name: string): void {
+  if (family === 'gemma4' && MOE_ONLY_POLICIES.has(name)) return;
+  familyPolicy(family, name);
 }

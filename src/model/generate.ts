@@ -104,7 +104,8 @@ export function assistantSource(asst: AssistantModel): DraftSource {
 /**
  * Replays a reference token stream (e.g. classic greedy output) as drafts, replacing the draft for
  * stream index i by a wrong token whenever `mismatch(i)` says so: any acceptance length and any
- * rollback depth on demand.
+ * rollback depth on demand. The stream should reach K - 1 tokens past max-new (classicWithOracleStream); past
+ * its end (a stream cut by an end-of-turn token) the draft is token 0.
  */
 export function oracleSource(
   stream: readonly number[],
@@ -136,6 +137,9 @@ function finish(tokens: number[], maxNew: number, eos: readonly number[]): { tok
   return { tokens: tokens.slice(0, maxNew), stoppedOnEos: false };
 }
 
+/** Generation continues a prompt: with none there is no position to predict from. */
+const EMPTY_PROMPT = 'the prompt is empty: generation needs at least one token to continue';
+
 /** Chained greedy steps between two readbacks in classic generation (see generateClassic). */
 const GREEDY_WINDOW = 16;
 
@@ -145,6 +149,7 @@ export async function generateClassic(
   o: GenerateOptions,
 ): Promise<GenerateResult> {
   const eos = o.eosIds ?? [];
+  if (!prompt.length) throw new Error(EMPTY_PROMPT);
   target.reset();
   let t = performance.now();
   const pre = await target.prefill(prompt, { logits: 'last', policy: o.policy });
@@ -172,6 +177,25 @@ export async function generateClassic(
   };
 }
 
+/**
+ * Classic greedy output of `o.maxNew` tokens, and the reference stream an oracle drafter replays (oracleSource):
+ * the same continuation `extra` tokens longer, so that the last MTP round, which drafts K - 1 tokens whatever is
+ * left of max-new, drafts real tokens (with extra = K - 1) instead of padding that would count as rejections. The
+ * classic result is the long run cut to max-new (its own tokens, EOS stop and SHA-256; its timings are the long
+ * run's).
+ */
+export async function classicWithOracleStream(
+  target: GenerateTarget,
+  prompt: number[],
+  o: GenerateOptions,
+  extra: number,
+): Promise<{ classic: GenerateResult; stream: number[] }> {
+  const long = await generateClassic(target, prompt, { ...o, maxNew: o.maxNew + extra });
+  const out = finish(long.tokens, o.maxNew, o.eosIds ?? []);
+  const classic = { ...long, ...out, sha256: await sha256Hex(Uint32Array.from(out.tokens)) };
+  return { classic, stream: long.tokens };
+}
+
 export async function generateMtp(
   target: GenerateTarget,
   source: DraftSource,
@@ -180,6 +204,7 @@ export async function generateMtp(
   o: GenerateOptions & { draftPosition?: string },
 ): Promise<GenerateResult> {
   if (K < 2) throw new Error('MTP needs a block of at least 2 (one bonus token and one draft)');
+  if (!prompt.length) throw new Error(EMPTY_PROMPT);
   const eos = o.eosIds ?? [];
   const H = target.desc.hidden;
   target.reset();

@@ -19,6 +19,7 @@ import { KvCache, type CacheSnapshot } from './kv-cache.ts';
 import * as op from './ops.ts';
 import type { ForwardResult, StepOptions, TargetOptions } from './target.ts';
 import { TargetWorkspace } from './target-workspace.ts';
+import { refuseNanRows } from './nan-row.ts';
 
 /** What a family engine's layers need of the shared core beyond the description (see TargetCore's constructor). */
 export interface TargetLayout {
@@ -185,7 +186,9 @@ export abstract class TargetCore<O extends TargetOptions = TargetOptions> {
       const [ids] = await readMany(this.device, [{ buffer: out, bytes: count * 4 }]);
       await this.checkErrors(`running ${count} chained decode steps`);
       this.stats.waitMs += performance.now() - tWait;
-      return [...new Uint32Array(ids.buffer, ids.byteOffset, count)];
+      const tokens = new Uint32Array(ids.buffer, ids.byteOffset, count);
+      refuseNanRows(tokens, "the target's logits (chained decode steps)");
+      return [...tokens];
     } finally {
       out.destroy();
     }
@@ -383,6 +386,7 @@ export abstract class TargetCore<O extends TargetOptions = TargetOptions> {
       result.logits = head.logits;
       result.argmax = head.argmax;
     }
+    if (result.argmax) refuseNanRows(result.argmax, "the target's logits");
     if (o.finalHidden) result.finalHidden = f32(got[at++]);
     for (const [name, c] of f.captures) {
       result.captures.set(name, f32(got[at++]));

@@ -82,7 +82,7 @@ function denseLayout(d: TargetDescription): TargetLayout {
   const family = familyFeatures(d);
   if (family.length > 0)
     throw new Error(
-      `${d.modelType} target uses ${family.join(', ')}: the dense engine does not run it (E-series targets run in ETargetModel, src/model/family/e-target.ts)`,
+      `this ${d.modelType} target uses ${family.join(', ')}, which the dense Gemma 4 engine does not run (E-series and mixture-of-experts targets run in their own engines: family/e-target.ts, family/moe-target.ts)`,
     );
   return { cacheLayers: d.layers.length, mlpWidth: d.intermediate };
 }

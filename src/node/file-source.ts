@@ -36,6 +36,15 @@ export async function nodeFileSource(filePath: string, name = path.basename(file
 
 /** ByteSources for every regular, non-hidden file in `dir` (recursively), named by their path relative to `dir`. */
 export async function nodeFolderSources(dir: string): Promise<ByteSource[]> {
+  // readdir's own "ENOENT: ... scandir" names neither what was expected nor that the path came from the user
+  const kind = await stat(dir).then(
+    (st) => (st.isDirectory() ? 'folder' : 'file'),
+    () => 'none',
+  );
+  if (kind === 'none')
+    throw new Error(`${dir}: no such folder (a checkpoint folder holds config.json and *.safetensors)`);
+  if (kind === 'file')
+    throw new Error(`${dir}: is a file; give the checkpoint's folder (config.json and *.safetensors)`);
   const out: ByteSource[] = [];
   const walk = async (sub: string): Promise<void> => {
     const entries = await readdir(path.join(dir, sub), { withFileTypes: true });

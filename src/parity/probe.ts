@@ -2,7 +2,8 @@ import type { TargetDescription } from '../format/model-description.ts';
 import type { GpuContext } from '../gpu/device.ts';
 import type { GpuWeights } from '../model/gpu-weights.ts';
 import { TargetModel, type ForwardResult, type Precision } from '../model/target.ts';
-import { policyByName, type Policy } from '../model/policy.ts';
+import type { Policy } from '../model/policy.ts';
+import { familyPolicy } from '../model/family-policies.ts';
 import type { CancelToken, ProgressFn } from '../util/cancel.ts';
 import { compareRows } from './compare.ts';
 import { defaultDrawLengths, probeDraw, QWEN_DRAW_LENGTHS, type Draw } from './draws.ts';
@@ -154,7 +155,11 @@ export async function runProbe(env: ProbeEnv, opts: ProbeOptions): Promise<Probe
     throw new Error(
       `policy ${opts.policy} applies to Gemma 4 mixture-of-experts targets only; this target has no experts`,
     );
-  const policy = qwen ? qwenPolicyByName(opts.policy) : moe ? moePolicyByName(opts.policy) : policyByName(opts.policy);
+  const policy = qwen
+    ? qwenPolicyByName(opts.policy)
+    : moe
+      ? moePolicyByName(opts.policy)
+      : familyPolicy('gemma4', opts.policy);
   const K = opts.block;
   if (!(K >= 1 && K <= 16)) throw new Error(`block width must be between 1 and 16 (got ${K})`);
   const lengths = opts.lengths ?? ('window' in desc ? defaultDrawLengths(desc.window) : [...QWEN_DRAW_LENGTHS]);
@@ -201,8 +206,8 @@ export async function runProbe(env: ProbeEnv, opts: ProbeOptions): Promise<Probe
     verdict,
     summary:
       verdict === 'equal'
-        ? `block-versus-chain probe passed: ${draws.length} draws, every verify position equals the single-token chain in all logit bytes`
-        : `block-versus-chain probe failed: ${failing.length} of ${draws.length} draws differ; ${failing[0].text}`,
+        ? `block-versus-chain probe passed: ${draws.length} draw${draws.length === 1 ? '' : 's'}, every verify position equals the single-token chain in all logit bytes`
+        : `block-versus-chain probe failed: ${failing.length} of ${draws.length} draw${draws.length === 1 ? '' : 's'} differ; ${failing[0].text}`,
     consequence:
       verdict === 'equal'
         ? 'MTP would be enabled'

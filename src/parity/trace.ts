@@ -2,7 +2,8 @@ import type { TargetDescription } from '../format/model-description.ts';
 import type { GpuContext } from '../gpu/device.ts';
 import type { GpuWeights } from '../model/gpu-weights.ts';
 import { TargetModel, type Precision } from '../model/target.ts';
-import { policyByName, type Policy } from '../model/policy.ts';
+import type { Policy } from '../model/policy.ts';
+import { familyPolicy } from '../model/family-policies.ts';
 import type { CancelToken, ProgressFn } from '../util/cancel.ts';
 import { compareRows } from './compare.ts';
 import {
@@ -160,7 +161,11 @@ export async function runTrace(env: TraceEnv, opts: TraceOptions): Promise<Trace
     throw new Error(
       `policy ${opts.policy} applies to Gemma 4 mixture-of-experts targets only; this target has no experts`,
     );
-  const policy = qwen ? qwenPolicyByName(opts.policy) : moe ? moePolicyByName(opts.policy) : policyByName(opts.policy);
+  const policy = qwen
+    ? qwenPolicyByName(opts.policy)
+    : moe
+      ? moePolicyByName(opts.policy)
+      : familyPolicy('gemma4', opts.policy);
   const K = opts.block;
   const n = opts.prefix + opts.traced + 1;
   const stream = opts.stream ?? defaultStream(n, desc.vocab);

@@ -5,7 +5,7 @@
  */
 import { createGpuContext, type AdapterReport, type GpuContext } from '../gpu/device.ts';
 import { runSelfTest, type SelfTestResult } from '../gpu/selftest.ts';
-import { CancelToken, type ProgressFn } from '../util/cancel.ts';
+import { CancelToken, type Progress, type ProgressFn } from '../util/cancel.ts';
 import { blobSource } from '../format/bytesource.ts';
 import { checkCompatibility } from '../format/compat.ts';
 import { checkpointFamily, openFamilyCheckpoint } from '../format/open-target.ts';
@@ -19,7 +19,7 @@ import { familyPolicyMenu, type PolicyFamily } from '../model/family-policies.ts
 import { MOE_POLICY_LIST } from '../model/family/moe-policies.ts';
 import { runTrace, type TraceOptions, type TraceReport } from '../parity/trace.ts';
 import type { DraftConvention } from '../model/assistant.ts';
-import { generateClassic, generateMtp, type GenerateResult } from '../model/generate.ts';
+import { classicWithOracleStream, generateClassic, generateMtp, type GenerateResult } from '../model/generate.ts';
 import { generationModels, pageOracleSource, type GenerationWeights } from '../model/generation-setup.ts';
 import { diffGenerations, type GenerationDiff } from '../parity/generation-diff.ts';
 import { loadTokenizer } from '../format/tokenizer.ts';
@@ -433,15 +433,16 @@ export class Engine {
       });
       try {
         const base = { maxNew: opts.maxNew, eosIds: g.eosIds, policy: g.policy, cancel: token };
-        const classic = await generateClassic(g.target, prompt, {
-          ...base,
-          onProgress: (p) => onProgress?.({ ...p, phase: 'classic decode' }),
-        });
+        const classicOpts = { ...base, onProgress: (p: Progress) => onProgress?.({ ...p, phase: 'classic decode' }) };
+        // oracle drafts replay classic's continuation K - 1 tokens past max-new (the last round drafts that far)
+        const { classic, stream } = oracle
+          ? await classicWithOracleStream(g.target, prompt, classicOpts, opts.block - 1)
+          : { classic: await generateClassic(g.target, prompt, classicOpts), stream: [] };
         const drafter = oracle ? undefined : g.mtpDrafter();
         try {
           const mtp = await generateMtp(
             g.target,
-            drafter ? drafter.source : pageOracleSource(classic.tokens, vocab),
+            drafter ? drafter.source : pageOracleSource(stream, vocab),
             prompt,
             opts.block,
             {

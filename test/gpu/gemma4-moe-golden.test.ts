@@ -72,7 +72,7 @@ describe('GPU f32 MoE target vs transformers float64 goldens (gemma4-moe-tiny)',
       expect(l.moe?.routerProj.desc).toMatchObject({ kind: 'affine', bits: 8 });
     }
     expect(() => new TargetModel(ctx, weights, OPTS)).toThrow(
-      /mixture-of-experts blocks \(8 experts, top 4\): the dense engine does not run it/,
+      /mixture-of-experts blocks \(8 experts, top 4\), which the dense Gemma 4 engine does not run/,
     );
     expect(() => new ETargetModel(ctx, weights, OPTS)).toThrow(/mixture-of-experts targets/);
   });

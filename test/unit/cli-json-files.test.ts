@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { jsonFileOption } from '../../src/cli/args.ts';
 import { compare } from '../../src/cli/commands/compare.ts';
 import { trace } from '../../src/cli/commands/trace.ts';
+import type { Command } from '../../src/cli/command.ts';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'ringside-json-'));
 const file = (name: string, text: string) => {
@@ -17,6 +18,10 @@ const file = (name: string, text: string) => {
   writeFileSync(p, text);
   return p;
 };
+
+/** A command's option defaults, as main.ts fills them in before run(). */
+const defaults = (cmd: Command) =>
+  Object.fromEntries(Object.entries(cmd.options).flatMap(([k, o]) => (o.default === undefined ? [] : [[k, o.default]])));
 
 describe('JSON file options', () => {
   it('read the JSON, or nothing without the option', async () => {
@@ -38,6 +43,7 @@ describe('JSON file options', () => {
   it('compare refuses a prompts file that is not JSON before opening the models', async () => {
     const cut = file('prompts.json', '[[2, 3');
     const values = {
+      ...defaults(compare),
       prompts: cut,
       json: path.join(dir, 'out.json'),
       target: '/nonexistent/t',
@@ -51,7 +57,7 @@ describe('JSON file options', () => {
 
   it('trace refuses a stream file that is not JSON before opening the target', async () => {
     const cut = file('stream.json', '[1, 2,');
-    const values = { stream: cut, report: path.join(dir, 'trace.json'), target: '/nonexistent/t' };
+    const values = { ...defaults(trace), stream: cut, report: path.join(dir, 'trace.json'), target: '/nonexistent/t' };
     const io = { out: () => {}, err: () => {} };
     await expect(trace.run({ values, positionals: [] } as never, io as never)).rejects.toThrow(
       `--stream ${cut}: not valid JSON`,

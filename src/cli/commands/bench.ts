@@ -1,6 +1,6 @@
 import { writeFile } from 'node:fs/promises';
 import { nodeGpuContext } from '../node-gpu.ts';
-import { intList, intOption } from '../args.ts';
+import { intList, intOption, outputFileOption } from '../args.ts';
 import { defaultBenchOptions, formatBench, runBench } from '../../bench/run.ts';
 import type { AffineKernel } from '../../bench/kernels.ts';
 import { checkE2ELayers, defaultE2ELayers, E2E_PRESETS, isE2EPreset } from '../../bench/e2e-model.ts';
@@ -94,14 +94,15 @@ export const bench: Command = {
       if (!(s > 0)) throw new Error('--seconds must be a positive number');
       o.targetSeconds = s;
     }
+    const jsonPath = outputFileOption(v, 'json');
     o.log = (line) => io.err(`bench: ${line}`);
     const ctx = await nodeGpuContext(v['no-subgroups'] ? { disableFeatures: ['subgroups'] } : {});
     try {
       const report = await runBench(ctx, o);
       io.out(formatBench(report));
-      if (typeof v.json === 'string') {
-        await writeFile(v.json, `${JSON.stringify(report, null, 2)}\n`);
-        io.err(`bench: wrote ${v.json}`);
+      if (jsonPath) {
+        await writeFile(jsonPath, `${JSON.stringify(report, null, 2)}\n`);
+        io.err(`bench: wrote ${jsonPath}`);
       }
       return 0;
     } finally {

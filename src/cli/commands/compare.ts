@@ -1,11 +1,13 @@
 import { writeFile } from 'node:fs/promises';
 import { loadModels } from '../load-models.ts';
-import { TargetModel } from '../../model/target.ts';
-import { AssistantModel, type DraftConvention } from '../../model/assistant.ts';
-import { assistantSource, generateClassic, generateMtp } from '../../model/generate.ts';
-import { policyByName } from '../../model/policy.ts';
+import type { DraftConvention } from '../../model/assistant.ts';
+import { generateClassic, generateMtp } from '../../model/generate.ts';
+import { generationModels } from '../../model/generation-setup.ts';
+import { familyPolicy } from '../../model/family-policies.ts';
+import { MOE_ONLY_POLICIES } from '../../model/family/moe-policies.ts';
+import { isQwenDir } from '../qwen-target.ts';
 import { diffGenerations } from '../../parity/generation-diff.ts';
-import { choice, intOption, jsonFileOption, requireString } from '../args.ts';
+import { choice, intOption, jsonFileOption, requireOutputFile, requireString } from '../args.ts';
 import type { Command } from '../command.ts';
 
 export const compare: Command = {
@@ -13,7 +15,7 @@ export const compare: Command = {
   summary:
     'Free-generation comparison: for N prompts, classic vs MTP greedy output (identical, or the first differing token).',
   usage:
-    'compare --target DIR --draft DIR --prompts FILE.json [--max-new N] [--block K] [--policy NAME] [--draft-position hf|mlxcel] [--precision f32|bf16] --json FILE',
+    'compare --target DIR --draft DIR --prompts FILE.json [--chat] [--max-new N] [--block K] [--policy NAME] [--draft-position hf|mlxcel] [--precision f32|bf16] --json FILE',
   options: {
     target: { type: 'string', help: 'target checkpoint folder' },
     draft: { type: 'string', help: 'assistant checkpoint folder' },
@@ -27,50 +29,70 @@ export const compare: Command = {
     json: { type: 'string', help: 'where to write the JSON result' },
   },
   async run({ values }, io) {
-    const out = requireString(values, 'json');
+    // every option is checked before the models are read
+    const out = requireOutputFile(values, 'json');
     requireString(values, 'prompts');
+    const K = intOption(values, 'block', 2, 16)!;
+    const maxNew = intOption(values, 'max-new', 1, 100_000)!;
+    const precision = choice(values, 'precision', ['f32', 'bf16'] as const)!;
+    const position = choice(values, 'draft-position', ['hf', 'mlxcel'] as const)! as DraftConvention;
+    const policyName = String(values.policy);
+    // moe-grouped is checked against the target once loaded (generationModels: MoE targets only)
+    if (!MOE_ONLY_POLICIES.has(policyName)) familyPolicy('gemma4', policyName);
     const raw = await jsonFileOption(values, 'prompts');
     if (!Array.isArray(raw) || !raw.length)
       throw new Error(`--prompts ${values.prompts}: must be a non-empty JSON array of prompts`);
-    const m = await loadModels(requireString(values, 'target'), requireString(values, 'draft'));
+    const targetDir = requireString(values, 'target');
+    if (await isQwenDir(targetDir))
+      throw new Error(
+        `${targetDir}: compare runs Gemma 4 targets with their assistant; for a Qwen3.5 target compare \`generate --mode classic\` with \`generate --mode mtp\` (same --tokens or --prompt): their JSON carries both SHA-256s`,
+      );
+    const m = await loadModels(targetDir, requireString(values, 'draft'));
     try {
-      const K = intOption(values, 'block', 2, 16)!;
-      const maxNew = intOption(values, 'max-new', 1)!;
-      const precision = choice(values, 'precision', ['f32', 'bf16'] as const)!;
-      const position = choice(values, 'draft-position', ['hf', 'mlxcel'] as const)! as DraftConvention;
-      const policy = policyByName(String(values.policy));
+      const vocab = m.targetWeights.desc.vocab;
       const prompts = raw.map((p, i) => {
+        let ids: number[];
         if (typeof p === 'string') {
           if (!m.tokenizer) throw new Error(`prompt ${i} is text but ${m.target.label} has no tokenizer.json`);
-          return m.tokenizer.encode(p, values.chat === true);
-        }
-        if (!Array.isArray(p) || p.some((t) => !Number.isInteger(t) || t < 0 || t >= m.targetWeights.desc.vocab))
-          throw new Error(`prompt ${i}: not a list of token ids below ${m.targetWeights.desc.vocab}`);
-        return p as number[];
+          ids = m.tokenizer.encode(p, values.chat === true);
+        } else if (!Array.isArray(p) || p.some((t) => !Number.isInteger(t) || t < 0 || t >= vocab))
+          throw new Error(`prompt ${i}: not a list of token ids below ${vocab}`);
+        else ids = p as number[];
+        if (!ids.length) throw new Error(`prompt ${i} has no tokens: every prompt needs at least one`);
+        return ids;
       });
+      const weights = { family: 'gemma4' as const, target: m.targetWeights, assistant: m.assistantWeights };
       const results = [];
+      let policy = '';
       for (const [i, prompt] of prompts.entries()) {
-        const target = new TargetModel(m.ctx, m.targetWeights, {
-          maxContext: prompt.length + maxNew + K,
-          maxBlock: K,
-          prefillChunk: Math.min(prompt.length, 512),
+        // the E-series and MoE targets run in their own engines: generationModels picks the one for this target
+        const g = generationModels(m.ctx, weights, {
+          promptLength: prompt.length,
+          maxNew,
+          block: K,
+          policy: policyName,
           precision,
+          draftPosition: position,
         });
-        const asst = new AssistantModel(m.ctx, m.assistantWeights!, target, position, precision);
-        const opts = { maxNew, eosIds: m.targetWeights.desc.eosIds, policy };
-        const classic = await generateClassic(target, prompt, opts);
-        const mtp = await generateMtp(target, assistantSource(asst), prompt, K, { ...opts, draftPosition: position });
-        const diff = diffGenerations(classic, mtp);
-        results.push({
-          ...diff,
-          classicText: m.tokenizer?.decode(classic.tokens),
-          mtpText: m.tokenizer?.decode(mtp.tokens),
-        });
-        io.out(
-          `prompt ${i}: ${diff.identical ? 'identical' : `first difference at token ${diff.firstDifference}`} (${mtp.tokens.length} tokens, acceptance ${(100 * mtp.counters!.acceptanceRate).toFixed(1)}%)`,
-        );
-        asst.destroy();
-        target.destroy();
+        try {
+          policy = g.policy.name;
+          const opts = { maxNew, eosIds: g.eosIds, policy: g.policy };
+          const classic = await generateClassic(g.target, prompt, opts);
+          const drafter = g.mtpDrafter();
+          const mtp = await generateMtp(g.target, drafter.source, prompt, K, { ...opts, draftPosition: position });
+          drafter.done();
+          const diff = diffGenerations(classic, mtp);
+          results.push({
+            ...diff,
+            classicText: m.tokenizer?.decode(classic.tokens),
+            mtpText: m.tokenizer?.decode(mtp.tokens),
+          });
+          io.out(
+            `prompt ${i}: ${diff.identical ? 'identical' : `first difference at token ${diff.firstDifference}`} (${mtp.tokens.length} tokens, acceptance ${(100 * mtp.counters!.acceptanceRate).toFixed(1)}%)`,
+          );
+        } finally {
+          g.destroy();
+        }
       }
       const identical = results.filter((r) => r.identical).length;
       await writeFile(
@@ -79,7 +101,7 @@ export const compare: Command = {
           {
             kind: 'generation-comparison',
             block: K,
-            policy: policy.name,
+            policy,
             precision,
             draftPosition: position,
             identical,

@@ -3,9 +3,9 @@ import { nodeGpuContext } from '../node-gpu.ts';
 import { openGemmaDir } from '../load-models.ts';
 import { uploadWeights } from '../../model/gpu-weights.ts';
 import { TargetModel, type ForwardResult } from '../../model/target.ts';
-import type { TargetDescription } from '../../format/model-description.ts';
+import { familyFeatures, type TargetDescription } from '../../format/model-description.ts';
 import { writeSafetensors, type TensorToWrite } from '../../format/safetensors-writer.ts';
-import { choice, intList, intOption, requireString } from '../args.ts';
+import { choice, intList, intOption, requireOutputFile, requireString } from '../args.ts';
 import type { Command } from '../command.ts';
 
 /** Capture names of the engine -> tensor names of the fixtures' golden.safetensors. */
@@ -37,12 +37,21 @@ export const forward: Command = {
   async run({ values }, io) {
     const tokens = intList(values, 'tokens');
     if (!tokens?.length) throw new Error('--tokens is required');
-    const out = requireString(values, 'out');
+    const out = requireOutputFile(values, 'out');
     const precision = choice(values, 'precision', ['f32', 'bf16'] as const)!;
     const block = intOption(values, 'block', 1, 64);
     if (values.chain && block) throw new Error('--chain and --block are exclusive');
-    const ck = await openGemmaDir(requireString(values, 'model'), 'target');
+    if ((values.chain || block) && values['prefill-chunk'] !== undefined)
+      throw new Error('--prefill-chunk applies to the default mode (one prefill), not to --chain or --block');
+    const modelDir = requireString(values, 'model');
+    const ck = await openGemmaDir(modelDir, 'target');
     const desc = ck.description as TargetDescription;
+    // forward writes the dense fixtures' tensors (logits, act.*) from the dense engine only
+    const family = familyFeatures(desc);
+    if (family.length)
+      throw new Error(
+        `${modelDir}: forward runs dense Gemma 4 targets only, and this one uses ${family.join(', ')}; probe, trace, generate and compare run it`,
+      );
     for (const t of tokens)
       if (t >= desc.vocab) throw new Error(`token ${t} is outside the vocabulary (${desc.vocab})`);
     const ctx = await nodeGpuContext();

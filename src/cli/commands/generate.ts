@@ -1,13 +1,20 @@
 import { writeFile } from 'node:fs/promises';
 import { loadModels } from '../load-models.ts';
 import type { DraftConvention } from '../../model/assistant.ts';
-import { generateClassic, generateMtp, oracleSource, roundEmitted, type GenerateResult } from '../../model/generate.ts';
+import {
+  classicWithOracleStream,
+  generateClassic,
+  generateMtp,
+  oracleSource,
+  roundEmitted,
+  type GenerateResult,
+} from '../../model/generate.ts';
 import { generationModels, type GenerationModels } from '../../model/generation-setup.ts';
 import { familyPolicy } from '../../model/family-policies.ts';
 import { MOE_ONLY_POLICIES } from '../../model/family/moe-policies.ts';
 import type { TextCodec } from '../../format/tokenizer.ts';
 import { isQwenDir, loadQwenTarget } from '../qwen-target.ts';
-import { choice, intList, intOption, requireString } from '../args.ts';
+import { choice, intList, intOption, requireOutputFile, requireString } from '../args.ts';
 import type { Command } from '../command.ts';
 
 /**
@@ -48,11 +55,14 @@ export const generate: Command = {
       default: 'assistant',
     },
     'draft-position': { type: 'string', help: 'hf | mlxcel frozen draft position', default: 'hf' },
-    'oracle-mismatch': { type: 'string', help: 'emitted-token indices whose draft the oracle gets wrong', default: '' },
+    'oracle-mismatch': {
+      type: 'string',
+      help: 'with --draft-source oracle: emitted-token indices whose draft the oracle gets wrong (default: none)',
+    },
     json: { type: 'string', help: 'where to write the JSON result' },
   },
   async run({ values }, io) {
-    const out = requireString(values, 'json');
+    const out = requireOutputFile(values, 'json');
     const mode = choice(values, 'mode', ['classic', 'mtp'] as const)!;
     const K = intOption(values, 'block', 2, 16)!;
     const maxNew = intOption(values, 'max-new', 1, 100_000)!;
@@ -60,12 +70,21 @@ export const generate: Command = {
     const source = choice(values, 'draft-source', ['assistant', 'oracle'] as const)!;
     const position = choice(values, 'draft-position', ['hf', 'mlxcel'] as const)! as DraftConvention;
     const targetDir = requireString(values, 'target');
+    // Every option is checked before a model is read: a typo must not cost a load and a classic run first.
+    const oracle = mode === 'mtp' && source === 'oracle';
+    if (values['oracle-mismatch'] !== undefined && !oracle)
+      throw new Error('--oracle-mismatch applies to --mode mtp --draft-source oracle only');
+    const wrong = new Set(intList(values, 'oracle-mismatch') ?? []);
+    const ids = intList(values, 'tokens');
+    if (ids && values.prompt !== undefined) throw new Error('give --tokens or --prompt, not both');
+    if (values.chat && values.prompt === undefined) throw new Error('--chat wraps --prompt TEXT: give --prompt');
+    if (!ids && typeof values.prompt !== 'string') throw new Error('give --tokens CSV or --prompt TEXT');
     const promptOf = (tok?: TextCodec, label = targetDir) => {
-      const ids = intList(values, 'tokens');
       if (ids) return ids;
-      if (typeof values.prompt !== 'string') throw new Error('give --tokens CSV or --prompt TEXT');
       if (!tok) throw new Error(`${label}: no tokenizer.json in the target folder; use --tokens`);
-      return tok.encode(values.prompt, values.chat === true);
+      const encoded = tok.encode(String(values.prompt), values.chat === true);
+      if (!encoded.length) throw new Error(`--prompt "${String(values.prompt)}" encodes to no tokens: give some text`);
+      return encoded;
     };
     const run = async (g: GenerationModels, prompt: number[], tokenizer?: TextCodec, mtpHead?: string) => {
       for (const t of prompt) if (t >= g.vocab) throw new Error(`token ${t} is outside the vocabulary (${g.vocab})`);
@@ -83,8 +102,7 @@ export const generate: Command = {
         result = await generateMtp(g.target, m.source, prompt, K, { ...opts, draftPosition: m.position });
         m.done();
       } else {
-        const stream = (await generateClassic(g.target, prompt, { ...opts, onProgress: undefined })).tokens;
-        const wrong = new Set(intList(values, 'oracle-mismatch') ?? []);
+        const { stream } = await classicWithOracleStream(g.target, prompt, { ...opts, onProgress: undefined }, K - 1);
         result = await generateMtp(
           g.target,
           oracleSource(stream, g.vocab, (i) => wrong.has(i)),

@@ -8,8 +8,9 @@ import { uploadQwenWeights } from '../../model/qwen/weights.ts';
 import { isQwenDir, openQwenTargetDir, qwenDrafterInfo } from '../qwen-target.ts';
 import { openGemmaPair } from '../load-models.ts';
 import type { ProbeEnv } from '../../parity/probe.ts';
-import { choice, intList, intOption, requireString } from '../args.ts';
+import { choice, intList, intOption, requireOutputFile, requireString } from '../args.ts';
 import type { Command } from '../command.ts';
+import { checkPolicyName } from '../../model/family-policies.ts';
 
 export const probe: Command = {
   name: 'probe',
@@ -31,10 +32,14 @@ export const probe: Command = {
     report: { type: 'string', help: 'where to write the JSON report' },
   },
   async run({ values }, io) {
-    const reportPath = requireString(values, 'report');
+    const reportPath = requireOutputFile(values, 'report');
     const block = intOption(values, 'block', 1, 16)!;
     const precision = choice(values, 'precision', ['f32', 'bf16'] as const)!;
     const targetDir = requireString(values, 'target');
+    const lengths = intList(values, 'lengths');
+    if (lengths?.includes(0)) throw new Error('--lengths: every draw needs a prompt of at least 1 token');
+    const prefillChunk = intOption(values, 'prefill-chunk', 1);
+    checkPolicyName((await isQwenDir(targetDir)) ? 'qwen3_5' : 'gemma4', String(values.policy));
     // A Qwen3.5 target opens with its family's opener; the probe's draws are pseudo-random tokens, so a split
     // MTP drafter given as --draft is only checked against the target and recorded, as Gemma's assistant is.
     const draftDir = values.draft ? String(values.draft) : undefined;
@@ -57,8 +62,8 @@ export const probe: Command = {
         block,
         precision,
         policy: String(values.policy),
-        lengths: intList(values, 'lengths'),
-        prefillChunk: intOption(values, 'prefill-chunk', 1),
+        lengths,
+        prefillChunk,
         localize: !values['no-localize'],
       },
     );

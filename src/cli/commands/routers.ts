@@ -6,7 +6,7 @@ import type { TargetDescription } from '../../format/model-description.ts';
 import { isMoeTarget } from '../../model/family/moe-target.ts';
 import { probeDraw } from '../../parity/draws.ts';
 import { compareRouters, routerReportText } from '../../parity/router-compare.ts';
-import { choice, intList, intOption, requireString } from '../args.ts';
+import { choice, intList, intOption, outputFileOption, requireString } from '../args.ts';
 import type { Command } from '../command.ts';
 
 export const routers: Command = {
@@ -41,6 +41,7 @@ export const routers: Command = {
     const precision = choice(values, 'precision', ['f32', 'bf16'] as const)!;
     const order = choice(values, 'order', ['mlx', 'transformers'] as const)!;
     const scale = choice(values, 'scale', ['mlx-bf16', 'transformers'] as const)!;
+    const reportPath = outputFileOption(values, 'report');
     const ck = await openGemmaDir(requireString(values, 'target'), 'target');
     const desc = ck.description as TargetDescription;
     if (!isMoeTarget(desc))
@@ -59,9 +60,9 @@ export const routers: Command = {
         { label: ck.label, digest: ck.digest },
       );
       for (const line of routerReportText(report)) io.out(line);
-      if (typeof values.report === 'string' && values.report) {
-        await writeFile(values.report, JSON.stringify(report, null, 1));
-        io.out(`report written to ${values.report}`);
+      if (reportPath) {
+        await writeFile(reportPath, JSON.stringify(report, null, 1));
+        io.out(`report written to ${reportPath}`);
       }
       // The conventions are equal in exact arithmetic: differing expert sets under the two softmax orders are a finding.
       return report.order.totals.setsAgree === report.order.totals.rows ? 0 : 3;

@@ -13,6 +13,7 @@ import type { Captures } from '../target.ts';
 import * as qop from './ops.ts';
 import { type GdnLayerState, gdnGeometry, type KvLayerState, type QwenState } from './state.ts';
 import type { QwenGpuAttentionLayer, QwenGpuLayer, QwenGpuLinearLayer } from './weights.ts';
+import { refuseNanRows } from '../nan-row.ts';
 
 /**
  * What the Qwen3.5 target and its MTP head share on the GPU: the workspace, the RoPE table, the attention
@@ -353,6 +354,7 @@ export class QwenEngine {
       parts.push(new Float32Array(lg.buffer, lg.byteOffset, n * d.vocab));
       ids.push(...new Uint32Array(am.buffer, am.byteOffset, n));
     }
+    refuseNanRows(ids, "the Qwen3.5 model's logits");
     return { logits: concatF32(parts), argmax: Uint32Array.from(ids) };
   }
 }
