@@ -51,7 +51,9 @@ describe('GPU f32 E-series target vs transformers float64 goldens (gemma4-e-tiny
   it('the dense engine refuses the E-series target instead of running it as a dense model', () => {
     expect(
       () => new TargetModel(ctx, weights, { maxContext: 64, maxBlock: 8, prefillChunk: 64, precision: 'f32' }),
-    ).toThrow(/per-layer embeddings \(P = 64\), 4 KV-shared layers, double-wide MLP, which the dense Gemma 4 engine does not run/);
+    ).toThrow(
+      /per-layer embeddings \(P = 64\), 4 KV-shared layers, double-wide MLP, which the dense Gemma 4 engine does not run/,
+    );
   });
 
   it('prefill logits within 0.05 of float64, every yardstick activation as close as transformers in f32', async () => {

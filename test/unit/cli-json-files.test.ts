@@ -21,7 +21,9 @@ const file = (name: string, text: string) => {
 
 /** A command's option defaults, as main.ts fills them in before run(). */
 const defaults = (cmd: Command) =>
-  Object.fromEntries(Object.entries(cmd.options).flatMap(([k, o]) => (o.default === undefined ? [] : [[k, o.default]])));
+  Object.fromEntries(
+    Object.entries(cmd.options).flatMap(([k, o]) => (o.default === undefined ? [] : [[k, o.default]])),
+  );
 
 describe('JSON file options', () => {
   it('read the JSON, or nothing without the option', async () => {
