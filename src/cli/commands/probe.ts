@@ -16,7 +16,7 @@ export const probe: Command = {
   name: 'probe',
   summary: 'Run the block-versus-chain probe (mlxcel startup guard) and write a JSON report.',
   usage:
-    'probe --target DIR [--draft DIR] [--block K] [--lengths CSV] [--policy NAME] [--precision f32|bf16] [--no-localize] --report FILE',
+    'probe --target DIR [--draft DIR] [--block K] [--lengths CSV] [--prefill-chunk N] [--policy NAME] [--precision f32|bf16] [--no-localize] --report FILE',
   options: {
     target: { type: 'string', help: 'target checkpoint folder (MLX)' },
     draft: {
