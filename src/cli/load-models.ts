@@ -80,7 +80,9 @@ export async function openGemmaPair(
   const target = await openGemmaDir(targetDir, 'target');
   if (!draftDir) return { target };
   const assistant = await openGemmaDir(draftDir, 'assistant', targetDir);
-  checkCompatibility(target.description as TargetDescription, assistant.description as AssistantDescription);
+  await namingFolder(draftDir, assistant.label, async () =>
+    checkCompatibility(target.description as TargetDescription, assistant.description as AssistantDescription),
+  );
   return { target, assistant };
 }
 

@@ -50,7 +50,9 @@ export async function openQwenTargetDir(dir: string, draftDir?: string): Promise
   const drafter = await namingFolder(draftDir, draftLabel, async () =>
     openQwen35Drafter(await nodeFolderSources(draftDir), draftLabel),
   );
-  const description = attachQwen35Drafter(ck.description, ck.label, drafter);
+  const description = await namingFolder(draftDir, draftLabel, async () =>
+    attachQwen35Drafter(ck.description, ck.label, drafter),
+  );
   const replaced = ck.description.mtp !== null;
   return { ...ck, description, drafter, mtpHead: qwenMtpHeadText(description, ck.label, replaced) };
 }

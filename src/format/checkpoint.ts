@@ -5,6 +5,7 @@ import { parseConfig, type ModelType } from './config.ts';
 import { describeModel, TensorTable } from './describe.ts';
 import type { ModelDescription } from './model-description.ts';
 import type { TensorRef } from './safetensors.ts';
+import { namingCheckpoint } from './errors.ts';
 
 export interface Checkpoint {
   /** A name for messages and reports (e.g. the folder name). */
@@ -27,6 +28,10 @@ export interface Checkpoint {
  * and returns the typed description. Throws FormatError with a user-facing message on any problem.
  */
 export async function openCheckpoint(files: ByteSource[], label = 'checkpoint'): Promise<Checkpoint> {
+  return namingCheckpoint(label, () => open(files, label));
+}
+
+async function open(files: ByteSource[], label: string): Promise<Checkpoint> {
   const f = await locateCheckpointFiles(files, label);
   const config = parseConfig(parseJsonBytes(f.configBytes, f.config.name), f.config.name, f.generationConfig);
   const { tensors, ignored } = normalisedTensors(f, label);

@@ -1,4 +1,4 @@
-import { type Ctx, isObj, type Obj, optPosInt, posInt } from './config-fields.ts';
+import { type Ctx, isObj, type Obj, optEosIds, optPosInt, optPosNumber, posInt } from './config-fields.ts';
 import { FormatError } from './errors.ts';
 import { kvDonors } from './kv-sharing.ts';
 import { parseQuantization, type QuantizationConfig } from './quantization.ts';
@@ -144,7 +144,9 @@ export function parseConfig(json: unknown, file = 'config.json', generationConfi
   const globalHeadDim = optPosInt(ctx, tc, 'global_head_dim') ?? headDim;
   // As in transformers: num_global_key_value_heads only applies to full layers when attention_k_eq_v is set.
   const globalKv = (kEqV ? optPosInt(ctx, tc, 'num_global_key_value_heads') : undefined) ?? kvHeads;
-  const eps = typeof tc.rms_norm_eps === 'number' ? tc.rms_norm_eps : 1e-6;
+  const eps = optPosNumber(ctx, tc, 'rms_norm_eps', 1e-6);
+  // Not used (the context the engine plans for is the user's choice), but a value of 0 or below is a broken config.
+  optPosInt(ctx, tc, 'max_position_embeddings');
 
   const types = layerTypes(ctx, tc, numLayers);
   const rope = ropeSpecs(ctx, tc);
@@ -189,9 +191,13 @@ export function parseConfig(json: unknown, file = 'config.json', generationConfi
   }
   const tie = (tc.tie_word_embeddings ?? json.tie_word_embeddings ?? true) === true;
   const quantization = parseQuantization(json.quantization ?? json.quantization_config, file);
-  const eosIds = parseEos(json.eos_token_id) ??
-    parseEos(tc.eos_token_id) ??
-    (isObj(generationConfig) ? parseEos(generationConfig.eos_token_id) : undefined) ?? [...DEFAULT_EOS_IDS];
+  // Every source present is checked (a malformed one is a broken file even where another wins); the first wins.
+  const rootEos = optEosIds({ file, where: '' }, json, 'eos_token_id');
+  const textEos = tc !== json ? optEosIds(ctx, tc, 'eos_token_id') : undefined;
+  const genEos = isObj(generationConfig)
+    ? optEosIds({ file: 'generation_config.json', where: '' }, generationConfig, 'eos_token_id')
+    : undefined;
+  const eosIds = rootEos ?? textEos ?? genEos ?? [...DEFAULT_EOS_IDS];
 
   return {
     role,
@@ -513,10 +519,4 @@ function ropeSpecs(ctx: Ctx, tc: Obj): { sliding: RopeSpec; full: RopeSpec } {
     sliding: one('sliding_attention', 10000, 'default', 1),
     full: one('full_attention', 1e6, 'proportional', 0.25),
   };
-}
-
-function parseEos(v: unknown): number[] | undefined {
-  if (Number.isSafeInteger(v)) return [v as number];
-  if (Array.isArray(v) && v.length > 0 && v.every((x) => Number.isSafeInteger(x))) return [...new Set(v as number[])];
-  return undefined;
 }

@@ -20,3 +20,19 @@ export class FormatError extends Error {
 export function fmtShape(shape: readonly number[]): string {
   return `[${shape.join(',')}]`;
 }
+
+/**
+ * Runs `open` (a checkpoint opener) and names the checkpoint in every FormatError it throws: "<label>: <message>".
+ * The layers below (safetensors headers, config parsing, tensor descriptions) only know the file, and a bare
+ * "config.json: ..." does not say which of two dropped folders (or --target and --draft) is wrong. Messages
+ * that already start with the label (an opener that composes its own, e.g. "no config.json among ...") are left
+ * as they are, so the label appears once.
+ */
+export async function namingCheckpoint<T>(label: string, open: () => Promise<T>): Promise<T> {
+  try {
+    return await open();
+  } catch (e) {
+    if (!(e instanceof FormatError) || e.message.startsWith(`${label}: `)) throw e;
+    throw new FormatError(`${label}: ${e.message}`, e.file, e.subject);
+  }
+}

@@ -105,6 +105,16 @@ export function parseSafetensorsHeader(file: ByteSource, jsonBytes: Uint8Array):
     }
     prev = t;
   }
+  // The data section ends where the last tensor's data ends: the reference implementation refuses any other
+  // length (MetadataIncompleteBuffer). Bytes past the last tensor belong to no tensor, so a file with them was cut
+  // and re-joined, appended to, or not written by a safetensors writer; its tensors cannot be trusted to be
+  // the ones the header describes. (A data section shorter than a tensor's range was refused in parseEntry.)
+  const end = tensors.reduce((m, t) => Math.max(m, t.offset - dataStart + t.byteLength), 0);
+  if (end !== dataSize)
+    throw new FormatError(
+      `${name}: ${dataSize - end} bytes after the last tensor's data: the tensors' data_offsets end at ${end}, so the data section after the ${dataStart}-byte header must be ${end} bytes, but it is ${dataSize} (file of ${file.size} bytes, expected ${dataStart + end}); safetensors allows no trailing bytes`,
+      name,
+    );
   return { file, headerLength: n, dataStart, tensors, metadata };
 }
 

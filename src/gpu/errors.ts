@@ -9,7 +9,8 @@ export type GpuErrorKind =
   | 'device-lost' // the device went away during work (driver reset, tab backgrounded, OOM kill)
   | 'out-of-memory' // an allocation or submission ran out of GPU memory
   | 'validation' // a WebGPU validation error: a bug in Ringside, reported with the op that caused it
-  | 'limits'; // a buffer or binding larger than the adapter allows
+  | 'limits' // a buffer, binding or dispatch larger than the adapter (or a kernel) allows
+  | 'unsupported'; // a checkpoint variant the GPU kernels do not run yet (a bit width, a dtype, a layout)
 
 const HINTS: Record<GpuErrorKind, string> = {
   'no-webgpu':
@@ -22,7 +23,12 @@ const HINTS: Record<GpuErrorKind, string> = {
   'device-lost': 'Reload the page (or rerun the command). If it repeats, the model may be too large for this GPU.',
   'out-of-memory': 'Close other GPU-heavy tabs/apps, or use a smaller checkpoint or a shorter context.',
   validation: 'This is a bug in Ringside; please attach the JSON report.',
-  limits: 'This checkpoint needs a larger buffer than this adapter allows.',
+  // No generic sentence: a limit is met by the checkpoint (a weight row over the binding size), by the run's settings
+  // (a context whose attention scratch is over it) or by a kernel's own cap, and only the raiser knows which; a
+  // single "this checkpoint needs a larger buffer" was false for most of them. Each raiser's message says what is
+  // over which limit and what to change, or passes that as its hint.
+  limits: '',
+  unsupported: "Ringside's GPU engine does not run this variant yet; convert the checkpoint to one it runs.",
 };
 
 export class GpuError extends Error {

@@ -85,6 +85,7 @@ export class TensorUploader {
       throw new GpuError(
         'limits',
         `One row of ${refs[0].name} (${widestRowBytes(refs)} bytes) exceeds the binding limit of ${bindingLimit(this.device.limits)} bytes.`,
+        'This checkpoint needs a larger buffer than this adapter allows.',
       );
     }
     return rows;

@@ -73,7 +73,7 @@ export class AssistantModel {
     // The last layer of each type; on an E-series target the cache it reads (its donor's, the last owner's).
     const last = (type: 'sliding' | 'full') => {
       for (let i = t.layers.length - 1; i >= 0; i--) if (t.layers[i].type === type) return target.donors?.[i] ?? i;
-      throw new GpuError('limits', `the target has no ${type} layer for the assistant to read`);
+      throw new Error(`the target has no ${type} layer for the assistant to read`);
     };
     this.sources = { sliding: last('sliding'), full: last('full') };
     const a = this.desc;

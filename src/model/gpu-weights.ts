@@ -181,7 +181,7 @@ export async function uploadLinear(
   if (l.kind !== 'affine') return { desc: l, weight: await up.upload(l.weight) };
   if (!SUPPORTED_BITS.has(l.bits)) {
     throw new GpuError(
-      'limits',
+      'unsupported',
       `${l.name}: ${l.bits}-bit affine weights are not supported by the GPU kernels yet (2, 4 and 8 are).`,
     );
   }

@@ -40,6 +40,8 @@ export interface MemoryOptions {
 
 export interface OversizeBuffer {
   what: string;
+  /** What the buffer holds: a weight is the checkpoint's, a cache or workspace grows with the run's settings. */
+  use: Category;
   bytes: number;
   limit: number;
   limitName: 'maxBufferSize' | 'maxStorageBufferBindingSize';
@@ -100,7 +102,7 @@ export class Planner {
     this.plan.total += size;
     this.plan.buffers++;
     if (size > this.plan.largest.bytes) this.plan.largest = { what, bytes: size };
-    if (size > this.limit) this.oversize(what, size);
+    if (size > this.limit) this.oversize(what, size, cat);
   }
 
   /** The k-major rewrite of `linears` (kMajorRewriteBytes) where the plan's layout is k-major: the largest counts. */
@@ -109,8 +111,8 @@ export class Planner {
     this.plan.rewrite = Math.max(this.plan.rewrite, kMajorRewriteBytes(linears, this.plan.limits));
   }
 
-  oversize(what: string, bytes: number): void {
-    this.plan.oversize.push({ what, bytes, limit: this.limit, limitName: this.limitName });
+  oversize(what: string, bytes: number, use: Category = 'weights'): void {
+    this.plan.oversize.push({ what, bytes, use, limit: this.limit, limitName: this.limitName });
   }
 
   /** The tensors of one linear share a row partition sized by the widest row (rowsPerBinding, as the upload). */
@@ -291,10 +293,21 @@ export function checkMemory(plan: MemoryPlan, availableBytes?: number): MemoryPl
       plan.oversize.length > 1
         ? ` (and ${plan.oversize.length - 1} more buffer${plan.oversize.length > 2 ? 's' : ''})`
         : '';
+    // One buffer over a per-buffer limit: freeing memory (the kind's generic hint) cannot help, so the hint is what
+    // can. A weight is already split by rows as far as it goes (rowsPerBinding), so it is the checkpoint that does
+    // not fit this adapter; a cache or workspace shrinks with the context, block and prefill chunk.
+    const uses = new Set(plan.oversize.map((x) => x.use));
+    const remedy = [
+      uses.has('weights') ? "This checkpoint's weights cannot be split to fit this adapter's buffers." : '',
+      uses.has('cache') || uses.has('workspace') ? 'Use a shorter context or a smaller prefill chunk.' : '',
+    ]
+      .filter(Boolean)
+      .join(' ');
     throw new GpuError(
       'out-of-memory',
       `${who}: ${o.what} needs ${o.bytes} bytes in one buffer, over this adapter's ${o.limitName} of ${o.limit} bytes${more}; ` +
-        `the model needs ${needs(plan)} in all. Use a shorter context or smaller prefill chunk if the buffer is a cache or workspace.`,
+        `the model needs ${needs(plan)} in all.`,
+      remedy,
     );
   }
   if (availableBytes !== undefined && plan.total + plan.rewrite > availableBytes) {

@@ -88,7 +88,7 @@ describe('checkpoint intake in the page', () => {
 
     expect(await dropFolder(page, 'target', truncated)).toBe('error');
     expect(await targetError.textContent()).toMatch(
-      /^model\.safetensors: tensor ".*" data_offsets \[\d+, \d+\] run past the end of the data section/,
+      /^truncated: model\.safetensors: tensor ".*" data_offsets \[\d+, \d+\] run past the end of the data section/,
     );
     expect(await targetError.getAttribute('role')).toBe('alert');
     await screenshot(page, '03-error-truncated');

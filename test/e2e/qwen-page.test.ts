@@ -80,7 +80,7 @@ describe('a Qwen3.5 checkpoint in the page (qwen-tiny)', () => {
     });
     expect(await dropFolder(page, 'target', conv)).toBe('error');
     expect(await page.getByTestId('target-error').textContent()).toBe(
-      'model.safetensors: tensor "language_model.model.layers.0.linear_attn.conv1d.weight" has a conv kernel of 4 taps (shape [256,4,1]) but config.json says linear_conv_kernel_dim = 3 (expected [256,3,1]); the checkpoint and its config disagree',
+      'conv-kernel-3: model.safetensors: tensor "language_model.model.layers.0.linear_attn.conv1d.weight" has a conv kernel of 4 taps (shape [256,4,1]) but config.json says linear_conv_kernel_dim = 3 (expected [256,3,1]); the checkpoint and its config disagree',
     );
     await screenshot(page, '30-qwen-bad-conv-kernel');
 
@@ -89,7 +89,7 @@ describe('a Qwen3.5 checkpoint in the page (qwen-tiny)', () => {
     });
     expect(await dropFolder(page, 'target', layerType)).toBe('error');
     expect(await page.getByTestId('target-error').textContent()).toBe(
-      'config.json: text_config.layer_types[1] is "sliding_attention", an unknown layer type (expected "linear_attention" or "full_attention")',
+      'layer-type: config.json: text_config.layer_types[1] is "sliding_attention", an unknown layer type (expected "linear_attention" or "full_attention")',
     );
     // The page stays usable: nothing is loaded, the runs say why they cannot start.
     expect(await page.getByTestId('run-probe').isDisabled()).toBe(true);

@@ -16,7 +16,7 @@ import { openQwenTargetDir } from '../../src/cli/qwen-target.ts';
 import { nodeFolderSources } from '../../src/node/file-source.ts';
 import { GEMMA4_E_TINY, GEMMA4_MOE_TINY } from '../support/fixtures.ts';
 import { splitQwenDrafter, writeFolder } from '../support/qwen-drafter-folder.ts';
-import { refusal } from '../support/refusal.ts';
+import { refusal as formatRefusal } from '../support/refusal.ts';
 
 const QWEN_TINY = path.resolve(process.cwd(), 'test/fixtures/qwen-tiny');
 const LM = 'language_model.model';
@@ -34,6 +34,22 @@ afterAll(async () => {
   await rm(tmp, { recursive: true, force: true });
 });
 
+/**
+ * The refusal's message after the folder the command line puts first (src/cli/load-models.ts namingFolder: the path
+ * as typed, since every fixture names its folders target/ and assistant/), which must be there.
+ */
+async function refusal(p: Promise<unknown> | (() => unknown)): Promise<string> {
+  const message = await formatRefusal(p);
+  const head = /^(\/[^\s:]+): /.exec(message);
+  expect(head, message).not.toBeNull();
+  return message.slice(head![0].length);
+}
+
+/** The folder at the head of a refusal's message. */
+async function refusedFolder(p: Promise<unknown> | (() => unknown)): Promise<string> {
+  return /^(\/[^\s:]+): /.exec(await formatRefusal(p))?.[1] ?? '';
+}
+
 /** A fresh copy of a checkpoint folder in the temp dir, named like the original (labels are folder names). */
 async function copy(src: string): Promise<string> {
   const dir = path.join(tmp, `case-${cases++}`, path.basename(src));
@@ -48,17 +64,21 @@ interface HeaderEntry {
 }
 type Header = Record<string, HeaderEntry>;
 
-/** Rewrites model.safetensors' header JSON (and its length); the data section is kept, so offsets stay valid. */
+/**
+ * Rewrites model.safetensors' header JSON (and its length); the data section is kept up to the new last tensor's
+ * end, so offsets stay valid and no bytes trail it (those are refused on their own: safetensors.ts).
+ */
 async function editHeader(dir: string, f: (h: Header) => void): Promise<string> {
   const file = path.join(dir, 'model.safetensors');
   const b = await readFile(file);
   const n = Number(b.readBigUInt64LE(0));
   const h = JSON.parse(b.subarray(8, 8 + n).toString('utf8')) as Header;
   f(h);
+  const end = Math.max(...Object.entries(h).map(([k, e]) => (k === '__metadata__' ? 0 : e.data_offsets[1])));
   const json = Buffer.from(JSON.stringify(h), 'utf8');
   const len = Buffer.alloc(8);
   len.writeBigUInt64LE(BigInt(json.byteLength));
-  await writeFile(file, Buffer.concat([len, json, b.subarray(8 + n)]));
+  await writeFile(file, Buffer.concat([len, json, b.subarray(8 + n, 8 + n + end)]));
   return dir;
 }
 const without =
@@ -257,23 +277,26 @@ describe('bad input: Qwen3.5 (qwen-tiny target, its split MTP drafter)', () => {
   it('a split drafter with a head tensor missing or of the wrong shape', async () => {
     const t = path.join(QWEN_TINY, 'target');
     const d = await editHeader(await copy(qwenDrafter), without('layers.0.self_attn.q_norm.weight'));
+    expect(await refusedFolder(openQwen(t, d))).toBe(d);
     expect(await refusal(openQwen(t, d))).toBe(
-      'qwen-drafter: the split MTP drafter does not fit target target: missing tensor "layers.0.self_attn.q_norm.weight" (q norm weight of shape [64]) in model.safetensors',
+      'the split MTP drafter does not fit target target: missing tensor "layers.0.self_attn.q_norm.weight" (q norm weight of shape [64]) in model.safetensors',
     );
     const d2 = await editHeader(await copy(qwenDrafter), reshaped('fc.weight', [256, 16]));
     expect(await refusal(openQwen(t, d2))).toBe(
-      'qwen-drafter: the split MTP drafter does not fit target target: model.safetensors: tensor "fc.weight" has shape [256,16], expected [128,32] (128 x 256 at 4 bits)',
+      'the split MTP drafter does not fit target target: model.safetensors: tensor "fc.weight" has shape [256,16], expected [128,32] (128 x 256 at 4 bits)',
     );
   });
 
   it('a Gemma 4 assistant or target given as the Qwen target --draft', async () => {
     const t = path.join(QWEN_TINY, 'target');
-    for (const fixture of [GEMMA4_E_TINY, GEMMA4_MOE_TINY])
+    for (const fixture of [GEMMA4_E_TINY, GEMMA4_MOE_TINY]) {
+      expect(await refusedFolder(openQwen(t, path.join(fixture, 'assistant')))).toBe(path.join(fixture, 'assistant'));
       expect(await refusal(openQwen(t, path.join(fixture, 'assistant')))).toBe(
-        'assistant: config.json declares model_type "gemma4_assistant", not a Qwen3.5 MTP drafter (expected "qwen3_5_mtp", as mlx-vlm\'s qwen3_5_mtp splitter writes)',
+        'config.json declares model_type "gemma4_assistant", not a Qwen3.5 MTP drafter (expected "qwen3_5_mtp", as mlx-vlm\'s qwen3_5_mtp splitter writes)',
       );
+    }
     expect(await refusal(openQwen(t, path.join(GEMMA4_E_TINY, 'target')))).toBe(
-      'target: config.json declares model_type "gemma4", not a Qwen3.5 MTP drafter (expected "qwen3_5_mtp", as mlx-vlm\'s qwen3_5_mtp splitter writes)',
+      'config.json declares model_type "gemma4", not a Qwen3.5 MTP drafter (expected "qwen3_5_mtp", as mlx-vlm\'s qwen3_5_mtp splitter writes)',
     );
   });
 });
@@ -414,14 +437,17 @@ describe('bad input: Gemma 4 E-series (gemma4-e-tiny target and centroid-head as
 
   it('another family, or a target, given as --draft (before: the probe compared a target as an assistant)', async () => {
     // the MoE fixture's assistant reads 2 KV heads; the E-series target has 1
+    expect(await refusedFolder(forTarget(path.join(GEMMA4_MOE_TINY, 'assistant')))).toBe(
+      path.join(GEMMA4_MOE_TINY, 'assistant'),
+    );
     expect(await refusal(forTarget(path.join(GEMMA4_MOE_TINY, 'assistant')))).toMatch(
       /^assistant \(gemma4_assistant\) does not fit target \(gemma4\): assistant layer 0 \(sliding\) vs target layer 5: KV heads 2 != 1;/,
     );
     expect(await refusal(forTarget(path.join(GEMMA4_MOE_TINY, 'target')))).toBe(
-      'target: config.json declares model_type "gemma4", a target model, not an MTP assistant (expected a Gemma 4 MTP assistant: gemma4_assistant, gemma4_unified_assistant)',
+      'config.json declares model_type "gemma4", a target model, not an MTP assistant (expected a Gemma 4 MTP assistant: gemma4_assistant, gemma4_unified_assistant)',
     );
     expect(await refusal(forTarget(qwenDrafter))).toBe(
-      'qwen-drafter: config.json declares a Qwen3.5 model_type, which cannot be used to draft for the Gemma 4 target "target" (expected a Gemma 4 MTP assistant: gemma4_assistant, gemma4_unified_assistant)',
+      `config.json declares a Qwen3.5 model_type, which cannot be used to draft for the Gemma 4 target "${path.join(GEMMA4_E_TINY, 'target')}" (expected a Gemma 4 MTP assistant: gemma4_assistant, gemma4_unified_assistant)`,
     );
     // the probe command itself refuses it, before any GPU work (it used to print "backbone_hidden_size undefined")
     const io = { out: () => {}, err: () => {} };
@@ -434,7 +460,7 @@ describe('bad input: Gemma 4 E-series (gemma4-e-tiny target and centroid-head as
       policy: 'exact',
     };
     expect(await refusal(probe.run({ values, positionals: [] } as never, io as never))).toBe(
-      'target: config.json declares model_type "gemma4", a target model, not an MTP assistant (expected a Gemma 4 MTP assistant: gemma4_assistant, gemma4_unified_assistant)',
+      'config.json declares model_type "gemma4", a target model, not an MTP assistant (expected a Gemma 4 MTP assistant: gemma4_assistant, gemma4_unified_assistant)',
     );
   });
 });
@@ -534,20 +560,20 @@ describe('bad input: Gemma 4 26B-A4B MoE (gemma4-moe-tiny target)', () => {
     const t = path.join(GEMMA4_MOE_TINY, 'target');
     // before: 'config.json: model_type "qwen3_5_mtp" is not supported (...)', naming neither folder
     expect(await refusal(openGemmaPair(t, qwenDrafter))).toBe(
-      'qwen-drafter: config.json declares a Qwen3.5 model_type, which cannot be used to draft for the Gemma 4 target "target" (expected a Gemma 4 MTP assistant: gemma4_assistant, gemma4_unified_assistant)',
+      `config.json declares a Qwen3.5 model_type, which cannot be used to draft for the Gemma 4 target "${t}" (expected a Gemma 4 MTP assistant: gemma4_assistant, gemma4_unified_assistant)`,
     );
     expect(await refusal(openGemmaPair(t, path.join(QWEN_TINY, 'target')))).toBe(
-      'target: config.json declares a Qwen3.5 model_type, which cannot be used to draft for the Gemma 4 target "target" (expected a Gemma 4 MTP assistant: gemma4_assistant, gemma4_unified_assistant)',
+      `config.json declares a Qwen3.5 model_type, which cannot be used to draft for the Gemma 4 target "${t}" (expected a Gemma 4 MTP assistant: gemma4_assistant, gemma4_unified_assistant)`,
     );
     expect(await refusal(openGemmaPair(t, path.join(GEMMA4_E_TINY, 'assistant')))).toMatch(
       /^assistant \(gemma4_assistant\) does not fit target \(gemma4\): assistant layer 0 \(sliding\) vs target layer 4: KV heads 1 != 2;/,
     );
     // routers and forward take a Gemma 4 target only
     expect(await refusal(openGemmaDir(path.join(QWEN_TINY, 'target'), 'target'))).toBe(
-      "target: config.json declares a Qwen3.5 model_type, which cannot be used as this command's target (expected a Gemma 4 target: gemma4, gemma4_unified, gemma4_text, gemma4_unified_text)",
+      "config.json declares a Qwen3.5 model_type, which cannot be used as this command's target (expected a Gemma 4 target: gemma4, gemma4_unified, gemma4_text, gemma4_unified_text)",
     );
     expect(await refusal(openGemmaDir(path.join(GEMMA4_MOE_TINY, 'assistant'), 'target'))).toBe(
-      'assistant: config.json declares model_type "gemma4_assistant", an MTP assistant, not a target model (expected a Gemma 4 target: gemma4, gemma4_unified, gemma4_text, gemma4_unified_text)',
+      'config.json declares model_type "gemma4_assistant", an MTP assistant, not a target model (expected a Gemma 4 target: gemma4, gemma4_unified, gemma4_text, gemma4_unified_text)',
     );
   });
 });

@@ -64,12 +64,12 @@ describe('bad input: safetensors files', () => {
     await truncate(file, size - 100);
     const begin = last.offset - h.dataStart;
     expect(await refusal(openCheckpointDir(path.join(dir, 'target')))).toBe(
-      `model.safetensors: tensor "${last.name}" data_offsets [${begin}, ${begin + last.byteLength}] run past the end of the data section ` +
+      `target: model.safetensors: tensor "${last.name}" data_offsets [${begin}, ${begin + last.byteLength}] run past the end of the data section ` +
         `(${size - 100 - h.dataStart} bytes after the ${h.dataStart}-byte header)`,
     );
     await truncate(file, 5);
     expect(await refusal(openCheckpointDir(path.join(dir, 'target')))).toBe(
-      'model.safetensors: file is 5 bytes, too short for the 8-byte safetensors header length',
+      'target: model.safetensors: file is 5 bytes, too short for the 8-byte safetensors header length',
     );
   });
 
@@ -101,14 +101,14 @@ describe('bad input: safetensors files', () => {
     );
     const files = memoryCheckpoint(target.config, target.tensors);
     expect(await refusal(openCheckpoint([text('config.json', '{"model_type": "gemma4",'), files[1]]))).toMatch(
-      /^config\.json: not valid JSON \(/,
+      /^checkpoint: config\.json: not valid JSON \(/,
     );
     expect(
       await refusal(openCheckpoint([files[0], text('model.safetensors.index.json', '{weight_map'), files[1]])),
-    ).toMatch(/^model\.safetensors\.index\.json: not valid JSON \(/);
+    ).toMatch(/^checkpoint: model\.safetensors\.index\.json: not valid JSON \(/);
     expect(
       await refusal(openCheckpoint([files[0], text('model.safetensors.index.json', '{"metadata": {}}'), files[1]])),
-    ).toBe('model.safetensors.index.json: missing "weight_map" object');
+    ).toBe('checkpoint: model.safetensors.index.json: missing "weight_map" object');
   });
 
   it('unknown dtype (the error also carries file and tensor for the UI)', async () => {
@@ -164,12 +164,14 @@ describe('bad input: checkpoint contents', () => {
   it('missing tensor', async () => {
     expect(
       await refusal(openCheckpoint(edited((t) => (named('layers.3.self_attn.k_norm.weight')(t) ? null : t)))),
-    ).toBe('missing tensor "layers.3.self_attn.k_norm.weight" (norm weight of shape [64]) in model.safetensors');
+    ).toBe(
+      'checkpoint: missing tensor "layers.3.self_attn.k_norm.weight" (norm weight of shape [64]) in model.safetensors',
+    );
     expect(await refusal(openCheckpoint(edited((t) => (named('layers.0.mlp.up_proj.weight')(t) ? null : t))))).toBe(
-      'missing tensor "layers.0.mlp.up_proj.weight" (packed U32 weight; "layers.0.mlp.up_proj.scales" exists) in model.safetensors',
+      'checkpoint: missing tensor "layers.0.mlp.up_proj.weight" (packed U32 weight; "layers.0.mlp.up_proj.scales" exists) in model.safetensors',
     );
     expect(await refusal(openCheckpoint(edited((t) => (named('embed_tokens.biases')(t) ? null : t))))).toBe(
-      'missing tensor "embed_tokens.biases" (biases of embed_tokens, group size 64 of shape [1024,4]) in model.safetensors',
+      'checkpoint: missing tensor "embed_tokens.biases" (biases of embed_tokens, group size 64 of shape [1024,4]) in model.safetensors',
     );
   });
 
@@ -177,19 +179,19 @@ describe('bad input: checkpoint contents', () => {
     expect(
       await refusal(openCheckpoint(edited((t) => (named('norm.weight')(t) ? { ...t, shape: [2, 128] } : t)))),
     ).toBe(
-      'model.safetensors: tensor "language_model.model.norm.weight" has shape [2,128], expected [256] (final norm weight)',
+      'checkpoint: model.safetensors: tensor "language_model.model.norm.weight" has shape [2,128], expected [256] (final norm weight)',
     );
     expect(
       await refusal(openCheckpoint(edited((t) => (named('layers.2.layer_scalar')(t) ? { ...t, dtype: 'U16' } : t)))),
     ).toBe(
-      'model.safetensors: tensor "language_model.model.layers.2.layer_scalar" should be F32, F16 or BF16 (layer scalar) but is U16',
+      'checkpoint: model.safetensors: tensor "language_model.model.layers.2.layer_scalar" should be F32, F16 or BF16 (layer scalar) but is U16',
     );
     expect(
       await refusal(
         openCheckpoint(edited((t) => (named('layers.0.self_attn.q_proj.weight')(t) ? { ...t, dtype: 'I32' } : t))),
       ),
     ).toBe(
-      'model.safetensors: tensor "language_model.model.layers.0.self_attn.q_proj.weight" should be U32 packed 4-bit codes but is I32',
+      'checkpoint: model.safetensors: tensor "language_model.model.layers.0.self_attn.q_proj.weight" should be U32 packed 4-bit codes but is I32',
     );
     const vproj = target.tensors.find(named('layers.0.self_attn.v_proj.weight'))!;
     const extra = [
@@ -198,7 +200,7 @@ describe('bad input: checkpoint contents', () => {
       { name: 'lm_head.weight', dtype: 'BF16' as const, shape: [1], data: new Uint8Array(2) },
     ];
     expect(await refusal(openCheckpoint(memoryCheckpoint(target.config, extra)))).toBe(
-      'model.safetensors: 2 unexpected language-model tensors that this gemma4 description does not use: "language_model.model.layers.5.self_attn.v_proj.weight", "lm_head.weight"',
+      'checkpoint: model.safetensors: 2 unexpected language-model tensors that this gemma4 description does not use: "language_model.model.layers.5.self_attn.v_proj.weight", "lm_head.weight"',
     );
   });
 
@@ -330,7 +332,7 @@ describe('bad input: checkpoint contents', () => {
         ),
       ),
     ).toBe(
-      'model.safetensors: tensor "language_model.model.embed_tokens.weight" has shape [1024,32], expected [1024,64] (1024 x 256 at 8 bits; the stored shape fits 4 bits — check config.json "quantization")',
+      'checkpoint: model.safetensors: tensor "language_model.model.embed_tokens.weight" has shape [1024,32], expected [1024,64] (1024 x 256 at 8 bits; the stored shape fits 4 bits — check config.json "quantization")',
     );
     expect(
       await refusal(
@@ -344,14 +346,14 @@ describe('bad input: checkpoint contents', () => {
         ),
       ),
     ).toBe(
-      'model.safetensors: tensor "language_model.model.embed_tokens.scales" has shape [1024,4], expected [1024,8] (scales of embed_tokens, group size 32; the stored shape fits group size 64 — check config.json "quantization")',
+      'checkpoint: model.safetensors: tensor "language_model.model.embed_tokens.scales" has shape [1024,4], expected [1024,8] (scales of embed_tokens, group size 32; the stored shape fits group size 64 — check config.json "quantization")',
     );
     // the 8-bit MLP overrides dropped from config.json
     const noOverrides = cfg((q) => {
       for (const k of Object.keys(q)) if (k.includes('.mlp.')) delete q[k];
     });
     expect(await refusal(openCheckpoint(edited((t) => t, noOverrides)))).toBe(
-      'model.safetensors: tensor "language_model.model.layers.0.mlp.gate_proj.weight" has shape [512,64], expected [512,32] (512 x 256 at 4 bits; the stored shape fits 8 bits — check config.json "quantization")',
+      'checkpoint: model.safetensors: tensor "language_model.model.layers.0.mlp.gate_proj.weight" has shape [512,64], expected [512,32] (512 x 256 at 4 bits; the stored shape fits 8 bits — check config.json "quantization")',
     );
     expect(
       await refusal(
@@ -365,13 +367,13 @@ describe('bad input: checkpoint contents', () => {
         ),
       ),
     ).toBe(
-      'model.safetensors: "language_model.model.embed_tokens" has 256 input features, not a multiple of group size 96 and of 8 (for 4-bit packing)',
+      'checkpoint: model.safetensors: "language_model.model.embed_tokens" has 256 input features, not a multiple of group size 96 and of 8 (for 4-bit packing)',
     );
     const unquantized = clone(target.config);
     delete unquantized.quantization;
     delete unquantized.quantization_config;
     expect(await refusal(openCheckpoint(edited((t) => t, unquantized)))).toBe(
-      'model.safetensors: "embed_tokens.scales" exists (quantized weights) but config.json has no "quantization" block',
+      'checkpoint: model.safetensors: "embed_tokens.scales" exists (quantized weights) but config.json has no "quantization" block',
     );
   });
 
@@ -391,18 +393,18 @@ describe('bad input: checkpoint contents', () => {
       ...shards.map((s, i) => bytesSource(names[i], writeSafetensors(s))).filter((f) => f.name !== drop),
     ];
     expect(await refusal(openCheckpoint(files(weightMap, names[1])))).toBe(
-      `model.safetensors.index.json: weight_map points ${shards[1].length} tensors to "model-00002-of-00002.safetensors", which is not among the files given (config.json, model.safetensors.index.json, model-00001-of-00002.safetensors)`,
+      `checkpoint: model.safetensors.index.json: weight_map points ${shards[1].length} tensors to "model-00002-of-00002.safetensors", which is not among the files given (config.json, model.safetensors.index.json, model-00001-of-00002.safetensors)`,
     );
     const first = target.tensors[0].name;
     expect(await refusal(openCheckpoint(files({ ...weightMap, [first]: names[1] })))).toBe(
-      `model.safetensors.index.json: weight_map says tensor "${first}" is in "model-00002-of-00002.safetensors" but it is in model-00001-of-00002.safetensors`,
+      `checkpoint: model.safetensors.index.json: weight_map says tensor "${first}" is in "model-00002-of-00002.safetensors" but it is in model-00001-of-00002.safetensors`,
     );
     expect(await refusal(openCheckpoint(files({ ...weightMap, 'language_model.model.ghost.weight': names[0] })))).toBe(
-      'model.safetensors.index.json: weight_map lists tensor "language_model.model.ghost.weight" in "model-00001-of-00002.safetensors" but that file has no such tensor',
+      'checkpoint: model.safetensors.index.json: weight_map lists tensor "language_model.model.ghost.weight" in "model-00001-of-00002.safetensors" but that file has no such tensor',
     );
     const { [first]: _, ...unlisted } = weightMap;
     expect(await refusal(openCheckpoint(files(unlisted)))).toBe(
-      `model-00001-of-00002.safetensors: tensor "${first}" is not listed in model.safetensors.index.json's weight_map`,
+      `checkpoint: model-00001-of-00002.safetensors: tensor "${first}" is not listed in model.safetensors.index.json's weight_map`,
     );
   });
 

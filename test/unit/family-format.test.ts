@@ -133,13 +133,13 @@ describe('gemma4-e-tiny: tensor plan', () => {
   it('names the file, tensor and expectation of a missing or wrong tensor', async () => {
     const drop = (name: string) => (_: unknown, t: TensorToWrite[]) => t.filter((x) => x.name !== name);
     expect(await refusal(open('target', drop(`${PRE}per_layer_projection_norm.weight`)))).toBe(
-      'missing tensor "per_layer_projection_norm.weight" (per-layer projection norm weight of shape [64]) in model.safetensors',
+      'target: missing tensor "per_layer_projection_norm.weight" (per-layer projection norm weight of shape [64]) in model.safetensors',
     );
     expect(await refusal(open('target', drop(`${PRE}layers.3.post_per_layer_input_norm.weight`)))).toBe(
-      'missing tensor "layers.3.post_per_layer_input_norm.weight" (norm weight of shape [128]) in model.safetensors',
+      'target: missing tensor "layers.3.post_per_layer_input_norm.weight" (norm weight of shape [128]) in model.safetensors',
     );
     expect(await refusal(open('target', drop(`${PRE}layers.5.self_attn.k_proj.weight`)))).toBe(
-      'missing tensor "layers.5.self_attn.k_proj.weight" in model.safetensors: layer 5 has no K projection, which only a KV-shared layer may lack, and config.json makes only layers 6.. KV-shared (num_kv_shared_layers = 4)',
+      'target: missing tensor "layers.5.self_attn.k_proj.weight" in model.safetensors: layer 5 has no K projection, which only a KV-shared layer may lack, and config.json makes only layers 6.. KV-shared (num_kv_shared_layers = 4)',
     );
     // a single-wide MLP on a shared layer: config says double-wide
     expect(
@@ -158,7 +158,7 @@ describe('gemma4-e-tiny: tensor plan', () => {
         }),
       ),
     ).toBe(
-      'model.safetensors: the checkpoint has per-layer embeddings ("embed_tokens_per_layer") but config.json has no text_config.hidden_size_per_layer_input > 0 to say their width',
+      'target: model.safetensors: the checkpoint has per-layer embeddings ("embed_tokens_per_layer") but config.json has no text_config.hidden_size_per_layer_input > 0 to say their width',
     );
     expect(
       await refusal(
@@ -171,7 +171,7 @@ describe('gemma4-e-tiny: tensor plan', () => {
         ),
       ),
     ).toBe(
-      'model.safetensors: tensor "masked_embedding.token_ordering" should be I32 or I64 (the centroid head\'s token ordering) but is F32',
+      'assistant: model.safetensors: tensor "masked_embedding.token_ordering" should be I32 or I64 (the centroid head\'s token ordering) but is F32',
     );
     expect(
       await refusal(

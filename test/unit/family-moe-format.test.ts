@@ -170,10 +170,10 @@ describe('Gemma 4 MoE target: format', () => {
   it('names what is missing or in the wrong layout', async () => {
     const drop = (n: string) => (_: unknown, t: TensorToWrite[]) => t.filter((x) => x.name !== PRE + n);
     expect(await refusal(open(drop('layers.0.router.scale')))).toBe(
-      'missing tensor "layers.0.router.scale" (router scale of shape [64]) in model.safetensors',
+      'moe: missing tensor "layers.0.router.scale" (router scale of shape [64]) in model.safetensors',
     );
     expect(await refusal(open(drop('layers.1.post_feedforward_layernorm_2.weight')))).toBe(
-      'missing tensor "layers.1.post_feedforward_layernorm_2.weight" (norm weight of shape [64]) in model.safetensors',
+      'moe: missing tensor "layers.1.post_feedforward_layernorm_2.weight" (norm weight of shape [64]) in model.safetensors',
     );
     expect(
       await refusal(

@@ -121,7 +121,7 @@ describe('Qwen3.5 checkpoint', () => {
       ),
     );
     expect(e.message).toBe(
-      'model.safetensors: tensor "language_model.model.layers.0.linear_attn.conv1d.weight" has a conv kernel of 4 taps (shape [64,4,1]) but config.json says linear_conv_kernel_dim = 3 (expected [64,3,1]); the checkpoint and its config disagree',
+      'checkpoint: model.safetensors: tensor "language_model.model.layers.0.linear_attn.conv1d.weight" has a conv kernel of 4 taps (shape [64,4,1]) but config.json says linear_conv_kernel_dim = 3 (expected [64,3,1]); the checkpoint and its config disagree',
     );
     expect(e.subject).toBe('language_model.model.layers.0.linear_attn.conv1d.weight');
   });
@@ -143,11 +143,11 @@ describe('Qwen3.5 checkpoint', () => {
       editTensors: (t) => t.delete('language_model.model.layers.0.linear_attn.A_log'),
     });
     expect((await formatError(openQwen35Checkpoint(files))).message).toBe(
-      'missing tensor "layers.0.linear_attn.A_log" (A_log of shape [4]) in model.safetensors',
+      'checkpoint: missing tensor "layers.0.linear_attn.A_log" (A_log of shape [4]) in model.safetensors',
     );
     const noHead = qwenSynthFiles(QWEN_SYNTH, { editTensors: (t) => t.delete('mtp.norm.weight') });
     expect((await formatError(openQwen35Checkpoint(noHead))).message).toBe(
-      'missing tensor "mtp.norm.weight" (MTP final norm weight of shape [32]) in model.safetensors',
+      'checkpoint: missing tensor "mtp.norm.weight" (MTP final norm weight of shape [32]) in model.safetensors',
     );
   });
 
@@ -160,7 +160,7 @@ describe('Qwen3.5 checkpoint', () => {
       },
     });
     expect((await formatError(openQwen35Checkpoint(files))).message).toBe(
-      'model.safetensors: tensor "language_model.model.layers.1.self_attn.q_proj.weight" has shape [64,32], expected [128,32] (dense weight of layers.1.self_attn.q_proj)',
+      'checkpoint: model.safetensors: tensor "language_model.model.layers.1.self_attn.q_proj.weight" has shape [64,32], expected [128,32] (dense weight of layers.1.self_attn.q_proj)',
     );
   });
 
@@ -175,7 +175,7 @@ describe('Qwen3.5 checkpoint', () => {
       },
     });
     expect((await formatError(openQwen35Checkpoint(files))).message).toMatch(
-      /^layer 1 is "linear_attention" in config.json but model.safetensors has a full-attention layer there/,
+      /^checkpoint: layer 1 is "linear_attention" in config.json but model.safetensors has a full-attention layer there/,
     );
   });
 

@@ -1,11 +1,16 @@
 import { existsSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import path from 'node:path';
-import type { Checkpoint } from '../../format/checkpoint.ts';
+import type { TensorRef } from '../../format/safetensors.ts';
 import type { AssistantDescription } from '../../format/model-description.ts';
-import { openCheckpointDir } from '../../node/file-source.ts';
-import { defaultLayout, uploadWeights, type GpuWeights } from '../../model/gpu-weights.ts';
-import { checkMemory, planMemory } from '../../model/memory-budget.ts';
+import { openFamilyCheckpoint, type FamilyCheckpoint } from '../../format/open-target.ts';
+import { nodeFolderSources } from '../../node/file-source.ts';
+import { defaultLayout, uploadWeights } from '../../model/gpu-weights.ts';
+import { checkMemory, planMemory, type MemoryOptions, type MemoryPlan } from '../../model/memory-budget.ts';
+import { planQwenMemory } from '../../model/qwen/memory.ts';
+import { uploadQwenWeights } from '../../model/qwen/weights.ts';
+import type { ProgressFn } from '../../util/cancel.ts';
+import { namingFolder } from '../load-models.ts';
 import { nodeGpuContext } from '../node-gpu.ts';
 import type { Command } from '../command.ts';
 
@@ -14,10 +19,14 @@ const MB = 1e6;
 
 export const loadBench: Command = {
   name: 'load-bench',
-  summary: 'Measure raw read vs GPU upload throughput of a checkpoint, with peak JS heap and RSS (JSON).',
+  summary:
+    'Measure raw read vs GPU upload throughput of a checkpoint (Gemma 4 or Qwen3.5), with peak JS heap and RSS (JSON).',
   usage: 'load-bench --model DIR [--memory-budget GB] [--max-context N]',
   options: {
-    model: { type: 'string', help: 'checkpoint folder, or a folder with target/ and assistant/ (as synth writes)' },
+    model: {
+      type: 'string',
+      help: 'checkpoint folder, or a folder with target/ and assistant/ (as synth writes; a Qwen3.5 target alone)',
+    },
     'memory-budget': {
       type: 'string',
       help: 'refuse before uploading when the plan exceeds this many GB (10^9 bytes)',
@@ -25,50 +34,65 @@ export const loadBench: Command = {
     'max-context': { type: 'string', help: 'context length for the memory plan', default: '4096' },
   },
   async run({ values: v }, io) {
+    // Every option is checked before a file is read: a typo must not cost a read of a whole checkpoint first.
     if (typeof v.model !== 'string') throw new Error('--model DIR is required');
+    const maxContext = positiveInt('max-context', v['max-context']);
+    const budget =
+      v['memory-budget'] !== undefined ? positiveNumber('memory-budget', v['memory-budget']) * 1e9 : undefined;
     const dirs = modelDirs(path.resolve(v.model));
-    const cks: Checkpoint[] = [];
-    for (const d of dirs) cks.push(await openCheckpointDir(d));
-    const files = [
-      ...new Set(cks.flatMap((c, i) => [...c.tensors.values()].map((t) => path.join(dirs[i], t.file.name)))),
-    ];
+    const cks: FamilyCheckpoint[] = [];
+    for (const d of dirs) {
+      const label = path.basename(d);
+      cks.push(await namingFolder(d, label, async () => openFamilyCheckpoint(await nodeFolderSources(d), label)));
+    }
+    const qwen = cks.findIndex((c) => c.family === 'qwen3_5');
+    // The Qwen3.5 target drafts with its own mtp.* head, planned and uploaded with it; a folder beside it (a split
+    // drafter, or a Gemma 4 assistant) is not part of what the engine would load here, so it is refused, not skipped.
+    if (qwen >= 0 && cks.length > 1)
+      throw new Error(
+        `${path.resolve(v.model)}: a Qwen3.5 target (${dirs[qwen]}) with another checkpoint beside it (${dirs.filter((_, i) => i !== qwen).join(', ')}); load-bench measures a Qwen3.5 target alone (its MTP head is inside it): give its folder as --model`,
+      );
+    const tensors = (c: FamilyCheckpoint): TensorRef[] => [...c.checkpoint.tensors.values()];
+    const files = [...new Set(cks.flatMap((c, i) => tensors(c).map((t) => path.join(dirs[i], t.file.name))))];
 
     const mem = new PeakMemory();
     const raw = await rawRead(files);
-    const viaSource = await sourceRead(cks);
+    const viaSource = await sourceRead(cks.flatMap(tensors));
 
     const ctx = await nodeGpuContext();
     const limits = {
       maxBufferSize: ctx.device.limits.maxBufferSize,
       maxStorageBufferBindingSize: ctx.device.limits.maxStorageBufferBindingSize,
     };
-    const target = cks.find((c) => c.description.role === 'target')?.description ?? cks[0].description;
-    const asst = cks.find((c) => c.description.role === 'assistant')?.description as AssistantDescription | undefined;
-    const plan = planMemory(
-      target,
-      { maxContext: Number(v['max-context']), maxBlock: 8, prefillChunk: 64, layout: defaultLayout(ctx.device) },
-      limits,
-      asst === target ? undefined : asst,
-    );
-    const budget = v['memory-budget'] !== undefined ? Number(v['memory-budget']) * 1e9 : undefined;
-    if (budget !== undefined && !(budget > 0)) throw new Error('--memory-budget must be a positive number of GB');
+    const opts: MemoryOptions = { maxContext, maxBlock: 8, prefillChunk: 64, layout: defaultLayout(ctx.device) };
+    let plan: MemoryPlan;
+    if (cks[0].family === 'qwen3_5') plan = planQwenMemory(cks[0].checkpoint.description, opts, limits);
+    else {
+      const gemma = cks.flatMap((c) => (c.family === 'gemma4' ? [c.checkpoint.description] : []));
+      const target = gemma.find((d) => d.role === 'target') ?? gemma[0];
+      const asst = gemma.find((d) => d.role === 'assistant') as AssistantDescription | undefined;
+      plan = planMemory(target, opts, limits, asst === target ? undefined : asst);
+    }
     checkMemory(plan, budget);
 
-    const loaded: GpuWeights[] = [];
+    const loaded: { bytes: number; destroy(): void }[] = [];
     let lastLog = 0;
     const t0 = performance.now();
     mem.start();
     try {
       for (const c of cks) {
+        const onProgress: ProgressFn = (p) => {
+          mem.sample();
+          const now = performance.now();
+          if (now - lastLog > 5000) {
+            lastLog = now;
+            io.err(`load-bench: ${c.checkpoint.label}: ${p.detail}`);
+          }
+        };
         loaded.push(
-          await uploadWeights(ctx.device, c.description, (p) => {
-            mem.sample();
-            const now = performance.now();
-            if (now - lastLog > 5000) {
-              lastLog = now;
-              io.err(`load-bench: ${c.label}: ${p.detail}`);
-            }
-          }),
+          c.family === 'qwen3_5'
+            ? await uploadQwenWeights(ctx.device, c.checkpoint.description, onProgress)
+            : await uploadWeights(ctx.device, c.checkpoint.description, onProgress),
         );
       }
       await ctx.device.queue.onSubmittedWorkDone(); // the copies into the buffers are part of the load
@@ -112,6 +136,22 @@ export const loadBench: Command = {
   },
 };
 
+/** A positive decimal integer option; Number() alone would take "", "0x10" or "1e3". */
+function positiveInt(name: string, s: string | boolean | undefined): number {
+  const n = typeof s === 'string' && /^\d+$/.test(s) ? Number(s) : Number.NaN;
+  if (!Number.isSafeInteger(n) || n < 1)
+    throw new Error(`--${name} must be a positive integer, found ${JSON.stringify(s)}`);
+  return n;
+}
+
+/** A positive decimal number option (GB may be fractional). */
+function positiveNumber(name: string, s: string | boolean | undefined): number {
+  const n = typeof s === 'string' && /^(\d+\.?\d*|\.\d+)$/.test(s) ? Number(s) : Number.NaN;
+  if (!(n > 0) || !Number.isFinite(n))
+    throw new Error(`--${name} must be a positive number, found ${JSON.stringify(s)}`);
+  return n;
+}
+
 const round = (x: number) => Math.round(x * 10) / 10;
 
 /** A checkpoint folder, or the target/ and assistant/ folders under it. */
@@ -147,10 +187,10 @@ async function rawRead(files: string[]): Promise<{ bytes: number; seconds: numbe
 }
 
 /** Reads every tensor through the checkpoint's ByteSources in 8 MB reads, as the uploader does, minus the GPU. */
-async function sourceRead(cks: Checkpoint[]): Promise<number> {
+async function sourceRead(tensors: TensorRef[]): Promise<number> {
   const t0 = performance.now();
   let bytes = 0;
-  for (const t of cks.flatMap((c) => [...c.tensors.values()])) {
+  for (const t of tensors) {
     for (let off = 0; off < t.byteLength; off += CHUNK) {
       bytes += (await t.file.read(t.offset + off, Math.min(CHUNK, t.byteLength - off))).byteLength;
     }

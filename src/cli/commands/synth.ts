@@ -10,6 +10,14 @@ import type { AffineBits } from '../../format/quantization.ts';
 import { writeSynthetic } from '../../node/synthetic.ts';
 import type { Command } from '../command.ts';
 
+/**
+ * The affine widths the GPU engine runs (uploadLinear's SUPPORTED_BITS in src/model/gpu-weights.ts). MLX also writes
+ * 3, 5 and 6 bits, and the format layer reads them, but synth writes checkpoints for the engine to load: one at a
+ * width it cannot run (or at a width that is no width, 0 or 99) would be written in full and only refused by
+ * whatever loads it next. test/unit/synth-bits.test.ts uploads every width listed here.
+ */
+export const ENGINE_BITS: readonly AffineBits[] = [2, 4, 8];
+
 export const synth: Command = {
   name: 'synth',
   summary:
@@ -25,7 +33,10 @@ export const synth: Command = {
     seed: { type: 'string', help: 'weight seed', default: '0' },
     layers: { type: 'string', help: 'target layers (five sliding, one full; last full)' },
     vocab: { type: 'string', help: 'vocabulary size' },
-    'mlp-bits': { type: 'string', help: 'quantize MLP projections at this width (per-module overrides)' },
+    'mlp-bits': {
+      type: 'string',
+      help: `quantize MLP projections at this width (per-module overrides): ${ENGINE_BITS.join(', ')}`,
+    },
     'shard-gb': { type: 'string', help: 'largest weight file in GB (10^9 bytes)', default: '5' },
     'no-assistant': { type: 'boolean', help: 'write the target only' },
     'no-mtp': { type: 'boolean', help: 'Qwen3.5: leave out the mtp.* head (as plain mlx_lm conversions do)' },
@@ -52,7 +63,7 @@ export const synth: Command = {
       const over: Partial<SynthGeometry> = {};
       if (v.layers !== undefined) over.layers = int('layers', v.layers, 1);
       if (v.vocab !== undefined) over.vocab = int('vocab', v.vocab, 1);
-      if (v['mlp-bits'] !== undefined) over.mlpBits = int('mlp-bits', v['mlp-bits']) as AffineBits;
+      if (v['mlp-bits'] !== undefined) over.mlpBits = engineBits('mlp-bits', v['mlp-bits']);
       if (v['no-assistant']) over.assistant = null;
       g = synthGeometry(preset as SynthPreset, over);
     }
@@ -83,6 +94,15 @@ export const synth: Command = {
     return 0;
   },
 };
+
+function engineBits(name: string, s: string | boolean | undefined): AffineBits {
+  const n = typeof s === 'string' && /^\d+$/.test(s) ? Number(s) : Number.NaN;
+  if (!ENGINE_BITS.includes(n as AffineBits))
+    throw new Error(
+      `--${name} must be one of ${ENGINE_BITS.join(', ')} (the affine widths the GPU engine runs), found ${JSON.stringify(s)}`,
+    );
+  return n as AffineBits;
+}
 
 function int(name: string, s: string | boolean | undefined, min = 0): number {
   const n = Number(s);

@@ -7,6 +7,7 @@ import { parseJsonBytes, type ByteSource } from '../bytesource.ts';
 import { checkpointDigest } from '../checkpoint.ts';
 import { locateCheckpointFiles, normalisedTensors, weightFilesSummary } from '../checkpoint-files.ts';
 import { TensorTable } from '../describe.ts';
+import { namingCheckpoint } from '../errors.ts';
 import type { TensorRef } from '../safetensors.ts';
 import { parseQwen35Config } from './config.ts';
 import { describeQwen35 } from './describe.ts';
@@ -27,9 +28,11 @@ export interface Qwen35Checkpoint {
 
 /** Opens a Qwen3.5 target; throws FormatError with a user-facing message on any problem. */
 export async function openQwen35Checkpoint(files: ByteSource[], label = 'checkpoint'): Promise<Qwen35Checkpoint> {
-  const { config, tensors, ignored, digest, totalBytes, fileSet, tokenizer } = await load(files, label);
-  const description = describeQwen35(config, new TensorTable(tensors, fileSet), label);
-  return { family: 'qwen3_5', label, description, tensors, tokenizer, digest, totalBytes, ignoredTensors: ignored };
+  return namingCheckpoint(label, async () => {
+    const { config, tensors, ignored, digest, totalBytes, fileSet, tokenizer } = await load(files, label);
+    const description = describeQwen35(config, new TensorTable(tensors, fileSet), label);
+    return { family: 'qwen3_5', label, description, tensors, tokenizer, digest, totalBytes, ignoredTensors: ignored };
+  });
 }
 
 async function load(files: ByteSource[], label: string) {

@@ -4,7 +4,7 @@
  * head. Accepts the MLX/HF multimodal layout (model_type "qwen3_5" with a "text_config") and the text-only one
  * ("qwen3_5_text" at the root), and refuses, with the key and the reason, what this lab cannot run exactly.
  */
-import { type Ctx, isObj, type Obj, optPosInt, posInt } from '../config-fields.ts';
+import { type Ctx, isObj, type Obj, optEosIds, optPosInt, optPosNumber, posInt } from '../config-fields.ts';
 import { FormatError } from '../errors.ts';
 import { parseQuantization, type QuantizationConfig } from '../quantization.ts';
 
@@ -131,7 +131,9 @@ export function parseQwen35Config(
       file,
       `${where}head_dim`,
     );
-  const eps = typeof tc.rms_norm_eps === 'number' ? tc.rms_norm_eps : 1e-6;
+  const eps = optPosNumber(ctx, tc, 'rms_norm_eps', 1e-6);
+  // Not used (the context the engine plans for is the user's choice), but a value of 0 or below is a broken config.
+  optPosInt(ctx, tc, 'max_position_embeddings');
   const rope = ropeSpec(ctx, tc, headDim);
 
   let numLayers = 0;
@@ -151,7 +153,10 @@ export function parseQwen35Config(
     );
   const tie = (tc.tie_word_embeddings ?? json.tie_word_embeddings ?? false) === true;
   const quantization = parseQuantization(json.quantization ?? json.quantization_config, file);
-  const eosIds = parseEos(json.eos_token_id) ?? parseEos(tc.eos_token_id) ?? [];
+  // Both sources are checked when present (a malformed one is a broken file even where the other wins).
+  const rootEos = optEosIds({ file, where: '' }, json, 'eos_token_id');
+  const textEos = tc !== json ? optEosIds(ctx, tc, 'eos_token_id') : undefined;
+  const eosIds = rootEos ?? textEos ?? [];
   return {
     family: 'qwen3_5',
     role,
@@ -287,10 +292,4 @@ function ropeSpec(ctx: Ctx, tc: Obj, headDim: number): Qwen35AttentionGeometry['
     );
   // Multimodal RoPE (mrope_section) reduces to this 1-D RoPE for text: all three position rows are equal.
   return { theta, partialRotary: partial, rotaryDim };
-}
-
-function parseEos(v: unknown): number[] | undefined {
-  if (Number.isSafeInteger(v)) return [v as number];
-  if (Array.isArray(v) && v.length > 0 && v.every((x) => Number.isSafeInteger(x))) return [...new Set(v as number[])];
-  return undefined;
 }

@@ -20,7 +20,7 @@ import { parseJsonBytes, type ByteSource } from '../bytesource.ts';
 import { checkpointDigest } from '../checkpoint.ts';
 import { locateCheckpointFiles, weightFilesSummary } from '../checkpoint-files.ts';
 import { TensorTable } from '../describe.ts';
-import { FormatError } from '../errors.ts';
+import { FormatError, namingCheckpoint } from '../errors.ts';
 import { readSafetensorsHeader, type TensorRef } from '../safetensors.ts';
 import { parseQwen35Config, type Qwen35Config } from './config.ts';
 import { describeQwen35Drafter } from './describe.ts';
@@ -54,6 +54,10 @@ export interface Qwen35DrafterCheckpoint {
 
 /** Opens a split MTP drafter folder (config and headers only); throws FormatError saying what is wrong. */
 export async function openQwen35Drafter(files: ByteSource[], label = 'drafter'): Promise<Qwen35DrafterCheckpoint> {
+  return namingCheckpoint(label, () => openDrafter(files, label));
+}
+
+async function openDrafter(files: ByteSource[], label: string): Promise<Qwen35DrafterCheckpoint> {
   await refuseBareHead(files, label);
   const f = await locateCheckpointFiles(files, label);
   const file = f.config.name;

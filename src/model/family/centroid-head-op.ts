@@ -69,7 +69,7 @@ export async function checkTokenOrdering(ch: CentroidHead, vocab: number): Promi
   }
   if (ch.topK > CENTROID_MAX_TOP_K)
     throw new GpuError(
-      'limits',
+      'unsupported',
       `centroid_intermediate_top_k ${ch.topK} exceeds what the GPU centroid head keeps (${CENTROID_MAX_TOP_K})`,
     );
 }
@@ -100,11 +100,15 @@ export class CentroidHeadOp {
     const C = head.numCentroids;
     if (V % C !== 0) throw new Error(`vocab ${V} is not a multiple of ${C} centroids`);
     if (head.topK > CENTROID_MAX_TOP_K)
-      throw new GpuError('limits', `top-${head.topK} clusters exceed the GPU centroid head's ${CENTROID_MAX_TOP_K}`);
+      throw new GpuError(
+        'unsupported',
+        `top-${head.topK} clusters exceed the GPU centroid head's ${CENTROID_MAX_TOP_K}`,
+      );
     if (head.tokenOrdering.parts.length !== 1)
       throw new GpuError(
         'limits',
         `token_ordering is split into ${head.tokenOrdering.parts.length} buffers; the centroid head reads one`,
+        "This checkpoint's vocabulary needs a larger buffer than this adapter allows.",
       );
     this.per = V / C;
     this.scored = head.topK * this.per;

@@ -92,7 +92,7 @@ export async function uploadMoeBlock(
     const s = x.stacked;
     if (s.kind !== 'affine' || (s.bits !== 4 && s.bits !== 8) || s.groupSize % 32 !== 0 || s.inFeatures % 32 !== 0)
       throw new GpuError(
-        'limits',
+        'unsupported',
         `${s.name}: the GPU expert kernel (shaders/moe_experts.wgsl) runs 4- or 8-bit affine experts with groups and inputs a multiple of 32; this one is ${s.kind === 'affine' ? `${s.bits}-bit, group ${s.groupSize}, ${s.inFeatures} inputs` : `dense ${s.weight.dtype}`}`,
       );
     const rows = up.rowsPerPart([s.weight, s.scales, s.biases]); // experts per part
@@ -111,7 +111,7 @@ export async function uploadMoeBlock(
   for (const t of [m.routerScale, m.perExpertScale])
     if (t.dtype !== 'BF16')
       throw new GpuError(
-        'limits',
+        'unsupported',
         `${t.name}: ${t.dtype}; the router kernels read bf16 vectors (as MLX stores router.scale and per_expert_scale)`,
       );
   return {
