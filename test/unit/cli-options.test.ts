@@ -98,6 +98,9 @@ describe('CLI options', () => {
         '--oracle-mismatch must be a comma-separated list of non-negative integers (got "zz")',
       ],
     ];
+    const qwen = ['generate', '--target', 'test/fixtures/qwen-tiny/target', '--tokens', '1', '--json', 'g.json'];
+    const q = await cli([...qwen, '--mode', 'mtp', '--draft-position', 'mlxcel']);
+    expect(q.out).toContain('error: --draft-position applies to Gemma 4 assistants, not to Qwen3.5 MTP heads');
     for (const [extra, msg] of cases) {
       const r = await cli([...base, ...extra]);
       expect(r.code, extra.join(' ')).toBe(1);

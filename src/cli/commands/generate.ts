@@ -143,6 +143,9 @@ export const generate: Command = {
     if (await isQwenDir(targetDir)) {
       // Qwen3.5: MTP drafts with a split drafter folder given as --draft, else with the target's own mtp.* head.
       familyPolicy('qwen3_5', String(values.policy)); // refuse a policy the family lacks before loading
+      // the draft position convention is a Gemma 4 assistant's (its frozen position); a Qwen3.5 head has none
+      if (position !== 'hf')
+        throw new Error('--draft-position applies to Gemma 4 assistants, not to Qwen3.5 MTP heads');
       const q = await loadQwenTarget(targetDir, values.draft ? String(values.draft) : undefined);
       try {
         // which head drafts (without one, generation's mtpDrafter() says why)
