@@ -17,7 +17,7 @@ import {
 import type { GpuWeights } from './gpu-weights.ts';
 import { KvCache, type CacheSnapshot } from './kv-cache.ts';
 import * as op from './ops.ts';
-import type { ForwardResult, StepOptions, TargetOptions } from './target.ts';
+import type { ForwardResult, PrefillOptions, StepOptions, TargetOptions } from './target.ts';
 import { TargetWorkspace } from './target-workspace.ts';
 import { refuseNanRows } from './nan-row.ts';
 
@@ -106,7 +106,7 @@ export abstract class TargetCore<O extends TargetOptions = TargetOptions> {
   protected checkTokens(_tokens: number[]): void {}
 
   /** Prefill `tokens` from position 0 in chunks of opts.prefillChunk (or `chunk`), then lay out the rings. */
-  async prefill(tokens: number[], o: StepOptions & { chunk?: number } = {}): Promise<ForwardResult> {
+  async prefill(tokens: number[], o: StepOptions & PrefillOptions = {}): Promise<ForwardResult> {
     if (this.cache.state.nextPos !== 0) throw new Error('prefill needs an empty cache (call reset())');
     this.checkContext(tokens.length);
     const chunk = Math.min(o.chunk ?? this.opts.prefillChunk, this.R);
@@ -123,6 +123,11 @@ export abstract class TargetCore<O extends TargetOptions = TargetOptions> {
       if (r.finalHidden) hidden.push(r.finalHidden);
       for (const [k, v] of r.captures)
         out.captures.set(k, out.captures.has(k) ? concatF32([out.captures.get(k)!, v]) : v);
+      // a chunk's work is queued, not done: wait for it, so that Cancel stops a long prefill within a chunk
+      if (o.cancel && p + chunk < tokens.length) {
+        await this.idle();
+        o.cancel.throwIfCancelled();
+      }
     }
     const rec = this.recorder('finish-prefill');
     this.cache.finishPrefill(rec, tokens.length);

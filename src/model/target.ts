@@ -4,6 +4,7 @@ import type { ForwardPass } from './forward-pass.ts';
 import type { GpuWeights } from './gpu-weights.ts';
 import type * as op from './ops.ts';
 import type { Policy } from './policy.ts';
+import type { CancelToken } from '../util/cancel.ts';
 import { TargetCore, type TargetLayout } from './target-core.ts';
 
 /**
@@ -33,6 +34,12 @@ export interface ForwardResult {
   /** Post-final-norm hidden state of every row [M, H] (the MTP seed). */
   finalHidden?: Float32Array;
   captures: Map<string, Float32Array>;
+}
+
+/** Options of a prefill: its chunk size (default: the model's), and a token that Cancel sets (checked per chunk). */
+export interface PrefillOptions {
+  chunk?: number;
+  cancel?: CancelToken;
 }
 
 export interface StepOptions {

@@ -63,7 +63,10 @@ export interface ProbeEnv {
 interface ProbeTarget<S extends { destroy(): void } = { destroy(): void }> {
   readonly desc: { vocab: number };
   reset(): void;
-  prefill(tokens: number[], o: { chunk?: number; policy?: Policy; logits: 'none' }): Promise<unknown>;
+  prefill(
+    tokens: number[],
+    o: { chunk?: number; policy?: Policy; logits: 'none'; cancel?: CancelToken },
+  ): Promise<unknown>;
   idle(): Promise<void>;
   snapshot(): S;
   restore(s: S): void;
@@ -246,7 +249,7 @@ async function probeOneDraw(
   const prefill = async (chunk: number) => {
     const t = performance.now();
     model.reset();
-    await model.prefill(draw.prompt, { chunk: chunk || P, policy, logits: 'none' });
+    await model.prefill(draw.prompt, { chunk: chunk || P, policy, logits: 'none', cancel });
     // Without logits nothing is read back: wait for the GPU, or its prefill time lands on the chain arm.
     await model.idle();
     timings.prefillMs += performance.now() - t;

@@ -258,6 +258,11 @@ export function validateReport(x: unknown): string[] {
     if (!cond) errs.push(msg);
   };
   if (!obj(x)) return ['report is not a JSON object'];
+  // a generation result is a file of its own kind: say so rather than list every field it lacks
+  if (x.schema === 'ringside-generation/1')
+    return [
+      'this is a generation result (schema "ringside-generation/1"): the viewer opens probe and trace reports; a generation is shown where it is run',
+    ];
   need(x.schema === REPORT_SCHEMA, `schema must be "${REPORT_SCHEMA}" (found ${JSON.stringify(x.schema)})`);
   need(x.kind === 'probe' || x.kind === 'trace', `kind must be "probe" or "trace" (found ${JSON.stringify(x.kind)})`);
   need(x.verdict === 'equal' || x.verdict === 'diverges', 'verdict must be "equal" or "diverges"');
@@ -278,6 +283,14 @@ export function validateReport(x: unknown): string[] {
   }
   if (x.kind === 'trace') {
     need(obj(x.metrics), 'metrics missing');
+    // the verdict badge is what a reader looks at first: it must be the one the rows give (traceVerdict)
+    if (obj(x.metrics) && typeof x.metrics.rowsByteEqual === 'number' && typeof x.metrics.positions === 'number') {
+      const derived = x.metrics.rowsByteEqual === x.metrics.positions ? 'equal' : 'diverges';
+      need(
+        x.verdict === derived,
+        `verdict "${String(x.verdict)}" contradicts the metrics (${x.metrics.rowsByteEqual} of ${x.metrics.positions} rows byte-equal: "${derived}")`,
+      );
+    }
     need(Array.isArray(x.positions), 'positions must be an array');
     if (Array.isArray(x.positions))
       x.positions.forEach((p, i) =>
@@ -306,6 +319,14 @@ export function validateReport(x: unknown): string[] {
       );
       if (d.stages !== undefined) need(Array.isArray(d.stages), `draws[${i}].stages must be an array`);
     });
+  // the verdict badge is what a reader looks at first: it must be the one the draws give (runProbe)
+  if (Array.isArray(x.draws) && x.draws.every((d) => obj(d) && (d.verdict === 'equal' || d.verdict === 'diverges'))) {
+    const derived = x.draws.some((d) => d.verdict === 'diverges') ? 'diverges' : 'equal';
+    need(
+      x.verdict === derived,
+      `verdict "${String(x.verdict)}" contradicts the draws (${derived === 'equal' ? 'every draw is equal' : 'a draw diverges'}: "${derived}")`,
+    );
+  }
   return errs;
 }
 

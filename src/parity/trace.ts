@@ -136,7 +136,10 @@ export interface TraceEnv {
 /** What the trace needs from a target model (TargetModel's contract; QwenTargetModel, ETargetModel, MoETargetModel). */
 interface TraceTarget<S extends { destroy(): void } = { destroy(): void }> {
   reset(): void;
-  prefill(tokens: number[], o: { chunk?: number; policy?: Policy; logits: 'none' }): Promise<unknown>;
+  prefill(
+    tokens: number[],
+    o: { chunk?: number; policy?: Policy; logits: 'none'; cancel?: CancelToken },
+  ): Promise<unknown>;
   snapshot(): S;
   restore(s: S): void;
   decode(token: number, o: { policy?: Policy }): Promise<ForwardResult>;
@@ -145,10 +148,16 @@ interface TraceTarget<S extends { destroy(): void } = { destroy(): void }> {
   destroy(): void;
 }
 
-async function prefillArm(model: TraceTarget, prefix: number[], policy: Policy, chunk: number): Promise<number> {
+async function prefillArm(
+  model: TraceTarget,
+  prefix: number[],
+  policy: Policy,
+  chunk: number,
+  cancel?: CancelToken,
+): Promise<number> {
   const t = performance.now();
   model.reset();
-  await model.prefill(prefix, { chunk: chunk || prefix.length, policy, logits: 'none' });
+  await model.prefill(prefix, { chunk: chunk || prefix.length, policy, logits: 'none', cancel });
   return performance.now() - t;
 }
 
@@ -195,7 +204,7 @@ export async function runTrace(env: TraceEnv, opts: TraceOptions): Promise<Trace
   const V = desc.vocab;
   try {
     // Chain arm.
-    timings.prefillMs += await prefillArm(model, prefix, policy, policy.prefillChunks?.chain ?? chunk);
+    timings.prefillMs += await prefillArm(model, prefix, policy, policy.prefillChunks?.chain ?? chunk, env.cancel);
     const snapshot = policy.prefillChunks ? undefined : model.snapshot();
     let t = performance.now();
     const chainRows: Float32Array[] = [];
@@ -209,7 +218,7 @@ export async function runTrace(env: TraceEnv, opts: TraceOptions): Promise<Trace
     if (snapshot) {
       model.restore(snapshot);
       snapshot.destroy();
-    } else timings.prefillMs += await prefillArm(model, prefix, policy, policy.prefillChunks!.block);
+    } else timings.prefillMs += await prefillArm(model, prefix, policy, policy.prefillChunks!.block, env.cancel);
     t = performance.now();
     const blockRows: Float32Array[] = [];
     for (let i = 0; i < traced.length; i += K) {

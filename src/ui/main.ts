@@ -40,6 +40,8 @@ function showReport(x: unknown, source: string, origin: 'live' | 'shared'): bool
         el('ul', {}, ...r.problems.slice(0, 20).map((p) => el('li', {}, p))),
       ),
     );
+    // the box sits above the report card: a report already on screen would hide that this one was refused
+    problemBox.scrollIntoView({ block: 'start' });
     return false;
   }
   view.show(r, source, x);
@@ -59,6 +61,7 @@ function showProblem(source: string, message: string): void {
       message,
     ),
   );
+  problemBox.scrollIntoView({ block: 'start' });
 }
 
 function fromHash(): void {
@@ -112,8 +115,13 @@ const run = createRunPanel(engine, {
     generation.show(g, `live run, ${new Date().toLocaleTimeString()}`);
     generation.root.scrollIntoView({ block: 'start', behavior: 'smooth' });
   },
-  // The demo model must not replace the checkpoints under a running job.
-  busyChanged: () => (demoButton.disabled = intake.busy() || run.busy()),
+  // Neither the demo model nor a folder may replace the checkpoints under a running job.
+  busyChanged: () => {
+    demoButton.disabled = intake.busy() || run.busy();
+    intake.lock(
+      run.busy() ? 'A run is in progress: wait for it to finish or cancel it, then load the checkpoint.' : undefined,
+    );
+  },
 });
 byId('run-slot').appendChild(run.root);
 

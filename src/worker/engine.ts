@@ -60,12 +60,15 @@ export interface LoadedSummary extends CheckpointInfo, FamilyFacts {
 /** The other zone's new summary, or the message that says why its checkpoint was dropped. */
 export type OtherZone = { role: Role; summary: LoadedSummary } | { role: Role; error: string };
 
+/** Loads replace checkpoints; runs read them (Engine.startJob keeps the two apart). */
+type JobKind = 'load' | 'run';
+
 /** What the target zone holds (a split drafter goes on the assistant zone only). */
 type LoadedTarget = Exclude<LoadedCheckpoint, LoadedDrafter>;
 
 export class Engine {
   private ctx: GpuContext | undefined;
-  private readonly jobs = new Map<string, CancelToken>();
+  private readonly jobs = new Map<string, { token: CancelToken; kind: JobKind }>();
   protected checkpoints: { target?: LoadedTarget; assistant?: LoadedCheckpoint } = {};
 
   /** Acquires the adapter and device (once). Throws a GpuError with an actionable message. */
@@ -106,7 +109,7 @@ export class Engine {
     onProgress?: ProgressFn,
   ): Promise<LoadedSummary> {
     const t0 = performance.now();
-    const token = this.startJob(jobId);
+    const token = this.startJob(jobId, 'load');
     try {
       const ctx = await this.gpu();
       const sources = folder.files.map((f) => blobSource(f.path, f.file));
@@ -123,6 +126,12 @@ export class Engine {
         );
       const opened = await openFamilyCheckpoint(sources, folder.label);
       const other = this.checkpoints[role === 'target' ? 'assistant' : 'target'];
+      // A new target replaces the pair's anchor: a loaded assistant that cannot draft for it is unloaded once the
+      // target is up (with a message in its zone), not a reason to refuse the target. Refusing it left no way to go
+      // from one pair to another of a different shape but a reload: each drop was refused for not fitting the other.
+      let unloadAssistant: string | undefined;
+      if (role === 'target' && opened.family === 'qwen3_5' && other?.family === 'gemma4')
+        unloadAssistant = `${other.ck.label} was unloaded: a Gemma 4 MTP assistant cannot draft for the Qwen3.5 target ${folder.label}, which drafts with its own MTP head (mtp.*) or a split MTP drafter folder.`;
       if (opened.family === 'gemma4') {
         const ck = opened.checkpoint;
         const actual: Role = ck.description.role;
@@ -137,7 +146,17 @@ export class Engine {
           );
         if (other?.family === 'gemma4') {
           const [t, a] = role === 'target' ? [ck, other.ck] : [other.ck, ck];
-          checkCompatibility(t.description as TargetDescription, a.description as AssistantDescription);
+          try {
+            checkCompatibility(t.description as TargetDescription, a.description as AssistantDescription);
+          } catch (e) {
+            const why = (e as Error).message;
+            if (role === 'target')
+              unloadAssistant = `${other.ck.label} was unloaded: it does not fit the new target ${folder.label} (${why}). Drop the assistant made for ${folder.label}.`;
+            else
+              throw new Error(
+                `${folder.label} does not fit the loaded target ${other.ck.label}: ${why}. Drop the assistant made for ${other.ck.label}, or first drop the target ${folder.label} was made for (a new target unloads an assistant that does not fit it).`,
+              );
+          }
         }
       }
       destroyLoaded(this.checkpoints[role]);
@@ -160,9 +179,16 @@ export class Engine {
       }
       if (role === 'target') this.checkpoints.target = loaded as LoadedTarget;
       else this.checkpoints.assistant = loaded;
+      if (unloadAssistant) {
+        destroyLoaded(this.checkpoints.assistant);
+        delete this.checkpoints.assistant;
+      }
       // A drafter waiting on the assistant zone attaches to a new Qwen3.5 target now, or says why it cannot.
-      const consequence =
-        role === 'target' && drafter ? await this.attachWaitingDrafter(ctx, drafter, token, onProgress) : undefined;
+      const consequence: OtherZone | undefined = unloadAssistant
+        ? { role: 'assistant', error: unloadAssistant }
+        : role === 'target' && drafter
+          ? await this.attachWaitingDrafter(ctx, drafter, token, onProgress)
+          : undefined;
       return {
         ...this.summaryOf(role)!,
         loadMs: performance.now() - t0,
@@ -509,10 +535,22 @@ export class Engine {
     }
   }
 
-  /** Registers a cancellable job; the token is checked between GPU steps. */
-  protected startJob(jobId: string): CancelToken {
+  /**
+   * Registers a cancellable job; the token is checked between GPU steps. A load never runs beside a run (probe,
+   * trace, generation, measurement), nor a run beside a load or another run: a load replaces the buffers a running
+   * job reads (the page used to let a folder be chosen mid-trace, and the trace then failed with "used in submit
+   * while destroyed"), and two runs would time each other.
+   */
+  protected startJob(jobId: string, kind: JobKind = 'run'): CancelToken {
+    const kinds = [...this.jobs.values()].map((j) => j.kind);
+    if (kind === 'load' && kinds.includes('run'))
+      throw new Error('A run is in progress: wait for it to finish or cancel it, then load the checkpoint.');
+    if (kind === 'run' && kinds.includes('load'))
+      throw new Error('A checkpoint is loading: wait for it to finish (or cancel it), then start the run.');
+    if (kind === 'run' && kinds.includes('run'))
+      throw new Error('Another run is in progress: wait for it to finish or cancel it.');
     const token = new CancelToken();
-    this.jobs.set(jobId, token);
+    this.jobs.set(jobId, { token, kind });
     return token;
   }
 
@@ -521,9 +559,9 @@ export class Engine {
   }
 
   cancel(jobId: string): boolean {
-    const token = this.jobs.get(jobId);
-    token?.cancel();
-    return token !== undefined;
+    const job = this.jobs.get(jobId);
+    job?.token.cancel();
+    return job !== undefined;
   }
 }
 

@@ -138,7 +138,7 @@ describe('CLI-written reports in the page', () => {
     expect(await page.getByTestId('report-title').textContent()).toBe('Teacher-forced trace report');
     expect(await page.getByTestId('trace-summary').textContent()).toBe(trace.summary);
     expect(await page.getByTestId('trace-setup').textContent()).toBe(
-      '24 traced positions after a 40-token prefix · K = 4 · policy mask-widened · f32',
+      '24 traced positions after a prefix of 40 tokens · K = 4 · policy mask-widened · f32',
     );
     expect(await shownMetrics(page)).toMatchObject(expectedMetrics(trace));
     expect(await shownBuckets(page)).toEqual(expectedBuckets(trace));

@@ -16,7 +16,7 @@ import {
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { newPage, pageErrors, screenshot, useServerAndBrowser } from './harness.ts';
-import { ASSISTANT_DIR, dropFolder, TARGET_DIR } from './flows.ts';
+import { ASSISTANT_DIR, dropFolder, RUN_MS, TARGET_DIR, TEST_MS } from './flows.ts';
 
 function copyDir(from: string, to: string): string {
   mkdirSync(to, { recursive: true });
@@ -111,7 +111,7 @@ describe('checkpoint intake in the page', () => {
     expect(await dropFolder(page, 'assistant', mismatched)).toBe('error');
     const assistantError = await page.getByTestId('assistant-error').textContent();
     expect(assistantError).toMatch(
-      /^assistant \(gemma4_assistant\) does not fit target \(gemma4\): .*assistant sliding_window 32 != target sliding_window 16/,
+      /^assistant-window-32 does not fit the loaded target target: assistant \(gemma4_assistant\) does not fit target \(gemma4\): .*assistant sliding_window 32 != target sliding_window 16/,
     );
     await screenshot(page, '04-error-mismatch');
     // The target is untouched by the assistant's refusal; the probe can still run.
@@ -121,6 +121,55 @@ describe('checkpoint intake in the page', () => {
     expect(pageErrors(page)).toEqual([]);
     await page.close();
   });
+
+  it('a new target of another shape unloads the assistant that does not fit it, so a pair can follow a pair', async () => {
+    const page = await newPage(env.browser, env.url);
+    expect(await dropFolder(page, 'target', TARGET_DIR)).toBe('loaded');
+    expect(await dropFolder(page, 'assistant', ASSISTANT_DIR)).toBe('loaded');
+    // the demo pair: vocabulary 4096 and window 32 where the fixture's has 1024 and 16
+    expect(await dropFolder(page, 'target', path.resolve('public/demo/target'))).toBe('loaded');
+    const assistantZone = page.getByTestId('assistant-zone');
+    await expect.poll(() => assistantZone.getAttribute('data-state')).toBe('error');
+    expect(await page.getByTestId('assistant-error').textContent()).toMatch(
+      /^assistant was unloaded: it does not fit the new target target \(assistant \(gemma4_assistant\) does not fit target \(gemma4\): .*\)\. Drop the assistant made for target\.$/,
+    );
+    expect(await dropFolder(page, 'assistant', path.resolve('public/demo/assistant'))).toBe('loaded');
+    expect(await page.getByTestId('assistant-error').count()).toBe(0);
+    // a failed drop says the previous checkpoint is still the one the runs use
+    const noConfig = copyDir(TARGET_DIR, path.join(tmp, 'no-config-2'));
+    rmSync(path.join(noConfig, 'config.json'));
+    expect(await dropFolder(page, 'target', noConfig)).toBe('error');
+    expect(await page.getByTestId('target-still-loaded').textContent()).toBe(
+      'target (loaded before) is still loaded, and the runs use it.',
+    );
+    expect(pageErrors(page)).toEqual([]);
+    await page.close();
+  });
+
+  it(
+    'no folder is taken while a run is in progress (a load would destroy the buffers the run reads)',
+    async () => {
+      const page = await newPage(env.browser, env.url);
+      expect(await dropFolder(page, 'target', TARGET_DIR)).toBe('loaded');
+      await page.getByTestId('tab-probe').click();
+      await page.getByTestId('lengths').fill('600'); // long enough to still run while the folder is given
+      await page.getByTestId('run-probe').click();
+      await expect.poll(() => page.getByTestId('target-choose').isDisabled()).toBe(true);
+      await page.getByTestId('target-files').setInputFiles(path.resolve('public/demo/target'));
+      await expect
+        .poll(() => page.getByTestId('target-error').textContent())
+        .toBe('A run is in progress: wait for it to finish or cancel it, then load the checkpoint.');
+      await page.getByTestId('probe-cancel').click();
+      await expect
+        .poll(() => page.getByTestId('probe-elapsed').textContent(), { timeout: RUN_MS })
+        .toMatch(/^Cancelled after /);
+      await expect.poll(() => page.getByTestId('target-choose').isEnabled()).toBe(true);
+      expect(await dropFolder(page, 'target', path.resolve('public/demo/target'))).toBe('loaded');
+      expect(pageErrors(page)).toEqual([]);
+      await page.close();
+    },
+    TEST_MS,
+  );
 
   it('loads files dropped on a zone (DataTransfer without directory entries)', async () => {
     const page = await newPage(env.browser, env.url);

@@ -33,7 +33,7 @@ describe('trace reports without a model', () => {
     expect(await page.getByTestId('trace-summary').textContent()).toBe(trace.summary);
     expect(await page.getByTestId('trace-consequence').textContent()).toMatch(/top-1 differs on 2 decided positions/);
     expect(await page.getByTestId('trace-setup').textContent()).toBe(
-      '256 traced positions after a 1536-token prefix · K = 4 · policy mlx-metal · bf16',
+      '256 traced positions after a prefix of 1536 tokens · K = 4 · policy mlx-metal · bf16',
     );
     expect(await shownMetrics(page)).toMatchObject(expectedMetrics(trace));
     expect(await shownBuckets(page)).toEqual(expectedBuckets(trace));

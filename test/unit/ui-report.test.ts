@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { deflateSync } from 'fflate';
 import { divergingReport, equalReport, craftedReport, XSS } from '../e2e/sample-report.ts';
+import { sampleTrace } from '../e2e/sample-trace.ts';
 import {
   readReport,
   defaultDetailDraw,
@@ -32,6 +33,25 @@ describe('sample reports follow the schema', () => {
     expect(validateReport(equalReport())).toEqual([]);
     expect(validateReport(divergingReport())).toEqual([]);
     expect(validateReport(craftedReport())).toEqual([]); // the validator checks shape, not every leaf
+  });
+});
+
+describe('a report whose verdict badge contradicts its own results is refused', () => {
+  it('probe: the verdict must be the one its draws give; trace: the one its rows give', () => {
+    const lie = { ...divergingReport(), verdict: 'equal' };
+    expect(validateReport(lie)).toEqual(['verdict "equal" contradicts the draws (a draw diverges: "diverges")']);
+    const trace = sampleTrace();
+    const flipped = { ...trace, verdict: trace.verdict === 'equal' ? 'diverges' : 'equal' };
+    expect(validateReport(trace)).toEqual([]);
+    expect(validateReport(flipped)).toEqual([
+      `verdict "${flipped.verdict}" contradicts the metrics (${trace.metrics.rowsByteEqual} of ${trace.metrics.positions} rows byte-equal: "${trace.verdict}")`,
+    ]);
+  });
+
+  it('a generation result is named as such, not listed field by field', () => {
+    expect(validateReport({ schema: 'ringside-generation/1', classic: {}, mtp: {} })).toEqual([
+      'this is a generation result (schema "ringside-generation/1"): the viewer opens probe and trace reports; a generation is shown where it is run',
+    ]);
   });
 });
 

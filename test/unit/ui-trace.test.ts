@@ -91,7 +91,7 @@ describe('reading trace reports', () => {
     expect(traceConsequence(decided)).toMatch(/decided position/);
     expect(disagreements(decided).map((p) => p.position)).toEqual([1536 + 4, 1536 + 7]);
     expect(traceSetup(sampleTrace({ prefix: 40, traced: 48, policy: 'exact' }))).toBe(
-      '48 traced positions after a 40-token prefix · K = 4 · policy exact · bf16',
+      '48 traced positions after a prefix of 40 tokens · K = 4 · policy exact · bf16',
     );
     expect(bucketLabel({ lo: 10, hi: null })).toBe('[10, ∞)');
     expect(bucketLabel({ lo: 0.5, hi: 1 })).toBe('[0.5, 1)');

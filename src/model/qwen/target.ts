@@ -3,7 +3,7 @@ import { readMany } from '../../gpu/buffers.ts';
 import type { GpuContext } from '../../gpu/device.ts';
 import type * as op from '../ops.ts';
 import { EXACT, type Policy } from '../policy.ts';
-import type { Captures, ForwardResult, Precision } from '../target.ts';
+import type { Captures, ForwardResult, PrefillOptions, Precision } from '../target.ts';
 import { CaptureSet, type Phase, QwenEngine } from './engine.ts';
 import { concatF32 } from '../../util/concat.ts';
 import { checkMemory } from '../memory-budget.ts';
@@ -68,7 +68,7 @@ export class QwenTargetModel {
   }
 
   /** Prefill `tokens` from position 0 in chunks of opts.prefillChunk (or `chunk`). */
-  async prefill(tokens: number[], o: QwenStepOptions & { chunk?: number } = {}): Promise<ForwardResult> {
+  async prefill(tokens: number[], o: QwenStepOptions & PrefillOptions = {}): Promise<ForwardResult> {
     if (this.state.nextPos !== 0) throw new Error('prefill needs an empty state (call reset())');
     this.checkContext(tokens.length);
     const chunk = Math.min(o.chunk ?? this.opts.prefillChunk, this.engine.opts.rows);
@@ -86,6 +86,11 @@ export class QwenTargetModel {
       if (r.finalHidden) hidden.push(r.finalHidden);
       for (const [k, v] of r.captures)
         out.captures.set(k, out.captures.has(k) ? concatF32([out.captures.get(k)!, v]) : v);
+      // a chunk's work is queued, not done: wait for it, so that Cancel stops a long prefill within a chunk
+      if (o.cancel && p + chunk < tokens.length) {
+        await this.idle();
+        o.cancel.throwIfCancelled();
+      }
     }
     this.state.nextPos = tokens.length;
     if (logits.length) out.logits = concatF32(logits);

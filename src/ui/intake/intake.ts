@@ -33,6 +33,11 @@ export interface Intake {
   load(role: Role, folder: PickedFolder): Promise<boolean>;
   loaded(): Partial<Record<Role, LoadedSummary>>;
   busy(): boolean;
+  /**
+   * While `why` is set (a run is in progress) no folder is taken: the pickers are disabled and a drop shows `why`.
+   * The engine refuses such a load too (Engine.startJob); this says so before any file is read.
+   */
+  lock(why: string | undefined): void;
 }
 
 let jobCounter = 0;
@@ -50,6 +55,8 @@ interface Zone {
   refresh(s: LoadedSummary): void;
   /** Another zone's load dropped this zone's checkpoint: the message says why. */
   dropped(message: string): void;
+  /** Disables or enables the folder picker (not while this zone's own load runs). */
+  setLocked(on: boolean): void;
 }
 
 export function createIntake(engine: EngineProxy, onChange: () => void): Intake {
@@ -57,8 +64,13 @@ export function createIntake(engine: EngineProxy, onChange: () => void): Intake 
   const running = new Set<Role>();
   const zones = {} as Record<Role, Zone>;
 
+  let lockedWhy: string | undefined;
   async function load(role: Role, folder: PickedFolder): Promise<boolean> {
     const z = zones[role];
+    if (lockedWhy) {
+      z.showError(lockedWhy);
+      return false;
+    }
     if (running.has(role)) {
       z.showError('A load is already running in this zone: cancel it first.');
       return false;
@@ -124,7 +136,16 @@ export function createIntake(engine: EngineProxy, onChange: () => void): Intake 
     el('div', { class: 'zones' }, zones.target.zone, zones.assistant.zone),
     el('details', { class: 'recent-box' }, el('summary', {}, 'Recent checkpoints'), recent.root),
   );
-  return { root, load, loaded: () => state, busy: () => running.size > 0 };
+  return {
+    root,
+    load,
+    loaded: () => state,
+    busy: () => running.size > 0,
+    lock(why) {
+      lockedWhy = why;
+      for (const z of Object.values(zones)) z.setLocked(why !== undefined);
+    },
+  };
 }
 
 /** What the page remembers of a loaded checkpoint (with its directory handle when the browser gave one). */
@@ -221,6 +242,16 @@ function createZone(role: Role, load: (folder: PickedFolder) => Promise<unknown>
       choose.disabled = false;
       setState('error');
       showError(message);
+      // the red zone alone would read as "nothing loaded", while the runs still use the previous checkpoint
+      if (still)
+        append(
+          status,
+          el(
+            'p',
+            { class: 'muted small', 'data-testid': `${role}-still-loaded` },
+            `${still.label} (loaded before) is still loaded, and the runs use it.`,
+          ),
+        );
       showSummary(still);
     },
     refresh(s: LoadedSummary) {
@@ -233,6 +264,9 @@ function createZone(role: Role, load: (folder: PickedFolder) => Promise<unknown>
       setState('error', false);
       showError(message);
       showSummary(undefined);
+    },
+    setLocked(on: boolean) {
+      if (zone.getAttribute('data-state') !== 'loading') choose.disabled = on;
     },
     cancelled(still: LoadedSummary | undefined) {
       choose.disabled = false;

@@ -96,11 +96,11 @@ export function traceConsequence(r: TraceReport): string {
   return `top-1 differs on ${m.decidedDisagreements} decided position${m.decidedDisagreements === 1 ? '' : 's'} (gap >= ${DECIDED_GAP.toFixed(1)}): more than near-tie rounding`;
 }
 
-/** "48 traced positions after a 40-token prefix · K = 4 · policy ring-chronological · f32" */
+/** "48 traced positions after a prefix of 40 tokens · K = 4 · policy ring-chronological · f32" */
 export function traceSetup(r: TraceReport): string {
   const p = r.provenance;
   const n = Number.isFinite(p.traced) ? p.traced : r.positions.length;
-  return `${n} traced positions after a ${Number.isFinite(p.prefix) ? p.prefix : '—'}-token prefix · K = ${Number.isFinite(p.block) ? p.block : '—'} · policy ${p.policy} · ${p.precision}`;
+  return `${n} traced positions after a prefix of ${Number.isFinite(p.prefix) ? p.prefix : '—'} tokens · K = ${Number.isFinite(p.block) ? p.block : '—'} · policy ${p.policy} · ${p.precision}`;
 }
 
 /** Positions where the block arm's top-1 differs from the chain's. */
