@@ -35,7 +35,7 @@ describe('GPU measurement in the page', () => {
     const figures = (await page.getByTestId('performance').first().textContent()) ?? '';
     expect(figures).toMatch(/Copy bandwidth\d+\.\d\d GB\/s/);
     expect(figures).toMatch(/4-bit matvec \(12B MLP, M = 1\)\d\.\d{3} × copy bandwidth/);
-    expect(figures).toMatch(/Verify block K = 4 vs M = 1\d+\.\d\d ×/);
+    expect(figures).toMatch(/4-bit matvec, 4 rows vs 1 row \(a verify block of K = 4\)\d+\.\d\d ×/);
     expect(figures).toMatch(/MLP gate \+ up \+ GeGLU \(M = 1\)\d\.\d{3} × copy bandwidth/);
     // a chain token end to end on one 12B layer, as tokens/s, and where its time goes
     expect(figures).toMatch(
