@@ -12,7 +12,8 @@ import { checkpointFamily, openFamilyCheckpoint } from '../format/open-target.ts
 import { uploadWeights, type GpuWeights } from '../model/gpu-weights.ts';
 import { uploadQwenWeights } from '../model/qwen/weights.ts';
 import type { AssistantDescription, TargetDescription } from '../format/model-description.ts';
-import type { CheckpointInfo, PerformanceSummary, ProbeReport } from '../parity/report.ts';
+import type { CheckpointInfo, PerformanceSummary, ProbeReport, Provenance } from '../parity/report.ts';
+import { APP_VERSION } from '../parity/version.ts';
 import { pageBenchOptions, runBench, type BenchReport } from '../bench/run.ts';
 import { runProbe, type ProbeOptions } from '../parity/probe.ts';
 import { familyPolicyMenu, type PolicyFamily } from '../model/family-policies.ts';
@@ -414,6 +415,8 @@ export class Engine {
     mtpText?: string;
     /** What drafted (absent in results saved before it was recorded). */
     drafter?: GenerationDrafter;
+    /** Who ran it, where, on which checkpoints (as a report's; absent in results saved before it was recorded). */
+    provenance?: GenerationProvenance;
   }> {
     const target = this.requireTarget();
     const assistant = this.assistantFor(target);
@@ -484,6 +487,14 @@ export class Engine {
             classicText: tokenizer?.decode(classic.tokens),
             mtpText: tokenizer?.decode(mtp.tokens),
             drafter: describeDrafter(target, assistant, this.drafter(), oracle),
+            provenance: {
+              app: { name: 'ringside' as const, version: APP_VERSION },
+              createdAt: new Date().toISOString(),
+              adapter: ctx.report,
+              platform: typeof navigator !== 'undefined' ? navigator.userAgent : 'unknown',
+              target: loadedInfo(target),
+              ...(oracle ? {} : { assistant: this.drafterInfoFor(target) }),
+            },
           };
         } finally {
           drafter?.done();
@@ -564,6 +575,12 @@ export class Engine {
     return job !== undefined;
   }
 }
+
+/** A generation run's provenance: a report's (src/parity/report.ts Provenance) without the probe's settings. */
+export type GenerationProvenance = Pick<
+  Provenance,
+  'app' | 'createdAt' | 'adapter' | 'platform' | 'target' | 'assistant'
+>;
 
 /** What drafted in a generation run, as the page shows it. */
 export interface GenerationDrafter {

@@ -215,6 +215,11 @@ describe('trace and generation in the page on the fixture model', () => {
       expect(json.suggestedFilename()).toMatch(/^ringside-generation-identical-exact-f32-K4-hf-[0-9a-f]{12}\.json$/);
       const saved = JSON.parse(readFileSync((await json.path())!, 'utf8'));
       expect(saved.schema).toBe('ringside-generation/1');
+      // who ran it and on what, as a report's provenance; the target's digest names the file
+      expect(saved.provenance.app.name).toBe('ringside');
+      expect(saved.provenance.adapter).toBeTypeOf('object');
+      expect(json.suggestedFilename()).toContain(saved.provenance.target.digest.slice(0, 12));
+      expect(saved.provenance.assistant.digest).toMatch(/^[0-9a-f]{64}$/);
       expect(saved.classic.tokens).toEqual(saved.mtp.tokens);
       expect(saved.mtp.counters.acceptedHistogram.length).toBe(4);
       expect(saved.mtp.rounds.length).toBe(roundsCount);

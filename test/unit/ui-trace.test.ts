@@ -23,6 +23,7 @@ import { traceDefaults } from '../../src/ui/run/trace-form.ts';
 import { parseTokenIds } from '../../src/ui/common/format.ts';
 import {
   generationFileStem,
+  generationJson,
   generationVerdict,
   histogramBars,
   perPositionBars,
@@ -262,5 +263,12 @@ describe('generation verdict and counters', () => {
     expect(generationFileStem(run)).toMatch(
       /^ringside-generation-identical-exact-img-src-x-[a-z0-9-]*-f32-K4-hf-a{12}$/,
     );
+    // with provenance, the target's digest names the file (as the probe's and the trace's files)
+    const withProvenance = {
+      ...run,
+      result: { ...r, provenance: { target: { digest: 'b'.repeat(64) } } },
+    } as unknown as GenerationRun;
+    expect(generationFileStem(withProvenance)).toMatch(/-K4-hf-b{12}$/);
+    expect(generationJson(withProvenance).provenance).toEqual({ target: { digest: 'b'.repeat(64) } });
   });
 });

@@ -145,6 +145,7 @@ export function generationJson(run: GenerationRun): Record<string, unknown> {
     ...(r.classicText !== undefined ? { classicText: r.classicText } : {}),
     ...(r.mtpText !== undefined ? { mtpText: r.mtpText } : {}),
     ...(r.drafter ? { drafter: r.drafter } : {}),
+    ...(r.provenance ? { provenance: r.provenance } : {}),
   };
 }
 
@@ -155,8 +156,9 @@ export function generationFileStem(run: GenerationRun): string {
       .replace(/[^a-z0-9]+/g, '-')
       .replace(/^-|-$/g, '')
       .slice(0, 40) || 'x';
+  // the target's digest, as the probe's and the trace's files name it (the tokens' SHA-256 before provenance was kept)
   const sha =
-    run.result.classic.sha256
+    (run.result.provenance?.target.digest ?? run.result.classic.sha256)
       .toLowerCase()
       .replace(/[^0-9a-f]/g, '')
       .slice(0, 12) || 'nosha';
