@@ -132,7 +132,7 @@ export class Engine {
       // from one pair to another of a different shape but a reload: each drop was refused for not fitting the other.
       let unloadAssistant: string | undefined;
       if (role === 'target' && opened.family === 'qwen3_5' && other?.family === 'gemma4')
-        unloadAssistant = `${other.ck.label} was unloaded: a Gemma 4 MTP assistant cannot draft for the Qwen3.5 target ${folder.label}, which drafts with its own MTP head (mtp.*) or a split MTP drafter folder.`;
+        unloadAssistant = `"${other.ck.label}" was unloaded: a Gemma 4 MTP assistant cannot draft for the Qwen3.5 target "${folder.label}", which drafts with its own MTP head (mtp.*) or a split MTP drafter folder.`;
       if (opened.family === 'gemma4') {
         const ck = opened.checkpoint;
         const actual: Role = ck.description.role;
@@ -152,10 +152,10 @@ export class Engine {
           } catch (e) {
             const why = (e as Error).message;
             if (role === 'target')
-              unloadAssistant = `${other.ck.label} was unloaded: it does not fit the new target ${folder.label} (${why}). Drop the assistant made for ${folder.label}.`;
+              unloadAssistant = `"${other.ck.label}" was unloaded: it does not fit the new target "${folder.label}" (${why}). Drop the assistant made for "${folder.label}".`;
             else
               throw new Error(
-                `${folder.label} does not fit the loaded target ${other.ck.label}: ${why}. Drop the assistant made for ${other.ck.label}, or first drop the target ${folder.label} was made for (a new target unloads an assistant that does not fit it).`,
+                `"${folder.label}" does not fit the loaded target "${other.ck.label}": ${why}. Drop the assistant made for "${other.ck.label}", or first drop the target "${folder.label}" was made for (a new target unloads an assistant that does not fit it).`,
               );
           }
         }

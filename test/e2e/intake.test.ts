@@ -111,7 +111,7 @@ describe('checkpoint intake in the page', () => {
     expect(await dropFolder(page, 'assistant', mismatched)).toBe('error');
     const assistantError = await page.getByTestId('assistant-error').textContent();
     expect(assistantError).toMatch(
-      /^assistant-window-32 does not fit the loaded target target: assistant \(gemma4_assistant\) does not fit target \(gemma4\): .*assistant sliding_window 32 != target sliding_window 16/,
+      /^"assistant-window-32" does not fit the loaded target "target": assistant \(gemma4_assistant\) does not fit target \(gemma4\): .*assistant sliding_window 32 != target sliding_window 16/,
     );
     await screenshot(page, '04-error-mismatch');
     // The target is untouched by the assistant's refusal; the probe can still run.
@@ -131,8 +131,9 @@ describe('checkpoint intake in the page', () => {
     const assistantZone = page.getByTestId('assistant-zone');
     await expect.poll(() => assistantZone.getAttribute('data-state')).toBe('error');
     expect(await page.getByTestId('assistant-error').textContent()).toMatch(
-      /^assistant was unloaded: it does not fit the new target target \(assistant \(gemma4_assistant\) does not fit target \(gemma4\): .*\)\. Drop the assistant made for target\.$/,
+      /^"assistant" was unloaded: it does not fit the new target "target" \(assistant \(gemma4_assistant\) does not fit target \(gemma4\): .*\)\. Drop the assistant made for "target"\.$/,
     );
+    await screenshot(page, '05-assistant-unloaded-by-new-target');
     expect(await dropFolder(page, 'assistant', path.resolve('public/demo/assistant'))).toBe('loaded');
     expect(await page.getByTestId('assistant-error').count()).toBe(0);
     // a failed drop says the previous checkpoint is still the one the runs use
@@ -142,6 +143,7 @@ describe('checkpoint intake in the page', () => {
     expect(await page.getByTestId('target-still-loaded').textContent()).toBe(
       'target (loaded before) is still loaded, and the runs use it.',
     );
+    await screenshot(page, '06-failed-drop-keeps-previous');
     expect(pageErrors(page)).toEqual([]);
     await page.close();
   });
