@@ -7,24 +7,14 @@
  *   is accepted;
  * - `compare` ran dense targets only: an E-series target with its assistant now compares in its own engine.
  */
-import { execFile } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
+import { cliRun } from '../support/cli-run.ts';
 import { GEMMA4_E_TINY, TINY_A } from '../support/fixtures.ts';
 
-const run = promisify(execFile);
-async function cli(...args: string[]): Promise<{ code: number; out: string }> {
-  try {
-    const r = await run('npm', ['run', '-s', 'cli', '--', ...args], { timeout: 300_000 });
-    return { code: 0, out: r.stdout + r.stderr };
-  } catch (e) {
-    const x = e as { code: number; stdout: string; stderr: string };
-    return { code: x.code, out: x.stdout + x.stderr };
-  }
-}
+const cli = (...args: string[]) => cliRun(args);
 
 /** A copy of tiny-a's target whose layer-0 input norm weight is bf16 NaN: every logit of every row is NaN. */
 function nanTarget(dir: string): string {

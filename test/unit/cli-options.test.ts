@@ -4,29 +4,18 @@
  * relative to where `npm run cli` was typed, another family's policy named as such, prompts that hold tokens, and
  * option combinations that would otherwise be ignored without a word. Every case here fails before a GPU is asked for.
  */
-import { execFile } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { intList, intOption, outputFileOption } from '../../src/cli/args.ts';
 import { checkPolicyName, familyPolicy } from '../../src/model/family-policies.ts';
 import { generateClassic, generateMtp, type GenerateTarget } from '../../src/model/generate.ts';
+import { cliRun } from '../support/cli-run.ts';
 import { GEMMA4_MOE_TINY, TINY_A } from '../support/fixtures.ts';
 
-const run = promisify(execFile);
-const REPO = process.cwd();
-/** `npm run cli` from `cwd`: exit code and both streams (a failure is a result here, not a throw). */
-async function cli(args: string[], cwd = REPO): Promise<{ code: number; out: string }> {
-  try {
-    const r = await run('npm', ['--prefix', REPO, 'run', '-s', 'cli', '--', ...args], { cwd, timeout: 120_000 });
-    return { code: 0, out: r.stdout + r.stderr };
-  } catch (e) {
-    const x = e as { code: number; stdout: string; stderr: string };
-    return { code: x.code, out: x.stdout + x.stderr };
-  }
-}
+/** `npm run cli` from `cwd`, quick to fail: every case here is refused before a GPU is asked for. */
+const cli = (args: string[], cwd?: string) => cliRun(args, cwd, 120_000);
 
 describe('CLI options', () => {
   it('integers are decimals: "0x4", "1e1", "" and " 4 " are refused, not read as 4, 10 or 0', () => {
