@@ -103,7 +103,7 @@ export function createLensChart(): { root: HTMLElement; update(points: LensPoint
     ctx.textAlign = 'left';
     ctx.fillStyle = '#5b6470';
     ctx.fillText(
-      'blue bar: KL, argmax agrees · red: argmax differs · green line: KL exactly 0',
+      'blue bar: KL, argmax agrees · red: argmax differs · green line: KL exactly 0 · top-1 strip: green agrees, red differs',
       left,
       top + plotH + 46,
     );
