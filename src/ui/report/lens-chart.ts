@@ -41,7 +41,7 @@ export function createLensChart(): { root: HTMLElement; update(points: LensPoint
 
   const paint = () => {
     const w = Math.max(420, root.clientWidth || 900);
-    const h = 190;
+    const h = 204;
     const ctx = sizeCanvas(canvas, w, h);
     if (!ctx || points.length === 0) return;
     const left = 64;
@@ -103,10 +103,11 @@ export function createLensChart(): { root: HTMLElement; update(points: LensPoint
     ctx.textAlign = 'left';
     ctx.fillStyle = '#5b6470';
     ctx.fillText(
-      'blue bar: KL, argmax agrees · red: argmax differs · green line: KL exactly 0 · top-1 strip: green agrees, red differs',
+      'blue bar: KL, argmax agrees · red: argmax differs · green line: KL exactly 0',
       left,
       top + plotH + 46,
     );
+    ctx.fillText('top-1 strip: green where the argmax agrees, red where it differs', left, top + plotH + 60);
   };
   onWidthChange(root, paint);
 
