@@ -895,7 +895,7 @@ const ARGMAX_SPAN = 4096;
 const ARGMAX_WG = 256;
 
 /**
- * ids[m] = the first index of the maximum of logits row m (NaN never wins). Rows longer than
+ * ids[m] = the first index of the maximum of logits row m, or NAN_ROW_ID (nan-row.ts) if the row holds a NaN. Rows longer than
  * ARGMAX_SPAN (vocabularies) are cut into ranges, one workgroup each, whose bests one more dispatch
  * merges; shorter rows take one workgroup. Both are exact (argmax.wgsl).
  */

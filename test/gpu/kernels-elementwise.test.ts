@@ -37,6 +37,7 @@ import {
   type Lab,
 } from './helpers/kernel-lab.ts';
 import { affineLinear, denseLinear, uploadTensors, type AffineCase } from './helpers/linears.ts';
+import { NAN_ROW_ID } from '../../src/model/nan-row.ts';
 
 /** embed: v = scale * q + bias (2 roundings, relative to |scale q| + |bias|; dense tables: none), then * the
  *  embedding scale (1): 3U of (|scale q| + |bias|) * scale. */
@@ -233,15 +234,21 @@ describe(`GPU kernels: embed, element-wise, argmax, transcendentals vs the CPU f
       expect(alone, 'each row alone').toEqual(want);
     });
 
-    it('NaN never wins (as shaders/argmax.wgsl documents)', async () => {
+    it('a row holding a NaN gives NAN_ROW_ID, whatever its maximum (as shaders/argmax.wgsl documents)', async () => {
       const V = 64;
       const a = Float32Array.from({ length: V }, (_, i) => Math.sin(i));
       a[0] = NaN;
       a[10] = NaN;
       a[40] = 5;
-      const ids = lab.u32([SENTINEL]);
-      await lab.run((rec) => op.argmax(rec, lab.f32(a), ids, 1, V));
-      expect((await lab.readU32(ids, 1))[0]).toBe(40);
+      const ids = lab.u32([SENTINEL, SENTINEL]);
+      const rows = new Float32Array(2 * V);
+      rows.set(a);
+      rows.set(
+        a.map((v) => (Number.isNaN(v) ? 0 : v)),
+        V,
+      ); // the same row without its NaNs: the maximum
+      await lab.run((rec) => op.argmax(rec, lab.f32(rows), ids, 2, V));
+      expect([...(await lab.readU32(ids, 2))]).toEqual([NAN_ROW_ID, 40]);
     });
   });
 
