@@ -48,6 +48,7 @@ describe('MoE stages in the report view', () => {
     const r = equalReport();
     const d = r.draws[0];
     d.verdict = 'diverges';
+    r.verdict = 'diverges'; // a report's verdict is the one its draws give (validateReport)
     d.stages = moeStages();
     d.firstDivergence = {
       layer: 0,

@@ -49,6 +49,7 @@ describe('the per-layer input stage in the report view', () => {
     const r = equalReport();
     const d = r.draws[0];
     d.verdict = 'diverges';
+    r.verdict = 'diverges'; // a report's verdict is the one its draws give (validateReport)
     d.stages = eStages();
     d.firstDivergence = { ...FIRST, text: 'first divergence: layer 1 (full) per-layer input at position 0' };
     const read = readReport(JSON.parse(JSON.stringify(r)));
