@@ -9,7 +9,9 @@ import path from 'node:path';
  * typo would run with a value nobody wrote.
  */
 const INTEGER = /^-?\d+$/;
-const parseInteger = (s: string): number => (INTEGER.test(s) ? Number(s) : Number.NaN);
+/** A decimal integer option's value, or NaN for anything else (the options' own checks then refuse it by name). */
+export const parseInteger = (s: string | boolean | undefined): number =>
+  typeof s === 'string' && INTEGER.test(s) ? Number(s) : Number.NaN;
 
 export function intOption(
   values: Record<string, unknown>,

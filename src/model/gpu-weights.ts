@@ -104,7 +104,7 @@ export interface GpuWeights<D extends ModelDescription = ModelDescription> {
   destroy(): void;
 }
 
-const SUPPORTED_BITS = new Set([2, 4, 8]);
+export const SUPPORTED_BITS: ReadonlySet<number> = new Set([2, 4, 8]);
 
 /**
  * The Gemma 4 family features of `desc` that no GPU engine runs yet: none. E-series targets (per-layer embeddings,

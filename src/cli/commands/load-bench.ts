@@ -12,6 +12,7 @@ import { uploadQwenWeights } from '../../model/qwen/weights.ts';
 import type { ProgressFn } from '../../util/cancel.ts';
 import { namingFolder } from '../load-models.ts';
 import { nodeGpuContext } from '../node-gpu.ts';
+import { parseInteger } from '../args.ts';
 import type { Command } from '../command.ts';
 
 const CHUNK = 8 << 20;
@@ -136,9 +137,9 @@ export const loadBench: Command = {
   },
 };
 
-/** A positive decimal integer option; Number() alone would take "", "0x10" or "1e3". */
+/** A positive decimal integer option (args.ts parseInteger: Number() alone would take "", "0x10" or "1e3"). */
 function positiveInt(name: string, s: string | boolean | undefined): number {
-  const n = typeof s === 'string' && /^\d+$/.test(s) ? Number(s) : Number.NaN;
+  const n = parseInteger(s);
   if (!Number.isSafeInteger(n) || n < 1)
     throw new Error(`--${name} must be a positive integer, found ${JSON.stringify(s)}`);
   return n;

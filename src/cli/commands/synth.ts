@@ -8,15 +8,17 @@ import {
 import { SYNTH_PRESETS, synthGeometry, type SynthGeometry, type SynthPreset } from '../../format/synthetic.ts';
 import type { AffineBits } from '../../format/quantization.ts';
 import { writeSynthetic } from '../../node/synthetic.ts';
+import { parseInteger } from '../args.ts';
+import { SUPPORTED_BITS } from '../../model/gpu-weights.ts';
 import type { Command } from '../command.ts';
 
 /**
- * The affine widths the GPU engine runs (uploadLinear's SUPPORTED_BITS in src/model/gpu-weights.ts). MLX also writes
+ * The affine widths the GPU engine runs (SUPPORTED_BITS, src/model/gpu-weights.ts, its one source). MLX also writes
  * 3, 5 and 6 bits, and the format layer reads them, but synth writes checkpoints for the engine to load: one at a
  * width it cannot run (or at a width that is no width, 0 or 99) would be written in full and only refused by
  * whatever loads it next. test/unit/synth-bits.test.ts uploads every width listed here.
  */
-export const ENGINE_BITS: readonly AffineBits[] = [2, 4, 8];
+export const ENGINE_BITS = [...SUPPORTED_BITS] as readonly AffineBits[];
 
 export const synth: Command = {
   name: 'synth',
@@ -96,7 +98,7 @@ export const synth: Command = {
 };
 
 function engineBits(name: string, s: string | boolean | undefined): AffineBits {
-  const n = typeof s === 'string' && /^\d+$/.test(s) ? Number(s) : Number.NaN;
+  const n = parseInteger(s);
   if (!ENGINE_BITS.includes(n as AffineBits))
     throw new Error(
       `--${name} must be one of ${ENGINE_BITS.join(', ')} (the affine widths the GPU engine runs), found ${JSON.stringify(s)}`,
