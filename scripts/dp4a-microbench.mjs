@@ -26,11 +26,13 @@
 // is not timed.
 //
 // Usage (repo root; Node with the npm `webgpu` package; on the lent H200 through `bash .gpu/run.sh node ...`):
-//   node scripts/dp4a-microbench.mjs [--rows 1,4,8] [--n 15360] [--k 3840] [--cfg WG:T:R:L,...] [--rp m|4]
+//   node scripts/dp4a-microbench.mjs [--rows 1,4,8] [--n 15360] [--k 3840] [--cfg WG:T:R:L,...] [--rp m|dual|4]
 //       [--cold 256] [--iters 300] [--check 0|1]
 // --cfg: workgroup size, invocations per feature, features per invocation, limbs (3 or 4); --rp m: rows per pass =
 // M (at most 4); --rp 4: one module source for every M with a run-time row count (what one pipeline for every M
-// costs).
+// costs); --rp dual: one module source for every M with two loops, a single row's and a block's (4 rows a pass,
+// rows past M computed from x's padding and not stored), chosen by M at run time (nineteenth session: what an engine
+// that keeps one pipeline for every M would run).
 import { writeSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { create, globals } from 'webgpu';
@@ -73,14 +75,18 @@ globalThis.keepAlive = [gpu, adapter, device];
 log(`adapter ${adapter.info.vendor} ${adapter.info.description}`);
 
 function kernel(WG, T, R, L, RP, runtimeRows) {
+  // RP 'dual': one module with two loops, a single row's (RP = 1) and a block's (RP = 4, rows past M computed from
+  // x's padding and not stored), chosen by M at run time: what one pipeline for every M would be
+  if (RP === 'dual')
+    return kernelHead(WG, T, R, L).replace(
+      '@BODY@',
+      `  if (p.M == 1u) {\n${loops(R, L, 1, false)}\n  } else {\n${loops(R, L, 4, false)}\n  }`,
+    );
+  return kernelHead(WG, T, R, L).replace('@BODY@', loops(R, L, RP, runtimeRows));
+}
+function kernelHead(WG, T, R, L) {
   const F = WG / T;
-  const dots = (j, r) =>
-    `acc${j}_${r} += vec4<i32>(${['x', 'y', 'z', 'w']
-      .map((c, l) => (l < L ? `dot4I8Packed(lo${j}, xa.${c}) + dot4I8Packed(hi${j}, xb.${c})` : '0'))
-      .join(', ')});`;
   const js = [...Array(R).keys()];
-  const rs = [...Array(RP).keys()];
-  const rowOk = (r) => (runtimeRows ? `if (${r}u < rows) ` : '');
   const dExpr =
     L === 4 ? `f32(a.w * 256 + a.z) * 65536.0 + f32(a.y * 256 + a.x)` : `f32(a.z) * 65536.0 + f32(a.y * 256 + a.x)`;
   return `
@@ -111,6 +117,19 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   let f = lid % F;
   let base = wid.x * F * R;
 ${js.map((j) => `  let n${j} = base + ${j}u * F + f;`).join('\n')}
+@BODY@
+}`;
+}
+/** The passes over M's rows, RP rows a pass; runtimeRows: rows past M skipped in the loops (else computed). */
+function loops(R, L, RP, runtimeRows) {
+  const dots = (j, r) =>
+    `acc${j}_${r} += vec4<i32>(${['x', 'y', 'z', 'w']
+      .map((c, l) => (l < L ? `dot4I8Packed(lo${j}, xa.${c}) + dot4I8Packed(hi${j}, xb.${c})` : '0'))
+      .join(', ')});`;
+  const js = [...Array(R).keys()];
+  const rs = [...Array(RP).keys()];
+  const rowOk = (r) => (runtimeRows ? `if (${r}u < rows) ` : '');
+  return `
   for (var r0 = 0u; r0 < p.M; r0 += ${RP}u) {
     let rows = min(${RP}u, p.M - r0);
 ${js.flatMap((j) => rs.map((r) => `    var p${j}_${r} = vec2<f32>(0.0);`)).join('\n')}
@@ -167,8 +186,7 @@ ${js.map((j) => `      part[(${j}u * T + t) * F + f] = p${j}_${r};`).join('\n')}
     }`,
   )
   .join('\n')}
-  }
-}`;
+  }`;
 }
 
 // ---------------------------------------------------------------- data
@@ -213,7 +231,8 @@ const yBuf = output(MMAX * N * 4);
 log(`N ${N} K ${K}: ${(wq.byteLength / 2 ** 20).toFixed(1)} MiB of codes, ${copies} copies`);
 const bytesPerDispatch = wq.byteLength + N * G * 2 * 2;
 const prepared = new Map(); // L -> x's limbs, exponents and the float64 references of every row
-if (!(o.rp === 'm' || Number(o.rp) >= 1)) throw new Error('--rp: m or a positive number of rows per pass');
+if (!(o.rp === 'm' || o.rp === 'dual' || Number(o.rp) >= 1))
+  throw new Error('--rp: m, dual or a positive number of rows per pass');
 for (const cfg of o.cfg.split(',')) {
   const [WG, T, R, L] = cfg.split(':').map(Number);
   // R <= T: the epilogue's R F invocations that add the partials must fit the workgroup's WG = T F
@@ -229,12 +248,12 @@ for (const cfg of o.cfg.split(',')) {
   const xlBuf = buf(xl);
   const xeBuf = buf(xe);
   const wgs = N / ((WG / T) * R);
-  const runtimeRows = o.rp !== 'm';
+  const runtimeRows = o.rp !== 'm' && o.rp !== 'dual';
   /** The pipeline of M rows, and bind groups (one per weight copy) for x rows x0 .. x0 + M - 1. */
   async function build(M) {
-    const RP = runtimeRows ? Number(o.rp) : Math.min(M, 4);
+    const RP = o.rp === 'dual' ? 'dual' : runtimeRows ? Number(o.rp) : Math.min(M, 4);
     // with rows per pass fixed at compile time, every pass must be full
-    if (!runtimeRows && M % RP) throw new Error(`--rp m: M ${M} must be at most 4 or a multiple of 4`);
+    if (o.rp === 'm' && M % RP) throw new Error(`--rp m: M ${M} must be at most 4 or a multiple of 4`);
     // compile errors inside a scope: the helpers end the process on an uncaptured one, and this one is reported
     device.pushErrorScope('validation');
     const module = device.createShaderModule({ code: kernel(WG, T, R, L, RP, runtimeRows) });

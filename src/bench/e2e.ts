@@ -184,11 +184,15 @@ export function decodeBytesPerToken(desc: TargetDescription, context: number): n
 
 const mean = (a: number[]) => a.reduce((x, y) => x + y, 0) / a.length;
 
-/** Chain decode bytes per token of a whole preset model (all its layers) at `context`. */
-export async function presetDecodeBytes(preset: SynthPreset, context: number): Promise<number> {
+/** Chain decode bytes per token of a whole preset model (all its layers) at `context`, and its layer count. */
+export async function presetDecodeBytes(
+  preset: SynthPreset,
+  context: number,
+): Promise<{ bytesPerToken: number; layers: number }> {
   const g = synthGeometry(preset, { assistant: null });
   const ck = await openCheckpoint(syntheticCheckpoint(g).target, `synthetic ${preset}`);
-  return decodeBytesPerToken(ck.description as TargetDescription, context);
+  const desc = ck.description as TargetDescription;
+  return { bytesPerToken: decodeBytesPerToken(desc, context), layers: desc.layers.length };
 }
 
 /**

@@ -159,7 +159,20 @@ export interface BenchSummary {
     context: number;
     bytesPerToken: number;
     tokensPerSecond: number;
+    /**
+     * The layers of the end-to-end run the efficiency comes from, and the preset's. With fewer, the fixed
+     * costs of a token (the LM head, readbacks, submits) weigh more, so the projection is low (H200,
+     * nineteenth session: 0.077 x copy over 2 of the 12B's 48 layers, ~0.135 over all 48).
+     */
+    measuredLayers: number;
+    modelLayers: number;
   };
+}
+
+/** What a projection from fewer layers than the model's leaves out (nothing when the run had them all). */
+export function projectionCaveat(pr: { measuredLayers: number; modelLayers: number }): string {
+  if (pr.measuredLayers >= pr.modelLayers) return '';
+  return ` (efficiency from ${pr.measuredLayers} of ${pr.modelLayers} layers, where a token's fixed costs weigh more: a low estimate; --e2e-layers ${pr.modelLayers} measures them all)`;
 }
 
 /** The projection's reference device (issue 8: an M5 Max, 614 GB/s). */
@@ -495,7 +508,7 @@ export async function runBench(ctx: GpuContext, opts: BenchOptions): Promise<Ben
     } else if (e2e && opts.e2e && summary.decodeBwRatio === undefined) {
       notes.push(`no decode projection: decode traffic is modelled for dense Gemma targets, not ${e2e.model}`);
     } else if (e2e && opts.e2e) {
-      const bytesPerToken = await presetDecodeBytes(opts.e2e.preset as SynthPreset, e2e.chain.context);
+      const { bytesPerToken, layers } = await presetDecodeBytes(opts.e2e.preset as SynthPreset, e2e.chain.context);
       const bw = REFERENCE_DEVICE.bandwidthGBps;
       summary.projection = {
         device: REFERENCE_DEVICE.name,
@@ -505,6 +518,8 @@ export async function runBench(ctx: GpuContext, opts: BenchOptions): Promise<Ben
         context: e2e.chain.context,
         bytesPerToken,
         tokensPerSecond: (bw * 1e9 * summary.decodeBwRatio!) / bytesPerToken,
+        measuredLayers: e2e.layers,
+        modelLayers: layers,
       };
     }
     if (timer.timestampProblem)
@@ -721,7 +736,7 @@ export function formatBench(b: BenchReport): string {
   const pr = s.projection;
   if (pr)
     out.push(
-      `  projection: ${pr.model} on a ${pr.bandwidthGBps} GB/s ${pr.device} at the decode efficiency measured on ${pr.from}: ${pr.bandwidthGBps} GB/s x ${fx(s.decodeBwRatio, 3)} / ${fx(pr.bytesPerToken / 1e9, 3)} GB per token (context ${pr.context}) = ${fx(pr.tokensPerSecond, 1)} tokens/s`,
+      `  projection: ${pr.model} on a ${pr.bandwidthGBps} GB/s ${pr.device} at the decode efficiency measured on ${pr.from}: ${pr.bandwidthGBps} GB/s x ${fx(s.decodeBwRatio, 3)} / ${fx(pr.bytesPerToken / 1e9, 3)} GB per token (context ${pr.context}) = ${fx(pr.tokensPerSecond, 1)} tokens/s${projectionCaveat(pr)}`,
     );
   for (const n of b.notes) out.push(`note: ${n}`);
   out.push(`bench took ${b.seconds.toFixed(1)} s`);

@@ -9,6 +9,7 @@ import path from 'node:path';
 import type { TargetDescription } from '../../src/format/model-description.ts';
 import { openCheckpointDir } from '../../src/node/file-source.ts';
 import { decodeBytesPerToken, presetDecodeBytes } from '../../src/bench/e2e.ts';
+import { projectionCaveat } from '../../src/bench/run.ts';
 import { TINY_A } from '../support/fixtures.ts';
 
 describe('decode bytes per token', () => {
@@ -30,9 +31,18 @@ describe('decode bytes per token', () => {
     }
   });
 
-  it('12b preset: about 6.7 GB per token at a short context (4-bit weights, 262144-row tied head)', async () => {
-    const bytes = await presetDecodeBytes('12b', 32);
-    expect(bytes).toBeGreaterThan(6.5e9);
-    expect(bytes).toBeLessThan(7.0e9);
+  it('12b preset: about 6.7 GB per token at a short context (4-bit weights, 262144-row tied head), 48 layers', async () => {
+    const { bytesPerToken, layers } = await presetDecodeBytes('12b', 32);
+    expect(bytesPerToken).toBeGreaterThan(6.5e9);
+    expect(bytesPerToken).toBeLessThan(7.0e9);
+    // the 12B's num_hidden_layers: the projection says when its efficiency came from fewer
+    expect(layers).toBe(48);
+  });
+
+  it('a projection from fewer layers than the model has says so, and how to measure them all', () => {
+    expect(projectionCaveat({ measuredLayers: 2, modelLayers: 48 })).toBe(
+      " (efficiency from 2 of 48 layers, where a token's fixed costs weigh more: a low estimate; --e2e-layers 48 measures them all)",
+    );
+    expect(projectionCaveat({ measuredLayers: 48, modelLayers: 48 })).toBe('');
   });
 });
