@@ -40,7 +40,8 @@ describe('integer-sum microbenchmarks', () => {
   });
 
   it('dp4a-microbench: every row of blocks of 4 and 8 has the bits of its row run alone, in every module', async () => {
-    for (const rp of ['m', '4']) {
+    // m: a module per M; 4: one module, rows counted at run time; dual: one module, a row's loop and a block's
+    for (const rp of ['m', '4', 'dual']) {
       const { stdout, stderr } = await node('scripts/dp4a-microbench.mjs', [
         ...['--n', '128', '--k', '1024', '--rows', '1,4,8', '--cfg', '128:16:2:4', '--rp', rp, '--cold', '1'],
         ...['--iters', '2'],
