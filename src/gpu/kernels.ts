@@ -2,6 +2,7 @@ import { shaderSource } from './shaders.ts';
 import { GpuError } from './errors.ts';
 import { detectKernelClass, type KernelClass } from './kernel-class.ts';
 import type { ParamArena } from './recorder.ts';
+import { pipelineCreation } from './pipeline-creation.ts';
 
 /**
  * Compute pipelines, compiled once per (shader, entry point, override constants) and cached per
@@ -55,6 +56,7 @@ export class KernelCache {
     let variants = byEntry.get(entryPoint);
     if (!variants) byEntry.set(entryPoint, (variants = []));
     for (const v of variants) if (sameConstants(v.constants, constants)) return v.pipeline;
+    const t0 = performance.now();
     const pipeline = this.device.createComputePipeline({
       label: `${shader}#${entryPoint}#${Object.entries(constants)
         .map(([k, n]) => `${k}=${n}`)
@@ -64,6 +66,8 @@ export class KernelCache {
     });
     variants.push({ constants: { ...constants }, pipeline });
     this.count++;
+    pipelineCreation.created++;
+    pipelineCreation.ms += performance.now() - t0;
     return pipeline;
   }
 

@@ -1,4 +1,5 @@
 import { sha256Hex } from '../util/sha256.ts';
+import { pipelineCreation } from '../gpu/pipeline-creation.ts';
 import type { AssistantModel } from './assistant.ts';
 import type { ForwardResult } from './target.ts';
 import type { Policy } from './policy.ts';
@@ -64,7 +65,38 @@ export interface GenerateResult {
   rounds?: MtpRound[];
   draftSource?: string;
   draftPosition?: string;
-  timings: { prefillMs: number; decodeMs: number; tokensPerSecond: number };
+  timings: GenerateTimings;
+}
+
+/** Wall times of a generation (tokens per second over the tokens after the first, which the prefill gives). */
+export interface GenerateTimings {
+  prefillMs: number;
+  decodeMs: number;
+  tokensPerSecond: number;
+  /**
+   * GPU pipelines the decode created (first used there: the chain step's or the verify block's kernels), and the
+   * wall time their creation took (pipelineCreation in src/gpu/kernels.ts: the compiles in Node, a lower bound in a
+   * browser), with the tokens per second without that time. Absent when the decode created none.
+   */
+  decodePipelines?: { created: number; ms: number; tokensPerSecondWithout: number };
+}
+
+/** A generation's timings, with the pipelines its decode created since `before` (a copy of pipelineCreation). */
+function timings(
+  prefillMs: number,
+  decodeMs: number,
+  emitted: number,
+  before: typeof pipelineCreation,
+): GenerateTimings {
+  const perSecond = (ms: number) => (emitted - 1) / Math.max(ms / 1000, 1e-9);
+  const created = pipelineCreation.created - before.created;
+  const ms = pipelineCreation.ms - before.ms;
+  return {
+    prefillMs,
+    decodeMs,
+    tokensPerSecond: perSecond(decodeMs),
+    ...(created > 0 ? { decodePipelines: { created, ms, tokensPerSecondWithout: perSecond(decodeMs - ms) } } : {}),
+  };
 }
 
 /**
@@ -154,6 +186,7 @@ export async function generateClassic(
   let t = performance.now();
   const pre = await target.prefill(prompt, { logits: 'last', policy: o.policy });
   const prefillMs = performance.now() - t;
+  const pipelinesBefore = { ...pipelineCreation };
   t = performance.now();
   const tokens = [pre.argmax![0]];
   // Windows of chained steps (TargetModel.decodeGreedy: the argmax stays on the GPU, no wait per
@@ -173,7 +206,7 @@ export async function generateClassic(
     prompt,
     ...out,
     sha256: await sha256Hex(Uint32Array.from(out.tokens)),
-    timings: { prefillMs, decodeMs, tokensPerSecond: (out.tokens.length - 1) / Math.max(decodeMs / 1000, 1e-9) },
+    timings: timings(prefillMs, decodeMs, out.tokens.length, pipelinesBefore),
   };
 }
 
@@ -211,6 +244,7 @@ export async function generateMtp(
   let t = performance.now();
   const pre = await target.prefill(prompt, { logits: 'last', finalHidden: true, policy: o.policy });
   const prefillMs = performance.now() - t;
+  const pipelinesBefore = { ...pipelineCreation };
   t = performance.now();
   const tokens = [pre.argmax![0]];
   let seed = pre.finalHidden!.slice((prompt.length - 1) * H, prompt.length * H);
@@ -269,6 +303,6 @@ export async function generateMtp(
     rounds,
     draftSource: source.name,
     draftPosition: o.draftPosition,
-    timings: { prefillMs, decodeMs, tokensPerSecond: (out.tokens.length - 1) / Math.max(decodeMs / 1000, 1e-9) },
+    timings: timings(prefillMs, decodeMs, out.tokens.length, pipelinesBefore),
   };
 }

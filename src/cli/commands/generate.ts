@@ -8,6 +8,7 @@ import {
   oracleSource,
   roundEmitted,
   type GenerateResult,
+  type GenerateTimings,
 } from '../../model/generate.ts';
 import { generationModels, type GenerationModels } from '../../model/generation-setup.ts';
 import { familyPolicy } from '../../model/family-policies.ts';
@@ -116,7 +117,7 @@ export const generate: Command = {
       if (mtpHead && mode === 'mtp' && source === 'assistant') Object.assign(json, { mtpHead });
       await writeFile(out, generateJsonText(json));
       io.out(
-        `${mode}: ${result.tokens.length} tokens, sha256 ${result.sha256.slice(0, 16)}…, ${result.timings.tokensPerSecond.toFixed(1)} tok/s`,
+        `${mode}: ${result.tokens.length} tokens, sha256 ${result.sha256.slice(0, 16)}…, ${result.timings.tokensPerSecond.toFixed(1)} tok/s${pipelinesNote(result.timings)}`,
       );
       if (result.counters)
         io.out(
@@ -180,3 +181,13 @@ export const generate: Command = {
     }
   },
 };
+
+/**
+ * What a decode's tokens per second include when it created GPU pipelines: their compiles, once per machine and
+ * driver cache, which a first run pays inside its decode (GenerateTimings.decodePipelines).
+ */
+export function pipelinesNote(t: GenerateTimings): string {
+  const p = t.decodePipelines;
+  if (!p) return '';
+  return ` (the decode created ${p.created} GPU pipelines in ${p.ms.toFixed(0)} ms, compiled once per machine and driver cache: ${p.tokensPerSecondWithout.toFixed(1)} tok/s without them)`;
+}

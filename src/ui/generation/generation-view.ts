@@ -186,6 +186,10 @@ export function createGenerationView(): { root: HTMLElement; show(run: Generatio
         'p',
         { class: 'small muted' },
         `${plural(g.tokens.length, 'token')}${g.stoppedOnEos ? ', stopped on an end-of-turn token' : ''} · ${fixed(g.timings.tokensPerSecond)} tokens/s`,
+        // A browser compiles pipelines in its GPU process, so their creation time is not known here: the count is.
+        g.timings.decodePipelines
+          ? ` (its decode created ${plural(g.timings.decodePipelines.created, 'GPU pipeline')}, whose compiles a first run on a machine pays; run again to see the speed without them)`
+          : '',
       ),
       tokensBox(g, other, first, `${prefix}-tokens`),
       text !== undefined ? el('pre', { class: 'gen-text', 'data-testid': `${prefix}-text` }, text) : null,
