@@ -71,6 +71,10 @@ describe('the demo model in the page', () => {
       expect(drafted).toBe(3 * rounds);
       expect((await counter('accepted')) / drafted, counters ?? '').toBeGreaterThanOrEqual(0.4);
       expect(await page.getByTestId('mtp-rounds-table').locator('tbody tr').count()).toBe(rounds);
+      // the first generation after the load: its classic decode created the chain step's pipelines, and says so
+      expect(await page.getByTestId('classic-arm').locator('p').first().textContent()).toMatch(
+        /tokens\/s \(its decode created \d+ GPU pipelines, whose compiles a first run on a machine pays; /,
+      );
       await screenshot(page, '24-demo-generation');
       await page.getByTestId('mtp-rounds').screenshot({ path: 'test-results/screenshots/25-demo-rounds.png' });
       expect(pageErrors(page)).toEqual([]);
