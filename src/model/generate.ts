@@ -75,7 +75,7 @@ export interface GenerateTimings {
   tokensPerSecond: number;
   /**
    * GPU pipelines the decode created (first used there: the chain step's or the verify block's kernels), and the
-   * wall time their creation took (pipelineCreation in src/gpu/kernels.ts: the compiles in Node, a lower bound in a
+   * wall time their creation took (pipelineCreation, src/gpu/pipeline-creation.ts: the compiles in Node, a lower bound in a
    * browser), with the tokens per second without that time. Absent when the decode created none.
    */
   decodePipelines?: { created: number; ms: number; tokensPerSecondWithout: number };
