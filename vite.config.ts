@@ -5,7 +5,7 @@ import { defineConfig } from 'vitest/config';
 // - Tests run in Node. GPU tests use Dawn (npm `webgpu`) on the adapter that scripts/test.sh
 //   provisions; browser tests drive Debian's Chromium with playwright-core against a vite server.
 export default defineConfig({
-  server: { host: '127.0.0.1', fs: { allow: ['.', '../shared'] } },
+  server: { host: '127.0.0.1' },
   worker: { format: 'es' },
   // Pre-bundle the Worker's dependencies too, so `npm start` does not discover them mid-run.
   optimizeDeps: { entries: ['index.html', 'src/worker/engine-worker.ts'] },

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Finds or provisions the software WebGPU adapters the test suite needs on a GPU-less Linux machine
-# (see ../shared/WEBGPU-LINUX.md):
+# (see docs/WEBGPU-LINUX.md):
 #   - Node + Dawn: a Vulkan loader (libvulkan1) and Mesa >= 25 lavapipe. Debian 12's own lavapipe
 #     (Mesa 22) is refused by Dawn, so the backports package is downloaded and unpacked privately
 #     into .cache/lavapipe (not installed system-wide).

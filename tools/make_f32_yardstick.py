@@ -7,7 +7,7 @@ default attention) with the model in torch.float32, on exactly the weights of to
 stores the same tensor set (F32): test/gpu/target-golden.test.ts and assistant.test.ts compare both the engine
 and this to the float64 goldens, so a report can say how an f32 engine compares with the library's own f32 run.
 
-usage: python3 tools/make_f32_yardstick.py OUTDIR [--ckpt ../shared/fixtures/tiny-a] [--prompt-file P.json] [--label NAME]
+usage: python3 tools/make_f32_yardstick.py OUTDIR [--ckpt test/fixtures/tiny-a] [--prompt-file P.json] [--label NAME]
 Writes OUTDIR/transformers-f32.safetensors and OUTDIR/transformers-f32.json
 """
 import json, os

@@ -1,6 +1,6 @@
 """True float64 goldens for the tiny-a fixture (test/fixtures/tiny-a-f64/).
 
-The shared goldens (../shared/fixtures/tiny-a/golden.safetensors, made by ../shared/tools/make_fixtures.py) come
+The fixture's own goldens (test/fixtures/tiny-a/golden.safetensors, made by tools/make_tiny_a_fixture.py) come
 from transformers' Gemma 4 run in torch.float64, but that code still rounds to float32 in three places even then:
   - Gemma4RMSNorm casts its input to float32 (`hidden_states.float()`, `self.weight.float()`);
   - Gemma4TextRotaryEmbedding builds inv_freq in float32 (ROPE_INIT_FUNCTIONS use dtype=torch.float) and computes
@@ -9,19 +9,18 @@ from transformers' Gemma 4 run in torch.float64, but that code still rounds to f
 and the tensors are stored as F32. This script rebuilds the same golden tensor set with none of that: the same
 transformers modules, those three patched to float64, every tensor stored as F64.
 
-Weights come from the MLX checkpoint our engine loads (default: ../shared/fixtures/tiny-a/{target,assistant} beside
-the repository; public/demo held the same bytes until issue 18 put the trained demo model there), dequantized
-exactly as make_fixtures.py computed them (bf16 scales/biases, w = s*q + b in float64; norms and layer_scalar bf16
+Weights come from the MLX checkpoint the engine loads (default: test/fixtures/tiny-a/{target,assistant}), dequantized
+exactly as make_tiny_a_fixture.py computed them (bf16 scales/biases, w = s*q + b in float64; norms and layer_scalar bf16
 widened). A TorchDispatchMode watches every aten op of the golden forwards and records any floating tensor that is
 not float64 (there must be none).
 
 It also runs the unpatched ("stock") transformers code on the same weights and writes its outputs to
-check_stock.safetensors: rounded to f32 they must reproduce the shared F32 goldens (proof that the weights and
+check_stock.safetensors: rounded to f32 they must reproduce the fixture's F32 goldens (proof that the weights and
 the call sequence are those of the fixture).
 
-usage: python3 tools/make_f64_goldens.py OUTDIR [--ckpt ../shared/fixtures/tiny-a] [--prompt-file P.json] [--label NAME]
+usage: python3 tools/make_f64_goldens.py OUTDIR [--ckpt test/fixtures/tiny-a] [--prompt-file P.json] [--label NAME]
 --prompt-file: a JSON object with `prompt` (token ids) and optionally `new_tokens`, for another model than tiny-a
-(tools/demo/train_demo.py writes one for the demo model); default: make_fixtures.py's 40-token prompt, 24 tokens.
+(tools/demo/train_demo.py writes one for the demo model); default: make_tiny_a_fixture.py's 40-token prompt, 24 tokens.
 Writes OUTDIR/golden.safetensors (F64 / I32), OUTDIR/golden.json, OUTDIR/check_stock.safetensors, OUTDIR/source.txt
 """
 import argparse, hashlib, inspect, json, math, os, sys
@@ -227,7 +226,7 @@ class NotFloat64(TorchDispatchMode):
 
 # --------------------------------------------------------------------------------------------- goldens
 def compute(target, asst, prompt, log, watch, dtype=F64):
-    """The golden set of make_fixtures.py (same calls, same order). `watch` wraps the direct forwards; every
+    """The golden set of make_tiny_a_fixture.py (same calls, same order). `watch` wraps the direct forwards; every
     float output must be `dtype` (the model's)."""
     T, V = len(prompt), target.config.vocab_size
     ids = torch.tensor([prompt])
@@ -286,7 +285,7 @@ def compute(target, asst, prompt, log, watch, dtype=F64):
         g[f"shared_kv.{k}.keys"] = kk[0]
         g[f"shared_kv.{k}.values"] = vv[0]
 
-    # HF assisted generation with the MTP drafter (as make_fixtures.py)
+    # HF assisted generation with the MTP drafter (as make_tiny_a_fixture.py)
     rounds = []
     from transformers.generation import candidate_generator as cg
     orig = cg.SinglePositionMultiTokenCandidateGenerator.get_candidates
@@ -325,8 +324,8 @@ def start_run():
     the JSON written beside the tensors), a fixed seed and the versions line."""
     ap = argparse.ArgumentParser()
     ap.add_argument("outdir")
-    # tiny-a, wherever the tool is started from: ../shared/fixtures/tiny-a beside the repository.
-    ap.add_argument("--ckpt", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "fixtures", "tiny-a"))
+    # tiny-a, wherever the tool is started from.
+    ap.add_argument("--ckpt", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test", "fixtures", "tiny-a"))
     ap.add_argument("--prompt-file", default=None, help="JSON {prompt: [ids], new_tokens?: n} (default: tiny-a's)")
     ap.add_argument("--label", default="tiny-a", help="model name in the JSON written (default tiny-a)")
     args = ap.parse_args()
@@ -350,7 +349,7 @@ def start_run():
 
 def load_fixture(ckpt, log, prompt=None):
     """The tiny-a target and assistant (or those of `ckpt`) as float64 transformers models holding exactly the
-    dequantized MLX weights (each module's bits checked against config.json), and make_fixtures.py's prompt
+    dequantized MLX weights (each module's bits checked against config.json), and make_tiny_a_fixture.py's prompt
     unless `prompt` is given."""
     tdir, adir = os.path.join(ckpt, "target"), os.path.join(ckpt, "assistant")
     tconf, aconf = json.load(open(os.path.join(tdir, "config.json"))), json.load(open(os.path.join(adir, "config.json")))
@@ -368,7 +367,7 @@ def load_fixture(ckpt, log, prompt=None):
     log(f"assistant: {load_into(asst, aw, 'assistant')} tensors loaded ({len(abits)} quantized, bits {sorted(set(abits.values()))})")
     V = tc["vocab_size"]
     if prompt is None:
-        prompt = [(7 * i + 1 + 978) % V for i in range(40)]  # make_fixtures.py's prompt
+        prompt = [(7 * i + 1 + 978) % V for i in range(40)]  # make_tiny_a_fixture.py's prompt
     checkpoint = {"target/model.safetensors": sha(os.path.join(tdir, "model.safetensors")),
                   "assistant/model.safetensors": sha(os.path.join(adir, "model.safetensors"))}
     return target, asst, tc, prompt, checkpoint
@@ -381,7 +380,7 @@ def main():
     log(f"target embed_scale {es.item()!r} ({es.dtype}); sqrt(H) = {math.sqrt(tc['hidden_size'])!r}")
     log(f"attention implementation (stock): target {target.config._attn_implementation}, assistant {asst.config.get_text_config()._attn_implementation}")
 
-    # 1. stock transformers (its f32 casts included): must reproduce the shared F32 goldens
+    # 1. stock transformers (its f32 casts included): must reproduce the fixture's F32 goldens
     from contextlib import nullcontext
     stock, stock_meta = compute(target, asst, prompt, log, nullcontext)
     log(f"stock: greedy {stock_meta['greedy']}, bonus {stock_meta['bonus_token']}, drafts {stock_meta['draft_tokens']}, mtp==greedy {stock_meta['mtp_equals_greedy']}")
@@ -451,7 +450,7 @@ def main():
         "mtp_tokens": meta["mtp_tokens"], "mtp_error": meta["mtp_error"], "mtp_equals_greedy": meta["mtp_equals_greedy"],
         "mtp_rounds": meta["mtp_rounds"],
         "draft": {"position_id": len(prompt), "tokens": meta["draft_tokens"],
-                  "note": "as ../shared/fixtures/tiny-a/golden.json: assistant called with inputs_embeds=cat(target.embed(tok)*sqrt(H), h), h = post-final-norm target hidden at the last prompt position, then the assistant's projected last_hidden_state; position_ids=[[prompt_len]]; shared_kv_states = target's last sliding and last full layer K/V over the prompt"},
+                  "note": "as test/fixtures/tiny-a/golden.json: assistant called with inputs_embeds=cat(target.embed(tok)*sqrt(H), h), h = post-final-norm target hidden at the last prompt position, then the assistant's projected last_hidden_state; position_ids=[[prompt_len]]; shared_kv_states = target's last sliding and last full layer K/V over the prompt"},
         "shared_kv_layout": "[kv_heads, T, head_dim], C order for both layer types (the F32 fixture's sliding entries hold [T, kv_heads, head_dim] bytes; these do not)",
         "greedy_min_top1_gap": meta["greedy_min_top1_gap"],
         "teacher_forced_argmax_equals_greedy": meta["teacher_forced_argmax_equals_greedy"],

@@ -1,4 +1,4 @@
-"""Tiny Gemma 4 family fixtures (issue 15): an E-series-like target + centroid-head assistant, and a MoE target
+"""Tiny Gemma 4 family fixtures: an E-series-like target + centroid-head assistant, and a MoE target
 (26B-A4B-like) + dense-head assistant, in MLX layout, with float64 goldens from transformers.
 
 Device script: python3 with torch, transformers >= 5.17 (Gemma4, Gemma4Assistant), numpy. No internet, no node,
@@ -9,7 +9,7 @@ usage (from the repo root):
     python3 tools/make_gemma4_family_fixtures.py --selftest     # no transformers needed: packing, writer, checks
 Writes OUTDIR/gemma4-family-fixtures.tar.gz (members gemma4-e-tiny/..., gemma4-moe-tiny/...; unpack with
 `tar -xzf gemma4-family-fixtures.tar.gz -C test/fixtures`) and OUTDIR/make_gemma4_family_fixtures.log.
-Each fixture folder, as ../shared/fixtures/tiny-a:
+Each fixture folder, as test/fixtures/tiny-a:
     target/{config.json,model.safetensors}  assistant/{config.json,model.safetensors}
     golden.json  golden.safetensors (F64, I32 ids)  transformers-f32.json  transformers-f32.safetensors (F32)
 
@@ -24,7 +24,7 @@ What is exported (docs/GEMMA4-FAMILY.md has the sources):
   - Assistant centroid head: masked_embedding.centroids (Linear) and masked_embedding.token_ordering (I32; MLX casts
     the checkpoint's int64 to int32 in mlx-vlm's sanitize).
 Weights are quantized (or rounded to bf16) first and the transformers models then compute with exactly the stored
-values (dequantized in float64), as ../shared/tools/make_fixtures.py does; its helpers are copied here.
+values (dequantized in float64), as tools/make_tiny_a_fixture.py does.
 
 Goldens (golden.safetensors, F64; the computation is float64 throughout: transformers' Gemma4RMSNorm, rotary tables
 and eager-attention softmax patched to float64 as tools/make_f64_goldens.py does, Gemma4TextRouter.forward recompiled
@@ -83,7 +83,7 @@ ROUTER_STD = 2.0  # router.proj weights: scores ~ N(0, 4) so that top-k gaps are
 
 # ------------------------------------------------------------------------------- bf16 and MLX affine (copied)
 def bf16_round(a):
-    """Raw bf16 bits (round to nearest even) of float32(a). From ../shared/tools/make_fixtures.py."""
+    """Raw bf16 bits (round to nearest even) of float32(a), as tools/make_tiny_a_fixture.py rounds."""
     a = np.ascontiguousarray(a, dtype=np.float32)
     u = a.view(np.uint32).astype(np.uint64)
     return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
@@ -99,7 +99,7 @@ def bf16_value(x):
 
 
 def quantize(w, group, bits):
-    """MLX affine quantization (from ../shared/tools/make_fixtures.py): packed uint32 [out, in*bits/32],
+    """MLX affine quantization (as tools/make_tiny_a_fixture.py): packed uint32 [out, in*bits/32],
     scales/biases bf16 bits [out, in/group], and the dequantized float64 matrix."""
     out_f, in_f = w.shape
     assert in_f % group == 0, (w.shape, group)
@@ -388,7 +388,7 @@ def assistant_text_config(s):
 
 # ------------------------------------------------------------------------------------------ weights
 def fill_random(model, rng, torch):
-    """make_fixtures.py's scales, plus: router.scale 1 + 0.25 N, per_expert_scale U(0.5, 1.5), router.proj N * 2,
+    """make_tiny_a_fixture.py's scales, plus: router.scale 1 + 0.25 N, per_expert_scale U(0.5, 1.5), router.proj N * 2,
     token_ordering a random permutation of the vocabulary."""
     with torch.no_grad():
         for name, p in model.named_parameters():
@@ -744,7 +744,7 @@ def compute(target, asst, s, torch, watch, dtype):
     meta["greedy_min_top1_gap"] = float((srt[:, -1] - srt[:, -2]).min())
     meta["greedy_logits_vs_teacher_forced_max_abs"] = float((g["greedy_logits"] - lf[T - 1:-1]).abs().max())
 
-    # drafts: the assistant called directly, as ../shared/tools/make_fixtures.py does
+    # drafts: the assistant called directly, as tools/make_tiny_a_fixture.py does
     h_last = cap["final_norm"][:, -1:]
     bonus = int(out.logits[0, -1].argmax())
     kv = {k: (v[0], v[1]) for k, v in out.shared_kv_states.items()}

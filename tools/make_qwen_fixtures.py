@@ -5,7 +5,7 @@ What it builds (SPEC below): a random Qwen3_5ForCausalLM text model of 6 layers,
 (linear, linear, full, linear, linear, full), untied LM head, and an MTP head (`mtp.*`: pre_fc_norm_embedding,
 pre_fc_norm_hidden, fc, one full-attention decoder layer, norm) whose weights this script draws itself, since
 transformers has no MTP module (it drops `mtp.*` on load). Weights are quantized to MLX affine 4-bit, group 64
-(quantize() below is make_fixtures.py's, copied), norms/conv/dt_bias rounded to bf16, A_log to f32; the
+(quantize() below is make_tiny_a_fixture.py's, copied), norms/conv/dt_bias rounded to bf16, A_log to f32; the
 transformers model then computes with exactly the stored values (dequantized in float64).
 
 Goldens (golden.safetensors, float64 unless noted; golden.json says what each is):
@@ -51,7 +51,7 @@ def log(*a):
     print(f"[{time.time() - T0:6.1f}s]", *a, flush=True)
 
 
-# ------------------------------------------------------------------ bf16 + MLX affine quantization (make_fixtures.py)
+# ------------------------------------------------------------------ bf16 + MLX affine quantization (make_tiny_a_fixture.py)
 def bf16_round(a):
     a = np.ascontiguousarray(a, dtype=np.float32)
     u = a.view(np.uint32).astype(np.uint64)

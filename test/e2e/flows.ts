@@ -3,8 +3,8 @@ import type { Page } from 'playwright-core';
 import path from 'node:path';
 import { expect } from 'vitest';
 
-/** The project's tiny Gemma 4 fixture (../shared, next to the repository). */
-export const FIXTURE = path.resolve('../shared/fixtures/tiny-a');
+/** The project's tiny Gemma 4 fixture (tools/make_tiny_a_fixture.py). */
+export const FIXTURE = path.resolve('test/fixtures/tiny-a');
 export const TARGET_DIR = path.join(FIXTURE, 'target');
 export const ASSISTANT_DIR = path.join(FIXTURE, 'assistant');
 

@@ -1,4 +1,4 @@
-/** Access to ../shared/fixtures for tests: checkpoints and golden tensors. */
+/** Access to the test fixtures (test/fixtures): checkpoints and golden tensors. */
 import path from 'node:path';
 import { readFileSync } from 'node:fs';
 import { nodeFileSource, openCheckpointDir } from '../../src/node/file-source.ts';
@@ -6,7 +6,7 @@ import { readSafetensorsHeader, readTensorBytes } from '../../src/format/safeten
 import { toFloat64 } from '../../src/format/dtype.ts';
 import type { Checkpoint } from '../../src/format/checkpoint.ts';
 
-export const FIXTURES = path.resolve(process.cwd(), '../shared/fixtures');
+export const FIXTURES = path.resolve(process.cwd(), 'test/fixtures');
 export const TINY_A = path.join(FIXTURES, 'tiny-a');
 /**
  * The same model's goldens computed in float64 throughout and stored as F64 (tools/make_f64_goldens.py; see
@@ -14,12 +14,12 @@ export const TINY_A = path.join(FIXTURES, 'tiny-a');
  */
 export const TINY_A_F64 = path.resolve(process.cwd(), 'test/fixtures/tiny-a-f64');
 /**
- * The E-series fixture of issue 15 (tools/make_gemma4_family_fixtures.py): per-layer embeddings, 4 KV-shared layers
+ * The E-series fixture (tools/make_gemma4_family_fixtures.py): per-layer embeddings, 4 KV-shared layers
  * with a double-wide MLP, and a centroid-head assistant, with float64 goldens from transformers.
  */
 export const GEMMA4_E_TINY = path.resolve(process.cwd(), 'test/fixtures/gemma4-e-tiny');
 /**
- * The MoE fixture of issue 15 (26B-A4B's structure): a dense MLP beside 8 experts (top-4, 8-bit router), K = V on the
+ * The MoE fixture (26B-A4B's structure): a dense MLP beside 8 experts (top-4, 8-bit router), K = V on the
  * full layer, a dense-head assistant, with float64 goldens from transformers (eager experts, router in float64).
  */
 export const GEMMA4_MOE_TINY = path.resolve(process.cwd(), 'test/fixtures/gemma4-moe-tiny');
@@ -87,8 +87,8 @@ export async function demoAssistant(): Promise<Checkpoint> {
 }
 
 /**
- * [T, kv_heads, head_dim] values as [kv_heads, T, head_dim]. The shared F32 goldens store their
- * shared_kv.sliding_attention.* that way under a [kv_heads, T, head_dim] label (make_fixtures saved a
+ * [T, kv_heads, head_dim] values as [kv_heads, T, head_dim]. tiny-a's F32 goldens store their
+ * shared_kv.sliding_attention.* that way under a [kv_heads, T, head_dim] label (make_tiny_a_fixture.py saves a
  * transposed, non-contiguous tensor's memory); tiny-a-f64 stores both layer types as labelled.
  */
 export function kvHeadMajor(tokenMajor: Float64Array, kvHeads: number, T: number, headDim: number): Float64Array {

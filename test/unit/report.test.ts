@@ -27,7 +27,7 @@ describe('probe draws (mlxcel formula)', () => {
   });
 
   it('the fixture prompt is draw 1 of length 40 with V = 1024', () => {
-    const golden = JSON.parse(readFileSync('../shared/fixtures/tiny-a/golden.json', 'utf8'));
+    const golden = JSON.parse(readFileSync('test/fixtures/tiny-a/golden.json', 'utf8'));
     expect(probeDraw(1, 40, 1, 1024).prompt).toEqual(golden.prompt.map((t: number) => t));
   });
 });

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The demo model's sweep: several training recipes at once on one H200, the best one kept (issue 18: >= 40% of MTP
+# The demo model's sweep: several training recipes at once on one H200, the best one kept (the goal: >= 40% of MTP
 # drafts accepted at K = 4, readable 32-token continuations).
 #
 # HOW TO RUN

@@ -17,8 +17,8 @@ What it writes (.demo/ is git-ignored; the device call carries it):
 - `.demo/corpus.json`: kind "fortunes" (train_demo.py picks the chat-form questions by kind), source packages and
   versions (dpkg-query), files used, document and byte counts, and the corpus's SHA-256 (train_demo.py copies it
   into training.json).
-- `.demo/tools/make_fixtures.py`: a copy of ../shared/tools/make_fixtures.py (../shared does not travel to the
-  device machine; train_demo.py imports its quantize/export functions from here) and its SHA-256 in corpus.json.
+- `.demo/tools/make_tiny_a_fixture.py`: a copy of tools/make_tiny_a_fixture.py (train_demo.py imports its
+  quantize/export functions from here, so a run keeps the version it started with) and its SHA-256 in corpus.json.
 
 Pure standard library; runs on this machine (no torch needed).
 """
@@ -118,7 +118,7 @@ def build(files):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=".demo", help="output folder (default .demo, git-ignored)")
-    ap.add_argument("--fixtures-tools", default="../shared/tools", help="folder of make_fixtures.py to stage")
+    ap.add_argument("--fixtures-tools", default="tools", help="folder of make_tiny_a_fixture.py to stage")
     args = ap.parse_args()
     versions = package_versions(PACKAGES)
     missing = [p for p, v in versions.items() if not v]
@@ -144,14 +144,14 @@ def main():
         "sha256": hashlib.sha256(data).hexdigest(),
         "tool": "tools/demo/make_corpus.py",
     }
-    src = os.path.join(args.fixtures_tools, "make_fixtures.py")
+    src = os.path.join(args.fixtures_tools, "make_tiny_a_fixture.py")
     if os.path.isfile(src):
         os.makedirs(os.path.join(args.out, "tools"), exist_ok=True)
-        dst = os.path.join(args.out, "tools", "make_fixtures.py")
+        dst = os.path.join(args.out, "tools", "make_tiny_a_fixture.py")
         shutil.copyfile(src, dst)
         meta["make_fixtures_sha256"] = hashlib.sha256(open(dst, "rb").read()).hexdigest()
     else:
-        print(f"warning: {src} not found; train_demo.py needs --fixtures-tools pointing at make_fixtures.py", file=sys.stderr)
+        print(f"warning: {src} not found; train_demo.py needs --fixtures-tools pointing at make_tiny_a_fixture.py", file=sys.stderr)
     with open(os.path.join(args.out, "corpus.json"), "w") as f:
         json.dump(meta, f, indent=1)
     print(f"{corpus}: {len(docs)} documents, {len(data):,} bytes, sha256 {meta['sha256']}")

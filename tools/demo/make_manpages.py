@@ -4,7 +4,7 @@
 Why: trained on Debian's fortunes alone (~0.7 M tokens) for minutes, the demo target memorises its corpus, and an
 assistant cannot draft a reciting target's next tokens (that knowledge lives in the target's MLP weights). A corpus
 of tens of millions of tokens that the target sees only a few times makes it generalise, and its greedy output
-becomes predictable from local context, which an MTP assistant can learn (issue 18: >= 40% of drafts accepted).
+becomes predictable from local context, which an MTP assistant can learn (the goal: >= 40% of drafts accepted).
 
 Packages: every installed package with English manual pages that passes the checks below; INSTALL names the ones
 installed for this (prose-heavy documentation, all in Debian main). First, as root:

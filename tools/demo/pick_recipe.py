@@ -96,7 +96,7 @@ def main():
     recs = [summarise(n, os.path.join(args.sweep_dir, n)) for n in names]
     best, why = choose(recs, args.min_readable)
     summary = {"tool": "tools/demo/pick_recipe.py", "chosen": best["recipe"] if best else None, "why": why,
-               "goal": "q4 MTP acceptance >= 0.40 at K = 4 with readable 32-token continuations (issue 18)",
+               "goal": "q4 MTP acceptance >= 0.40 at K = 4 with readable 32-token continuations",
                "recipes": recs}
     for r in recs:
         if r.get("finished"):
