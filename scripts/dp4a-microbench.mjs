@@ -1,4 +1,4 @@
-// Diagnostic (not part of the product; seventeenth session, docs/PERFORMANCE.md "Then (seventeenth session)"): an
+// Diagnostic (not part of the product; its results: docs/PERFORMANCE.md, integer matvec): an
 // exact-INTEGER 4-bit matvec on WGSL's `dot4I8Packed` (the language extension packed_4x8_integer_dot_product: no
 // `enable`, no toggle; expected to map to a dp4a instruction on NVIDIA, AMD and Intel GPUs and to be emulated on
 // Apple GPUs, which have none: not checked here) in the lane layout of the f32 coop kernel's passes (k-major 16-byte
@@ -15,7 +15,7 @@
 // the same f32 code for every row. By a count from this source, per weight: L / 4 dp4a per row (and as many i32
 // adds, unless the compiler folds them into the dp4a's accumulator), the closing's ~20 instructions per row,
 // feature and group (~0.3 a weight), and 0.375 logic ops shared by the rows; the f32 kernel counts ~3.6 for a
-// single row and ~8.1 for a block of 4 (docs/PERFORMANCE.md, the fifteenth session's count).
+// single row and ~8.1 for a block of 4 (docs/PERFORMANCE.md, matvec).
 //
 // What it prints per configuration and M: the time of one dispatch (cold weights, the best of three timings of
 // --iters dispatches), GB/s over the codes with bf16 scales and biases (what the bench counts), and with --check 1
@@ -25,14 +25,14 @@
 // scripts/int8-matrix-microbench.mjs. x's limbs are made on the CPU: the dispatch that would make them in an engine
 // is not timed.
 //
-// Usage (repo root; Node with the npm `webgpu` package; on the lent H200 through `bash .gpu/run.sh node ...`):
+// Usage (repo root; Node with the npm `webgpu` package, on a machine with a GPU):
 //   node scripts/dp4a-microbench.mjs [--rows 1,4,8] [--n 15360] [--k 3840] [--cfg WG:T:R:L,...] [--rp m|dual|4]
 //       [--cold 256] [--iters 300] [--check 0|1]
 // --cfg: workgroup size, invocations per feature, features per invocation, limbs (3 or 4); --rp m: rows per pass =
 // M (at most 4); --rp 4: one module source for every M with a run-time row count (what one pipeline for every M
 // costs); --rp dual: one module source for every M with two loops, a single row's and a block's (4 rows a pass,
-// rows past M computed from x's padding and not stored), chosen by M at run time (nineteenth session: what an engine
-// that keeps one pipeline for every M would run).
+// rows past M computed from x's padding and not stored), chosen by M at run time (what an engine that keeps one
+// pipeline for every M would run).
 import { writeSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { create, globals } from 'webgpu';

@@ -1,4 +1,4 @@
-// Diagnostic (not part of the product; sixteenth session, docs/PERFORMANCE.md "Then (sixteenth session)"): an
+// Diagnostic (not part of the product; its results: docs/PERFORMANCE.md, integer matvec): an
 // exact-INTEGER 4-bit matvec whose code x activation products run on the GPU's int8 matrix units (Dawn's
 // `chromium-experimental-subgroup-matrix`, behind its `allow_unsafe_apis` toggle; on the H200 the only configs are
 // i8/u8 -> i32/u32 at 16 x 16 x 32 and 16 x 8 x 32), beside a plain-WGSL twin (dot4I8Packed) that computes the same
@@ -15,7 +15,7 @@
 // bytes across them are what a compiler gives, not a guarantee (an engine would run one pipeline for every M, as
 // the f32 kernel does): both are checked, with the error against float64.
 //
-// Usage (repo root; Node with the npm `webgpu` package; on the lent H200 through `bash .gpu/run.sh node ...`):
+// Usage (repo root; Node with the npm `webgpu` package, on a machine with a GPU):
 //   node scripts/int8-matrix-microbench.mjs [--rows 1,4,8] [--n 15360] [--k 3840] [--slices 2,4] [--cold 256]
 //       [--paths mma,twin] [--knockout a,mma,store,epi,bar] [--check 0|1] [--stream D] [--stream-sts]
 // --slices: subgroups per workgroup, each a contiguous slice of K (every M the same); --knockout removes one cost

@@ -5,9 +5,8 @@
 //   n * groups + g.
 // WT = 1, k-major: the rows' 16-byte word k16 side by side, at k16 * rows + n; group g's scale at
 //   g * rows + n. On a GPU, neighbouring invocations take neighbouring rows at the same k (and read the
-//   same x): their weights are then one contiguous run instead of one 16-byte piece per row. Measured on an
-//   H200 (matmul_coop.wgsl, 12B shapes, M = 1; docs/PERFORMANCE.md "Then (thirteenth session)"): down 22.6
-//   -> 20.3 us, o_proj 8.9 -> 7.6, 8-bit down 33.9 -> 23.0, the LM head 232 -> 220.
+//   same x): their weights are then one contiguous run instead of one 16-byte piece per row, which made
+//   matmul_coop.wgsl's single rows 5-32% faster on an H200's 12B shapes (docs/PERFORMANCE.md, matvec).
 // `rows` is the rows of the buffer (a part of a tensor split by rows is a tensor of its own). Which layout
 // changes no arithmetic: only where a value is loaded from.
 override WT: u32 = 0u;

@@ -31,7 +31,7 @@
 // reduced sequentially in key order and the segments are combined sequentially in segment order, so a
 // row's bits depend only on its keys and the order key_of visits them. P.key_stride and P.seg_stride
 // (the dispatch's largest counts) only place values in memory. With nseg = 1, w_0 = exp(0) = 1 exactly
-// and the result is bit for bit the single sequential softmax and P.V of earlier versions.
+// and the result is bit for bit one sequential softmax and P.V over the row's keys.
 // Dot products over head_dim are compensated (accuracy); sums over the key axis are plain f32, as in
 // MLX, so that a different key order gives different bits.
 // CPU twin: src/reference/layer.ts attendRow (float64); test: test/gpu/kernels-attention.test.ts.
@@ -302,10 +302,10 @@ fn seg_pv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
 // shared with the software class) and the sequential compensated dot over d per key (the arithmetic
 // the four-pass path and the tests fix) cannot be split further without changing bits. So the
 // latency is hidden inside each invocation instead (instruction-level parallelism):
-//   - before, score_of's loop issued one 16-byte K load per iteration and waited for it: 64 dependent
-//     DRAM round trips per key; step 3 did the same per key for V, and `combine` 2 nseg round trips.
-//     At ~0.3-0.7 us each, consistent with the measured ~51 us (0.08 x copy).
-//   - now each invocation issues KB (scores) or PB (P.V, max, sum, combine_fused) independent loads,
+//   - score_of's loop issues one 16-byte K load per iteration and waits for it: 64 dependent DRAM round
+//     trips per key; seg_pv does the same per key for V, and `combine` makes 2 nseg round
+//     trips. At ~0.3-0.7 us each, that path runs at ~0.08 x copy bandwidth on a GPU.
+//   - here each invocation issues KB (scores) or PB (P.V, max, sum, combine_fused) independent loads,
 //     from constant-trip loops the compiler unrolls, and only then runs the same chain in the same
 //     order on registers: 8 round trips per key instead of 64, in flight 128 B per invocation (one
 //     full cache line of its K row: nothing fetched is wasted) and ~16 KiB per SM, ~2 MB on the chip.
@@ -315,30 +315,18 @@ fn seg_pv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
 //   - the q heads of a kv head (GQA) run in one workgroup where they come in pairs (HP, below): each
 //     K and V load serves both heads' chains, the pair shares its key locations, and its two chains
 //     per key give an invocation twice the independent arithmetic.
-// Measured on the H200 (scripts/attention-microbench.ts, --alone for each dispatch alone; 12B sliding
-// layer, 1024 slots, d 256; M = 1 / 4 / 8, both dispatches, the cache warm in L2 as the bench has it).
-// Seventh session: one workgroup per head 22.1 / 38.3 / 70.4 us
-// (seg_fused alone 15.2 / 31.2 / 63.3, combine_fused 6.3); pairs in one workgroup with combine_fused's
-// loads in one batch 20.0 / 28.2 / 40.3 (combine_fused 5.3); with K batches of 16 (KP) 17.8 / 27.8 / 45.7
-// (seg_fused 12.2 / 22.1 / 39.9), kept. Measured and not kept: a pair's heads on separate invocations
-// (64 per head, the second head's loads from L1) 21.9 / 37.1 / 59.1, with KP = 16 19.1 / 44.8 / 68.7;
-// every K and V line of a key requested at once before its chain (a prefetch through loads folded into
-// a never-stored value) 20.7 / 30.8 (K lines only 20.5 / 29.2, V only 20.8 / 29.2); step 3's V loads
-// one batch ahead 18.6 / 28.6 / 47.5; step 3's first V batch loaded before step 2 18.3 / 28.2 / 46.7;
-// V batches of 16 22.0 / 30.9. So neither DRAM round trips (the cache sits in L2) nor step 3's loads
-// bound it; what is left is a workgroup's serial path (a 256-step compensated chain per key, one
-// invocation's max and sum, three barriers) and combine_fused, which costs ~5 us at M = 1 mostly as a
-// second dispatch (eighth session: 2.2 us of it is the dispatch, the rest was its branches; see combined).
-// With pairs (eighth session, while combined() still branched per segment): 32 keys per segment 20.2 /
-// 33.9 / 52.2 us (seg_fused 11.1, combine_fused 9.0: twice the segments to combine), 48 keys 22.0 / 38.7 /
-// 55.7, against 17.9 / 27.7 / 45.5 for 64 (with its exps unbranched, 32 keys 20.6 / 34.5 / 52.9): kept.
-// Earlier measurements (one workgroup per head): other plans (2026-12-02, sixth session; keys per segment
-// SEG_KEYS / workgroup size, M = 1 and M = 4): 64 / 64 (this one) 22.0 / 38.3 us; 32 / 64 23.4 / 46.7;
-// 32 / 32 25.5 / 49.8; 16 / 64 27.7 / 52.0; 64 / 32 28.3 / 43.3; 128 / 64 26.3 / 40.3; 128 / 128
-// 24.2 / 38.5; 256 / 128 34.2 / 44.8: more, shorter segments (more workgroups in flight) and fewer,
-// longer ones both lose to 64-key segments. Knock-outs (2026-12-01): combine_fused's work 5.3 us, K loads
-// 4.2 us, step 2's max and sum 1.6 us, V loads 1.3 us, the compensation of the dot products ~0.
-// Loading K one batch ahead, q from workgroup memory and V's first batch before step 2: slower (27.8 us).
+// What bounds it, measured on an H200 with scripts/attention-microbench.ts (12B sliding layer, 1024 slots,
+// the cache warm in L2 as the bench has it; docs/PERFORMANCE.md, attention): neither DRAM round trips (the
+// cache sits in L2) nor step 3's loads, but a workgroup's serial path (a 256-step compensated chain per key,
+// one invocation's max and sum, three barriers) and combine_fused, about half of whose ~4 us at M = 1 is
+// the cost of a second dispatch (see combined). Each choice below was the fastest of those measured:
+//   - head pairs in one workgroup (HP = 2) with K batches of 16 (KP): faster at every M than one workgroup
+//     per head, and than a pair's heads on separate invocations (the second head's loads from L1);
+//   - 64 keys per segment in workgroups of 64: more, shorter segments (more workgroups in flight, but more
+//     segments to combine) and fewer, longer ones are both slower, with and without head pairs;
+//   - loads issued batch by batch, as they are needed: a prefetch of a key's K and V lines before its chain,
+//     step 3's V loads one batch ahead or its first batch before step 2, V batches of 16 (PB is 8), and K
+//     one batch ahead with q from workgroup memory were each slower.
 // Heads per seg_fused workgroup (attention-op.ts fusedHeads): 2 where the q heads of a kv head (GQA)
 // come in pairs, else 1. A pair shares its segment's key locations, and every K and V load serves both
 // heads; each head still runs its own chains in the order above (score_pair is score_fused for two
@@ -371,9 +359,9 @@ fn seg_loc(big: bool, j: u32, i: u32, k: u32) -> vec2<u32> {
 
 // score_fused for heads jh and jh + 1 (HP = 2): each batch of the key loaded once, each head's chain
 // score_fused's expressions in score_fused's order. Returns (score, compensation) of both. Batches of
-// KP vec4 (the batch size changes no step of a chain). Measured on an H200 (12B sliding layer, 1024
-// slots; seventh session): KP = 16 17.8 / 27.8 / 45.7 us at M = 1 / 4 / 8 against 20.0 / 28.2 / 40.3
-// with KP = 8. A single head keeps KB = 8: 16 made its blocks slower (M = 4 38 -> 45-47 us, above).
+// KP vec4 (the batch size changes no step of a chain). KP = 16 is faster than 8 for a pair on an H200 (12B
+// sliding layer, 1024 slots; docs/PERFORMANCE.md, attention); a single head keeps KB = 8, as 16 made its
+// verify blocks slower.
 const KP: u32 = 16u;
 fn score_pair(j: u32, jh: u32, kvh: u32, i: u32, loc: vec2<u32>) -> vec4<f32> {
   if (is_masked(j, i)) { return vec4<f32>(MASKED, 0.0, MASKED, 0.0); }
@@ -496,9 +484,8 @@ fn seg_fused(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
   // coalesced), then added in order.
   // Each head's sum of its e_i (seg_softmax's l_g) rides on this loop's loads of e_i: every invocation
   // adds them in key order in its first pass over the keys (the same values for all: one chain, starting
-  // from 0.0 as seg_softmax's), and invocation 0 writes them. Before (to 2d0a95e) the last invocations ran
-  // the sum as a chain of its own between steps 2 and 3, holding their warp back: the 12B sliding layer
-  // 16.9 / 26.9 -> 16.7 / 26.5 us at M = 1 / 4 (H200, eighth session, alternating processes).
+  // from 0.0 as seg_softmax's), and invocation 0 writes them, rather than a chain of its own between steps 2
+  // and 3 that holds its warp back (slightly slower on an H200: docs/PERFORMANCE.md, attention).
   let d4 = P.d / 4u;
   let b1 = b0 + P.key_stride;
   var l0 = 0.0;
@@ -627,8 +614,7 @@ const CB: u32 = 16u;
 
 // A batch's stats and partials: segments first .. first + CB - 1 of output vec4 c4, loaded at once (past the
 // row's last segment, the last one's again). One helper for combined's two loads of a batch (before the max
-// and in the sums): the same speed as the two copies it replaced (H200, ninth session, two runs of each:
-// 16.6-16.7 us per sliding layer for both; combine_fused alone 4.2 / 4.3 us before, 5.4 / 4.2 after).
+// and in the sums), as fast on an H200 as two inlined copies.
 struct Batch { m: array<f32, CB>, l: array<f32, CB>, o: array<vec4<f32>, CB> }
 fn load_batch(first: u32, last: u32, c4: u32, d4: u32) -> Batch {
   var b: Batch;
@@ -645,11 +631,11 @@ fn load_batch(first: u32, last: u32, c4: u32, d4: u32) -> Batch {
 // branches: a segment past the row's last loads the last one's values again (never used), so the
 // batch's loads go out together; each weight w = exp_ref(m - mx) is computed branch-free (exp_ref_sel)
 // before the sums take them in order, so the batch's exps overlap. The sums' steps and their order are
-// those of `combine`. Measured on an H200 (eighth session; scripts/attention-microbench.ts --alone, 12B
-// sliding layer, M = 1, 16 segments): each load and exp behind its own branch, combine_fused took 5.3 us
-// alone, where a dispatch that loads one partial and writes it takes 2.2 (o_sums costs nothing
-// measurable); unbranched loads 4.6 us, and the exps too 4.2 us (both dispatches 17.9 -> 17.0 us; the full
-// layer, 64 segments, 50.2 -> 45.2). Only the exps unbranched, the loads still behind branches: 5.3 us.
+// those of `combine`. Why: on an H200 (scripts/attention-microbench.ts --alone, 12B sliding layer, M = 1,
+// 16 segments; docs/PERFORMANCE.md, attention) each load and exp behind its own branch made combine_fused
+// take ~2.4 times what a dispatch that loads one partial and writes it takes, and unbranched loads and
+// exps together ~1.9 times (the exps alone unbranched, the loads still behind branches, gain nothing).
+// o_sums costs nothing measurable.
 fn combined(jh: u32, c4: u32, d4: u32) -> vec4<f32> {
   let ns = seg_count(key_count(jh / P.heads));
   let sb = jh * P.seg_stride;

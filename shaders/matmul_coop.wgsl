@@ -29,7 +29,7 @@
 //   block, in pass_rows. Their H200 measurements are noted where they are; none changes an operation.
 // - WG is 256, or 512 for the MLP's 4-bit linears (ops.coopWorkgroup); the NVIDIA driver gives
 //   this kernel 128 registers at both sizes (16 warps an SM). A single row's time steps with the waves of
-//   workgroups over the H200's SMs (docs/PERFORMANCE.md, "What bounds a single row" and "Then (tenth session)").
+//   workgroups over the H200's SMs (docs/PERFORMANCE.md, matvec: what bounds a single row).
 //
 // Exactness by construction: the arithmetic of output (m, n) is a fixed sequence that depends only on
 // x[m, :], W[n, :], K, group_size, T and R:
@@ -122,11 +122,10 @@ fn group_dot(a: vec4<f32>) -> f32 {
 }
 
 // Whether a pass reads x from shared memory (staged per chunk) or straight from the x buffer. Measured
-// on an H200 (12B shapes): staging made 4-bit verify blocks 1.2-1.4 x faster (M = 2..8) but a single
-// row 5-10% slower (its x loads are already one broadcast per subgroup), and 8-bit blocks of 4 or more
-// rows 1.3 x slower (half the x loads per weight of 4-bit, and a barrier per round of groups). Staging a
-// single row's x too (sixth session): down 23.7 -> 37.3 us, o_proj 9.3 -> 12.2, the stacked q/k/v 13.2 ->
-// 18.4. Where x comes from changes no arithmetic: the bytes are the same.
+// on an H200 (12B shapes; docs/PERFORMANCE.md, matvec): staging makes 4-bit verify blocks 1.2-1.4 x faster
+// (M = 2..8) but single rows slower (their x loads are already one broadcast per subgroup; the down
+// projection's by more than half), and 8-bit blocks of 4 or more rows 1.3 x slower (half the x loads per weight of
+// 4-bit, and a barrier per round of groups). Where x comes from changes no arithmetic: the bytes are the same.
 // A function of the pipeline constant BITS, not an override of its own, so that no host can set it apart from
 // BITS (run_pass relies on it: see there).
 fn stage_blocks() -> bool { return BITS == 4u; }
@@ -213,12 +212,11 @@ fn pass_rows(which: u32, f: u32, t: u32, lid: u32, na: u32, nb: u32, r0: u32, ro
   let xrow = P.x_stride / 4u;
   if (SLOTS == 1u) {
     // Software pipelining: group g + T's words are loaded before group g's arithmetic, so that an
-    // invocation has two groups' loads in flight. Measured on an H200 (12B, cold weights): the down
-    // matvec at M = 1 1.19 x faster; with R = 2 (two features' words, twice the registers) the LM head
-    // and 8-bit gate/up were 4-20% slower, so two slots keep one group at a time. Two groups in flight
-    // with their own sums (more independent chains per invocation) were slower still (down 23.7 -> 27.6
-    // us; 2026-12-02), and loading two groups ahead instead of one changed nothing (down 23.7 us, o_proj
-    // 9.3 -> 9.6, q/k/v 13.2; sixth session).
+    // invocation has two groups' loads in flight. Measured on an H200 (12B, cold weights; docs/PERFORMANCE.md,
+    // matvec): the down matvec at M = 1 1.19 x faster; with R = 2 (two features' words, twice the registers)
+    // the LM head and 8-bit gate/up were 4-20% slower, so two slots keep one group at a time. Two groups in
+    // flight with their own sums (more independent chains per invocation) are slower still, and loading two
+    // groups ahead instead of one gains nothing.
     var next = group_words(which, t, na, groups);
     for (var g = t; g < groups; g += T) {
       let cur = next;
@@ -255,13 +253,11 @@ fn swap_partials() {
 // staged in shared memory ONCE for both pairs. Returns each pair's total as pass_rows does (.x: p0,
 // .y: p1). Every (row, feature) runs pass_group's operations in pass_group's order: the pairs interleave
 // per group, their sums and partials are their own.
-// Measured on an H200 (12B, cold weights): staging each chunk once for both pairs instead of once per
-// pair (a sweep of the chunks per pair) made 4-bit blocks faster by 8-12% (gate/up M = 4 51.2 -> 45.9 us,
-// M = 8 98.1 -> 86.3; fused gate_up M = 4 100.5 -> 92.2) and the LM head's by 15% (M = 4 765 -> 654 us),
-// single rows unchanged. Rejected at the same time (2026-12-02): loading a chunk's words before staging
-// its x (3-6% faster with one pair per sweep, but with two pairs 24-32% slower than without it, and
-// single rows 18-37% slower: registers), and all four slots in one sweep at 2 or 4 rows (each staged x
-// load serving four features instead of two: gate/up M = 4 51.4 and 54.3 us, slower).
+// Measured on an H200 (12B, cold weights; docs/PERFORMANCE.md, matvec): staging each chunk once for both
+// pairs instead of once per pair (a sweep of the chunks per pair) makes 4-bit blocks faster by 8-12% and
+// the LM head's by 15%, single rows unchanged. Slower, and so not done: loading a chunk's words before
+// staging its x (with two pairs 24-32% slower, and single rows 18-37%: registers), and all four slots in
+// one sweep at 2 or 4 rows (each staged x load serving four features instead of two).
 fn staged_passes(fs: Features, lid: u32, p0: Pair, p1: Pair, two: bool, r0: u32, rows: u32) -> vec2<f32> {
   let groups = P.K / GS;
   let gv = GS / 4u; // x vec4s per group
@@ -272,18 +268,15 @@ fn staged_passes(fs: Features, lid: u32, p0: Pair, p1: Pair, two: bool, r0: u32,
   pb1 = Partials();
   // Groups per chunk: the most whole rounds of T groups whose x for every row fits shared memory
   // (ops.coopThreads keeps T * GS <= 1024, so a chunk holds at least one round at 4 rows).
-  // Measured on an H200 and rejected (2026-12-01): loading the next group's words ahead here (gate_up
-  // 4-bit M = 4 100.5 -> 120.3 us) and 48 KiB chunks (-> 133.6 us). Both slowed single rows as well (LM
-  // head 248 -> 339 us), which never run this code: one pipeline serves every M, so the registers and
-  // workgroup memory of this path set the occupancy of row_slots too. Double buffering through registers
-  // (each invocation loads its share of the next chunk's x while this one is computed; sixth session): down
-  // M = 4 65.9 -> 61.7 us, but the 4-bit gate/up projection 45.9 -> 59.8 and the fused gate_up 84.6 ->
-  // 108.7 (single rows of R = 4 20.6 -> 24.4: the registers again). 32 KiB of staged x (SHARED_VEC4 2048,
-  // which also allows T = 32 for blocks): every shape slower, single rows too (T = 16: gate/up M = 1 / 4
-  // 20.6 / 45.9 -> 24.3 / 58.7 us, down 23.7 / 65.7 -> 33.4 / 101.6; T = 32 slower still). 8 KiB with
-  // passes of 2 rows (ROWS 2): blocks of 2 faster (gate/up 33.1 -> 28.6 us, fused gate_up 64.4 -> 57.0),
-  // blocks of 4 slower (45.9 -> 53.2, 84.8 -> 111.3: two passes over the weights), single rows mixed
-  // (gate/up 20.6 -> 20.1, down 23.8 -> 28.0): verify blocks are of 4 rows by default, so 16 KiB stays.
+  // Measured on an H200 and slower (docs/PERFORMANCE.md, matvec): loading the next group's words ahead here,
+  // and 48 KiB chunks. Both slowed single rows as well, which never run this code: one pipeline serves every
+  // M, so the registers and workgroup memory of this path set the occupancy of row_slots too. Double
+  // buffering through registers (each invocation loads its share of the next chunk's x while this one is
+  // computed) helps the down projection's blocks but slows the 4-bit gate/up projection, the fused gate_up
+  // and single rows of R = 4 (the registers again). 32 KiB of staged x (SHARED_VEC4 2048, which also allows
+  // T = 32 for blocks) slows every shape, single rows too. 8 KiB with passes of 2 rows (ROWS 2) makes blocks
+  // of 2 faster but blocks of 4 slower (two passes over the weights): verify blocks are of 4 rows by
+  // default, so 16 KiB stays.
   let cg = SHARED_VEC4 / (rows * gv) / T * T;
   let xrow = cg * gv; // staged vec4s between rows
   for (var c0 = 0u; c0 < groups; c0 += cg) {
@@ -468,10 +461,10 @@ fn y_index(m: u32, n: u32) -> u32 {
 // The conditions are constants of the pipeline where they can be (stage_blocks(): a 4-bit pass that is not
 // staged is a single row; `single`: whether the caller passes single rows at all), so that a pipeline holds
 // no copy that no dispatch reaches. Why: llvmpipe compiles this shader for tens of seconds per pipeline
-// (cold), and those copies were a third to half of it (fourteenth session, one 2-core VM, main: 4-bit R = 4
-// 40.8 -> 24.8 s, R = 1 43.7 -> 19.3 s; gate_up 4-bit 69.9 -> 28.0 s). The same bytes, and on an H200 the
-// same speed (docs/PERFORMANCE.md). Leaving out the single-row copy as well (a 4-bit row left over from a
-// block staged, or taken by row_slots) compiled faster still but made main's blocks 5-8% slower on the H200.
+// (cold), and such copies would be a third to half of that time (docs/PERFORMANCE.md, pipeline compiles).
+// The same bytes, and on an H200 the same speed. Leaving out the single-row copy as well (a 4-bit row left
+// over from a block staged, or taken by row_slots) compiles faster still but makes main's blocks 5-8%
+// slower on an H200.
 fn run_pass(which: u32, fs: Features, lid: u32, na: u32, nb: u32, r0: u32, rows: u32, single: bool) -> f32 {
   if (stage_blocks() || (single && rows == 1u)) { return pass_rows(which, fs.f, fs.t, lid, na, nb, r0, 1u); }
   return pass_rows(which, fs.f, fs.t, lid, na, nb, r0, rows);
@@ -485,10 +478,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     // A decode step: every slot in one loop (R = 4: four slots; R = 1: one). Invocation t < SLOTS holds the
     // totals of slots t (.x) and t + 2 (.y). (A single row left over from a block, M = 5 or 13, takes the
     // passes below: the same bytes. Through row_slots in the loop below instead, or staged, every block of
-    // main's was 5-8% slower on an H200: 4-bit gate/up M = 4 39.8 -> 42.3 / 42.9 us, LM head 649 -> 693 /
-    // 697; fourteenth session.)
-    // R = 2 (a layer's stacked q, k, v) keeps the passes: through row_slots its single row took 13.5 us
-    // against 13.1 (H200, eleventh session).
+    // main's is 5-8% slower on an H200.)
+    // R = 2 (a layer's stacked q, k, v) keeps the passes: through row_slots its single row is no faster on
+    // an H200.
     let fs1 = features(wid, nwg, lid, select(1u, ROW_TL, R == 4u));
     let four = R == 4u;
     let v = row_slots(fs1, lid, 0u, Slots(row_of(fs1, 0u), row_of(fs1, 1u), row_of(fs1, 2u), row_of(fs1, 3u)), four);
@@ -530,27 +522,22 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 // its one slot in the layout tl = 1. Invocation t < SLOTS returns the totals of slots a|b (t = 0|1) and c|d
 // (0 without `four`). The same operations per feature, in the
 // same order, as run_pass (which rows > 1 take): the same bytes (test/gpu/fused-ops.test.ts,
-// test/gpu/kernels-matmul.test.ts). Measured on an H200 (12B, cold weights, M = 1): gate_up 4-bit
-// 42.0 -> 36.6 us, 8-bit 58.2 -> 47.9 us; with R = 4 (`main`) the LM head 292 -> 246 us and the 8-bit
-// gate/up projection 32.1 -> 26.1 us (against R = 2 and run_pass; the same at M = 4 and 8). The lane
-// layout ROW_TL = 4 alone was slower (47 us), and in every other pass slower too (M = 4: 101 -> 165 us),
-// so they keep tl = 1.
+// test/gpu/kernels-matmul.test.ts). Measured on an H200 (12B, cold weights, M = 1; docs/PERFORMANCE.md,
+// matvec), against R = 2 through run_pass: gate_up 1.15-1.2 x faster, and with R = 4 (`main`) the LM head and
+// the 8-bit gate/up projection 1.2 x (the same at M = 4 and 8). The passes keep tl = 1: ROW_TL made them
+// slower.
 // Its sums and partials are local values, not the private globals of the passes, and a group's words are
-// loaded one group ahead (WORDS <= 2: 4-bit groups of 32 or 64, 8-bit of 32). Measured on an H200 (tenth
-// session, `scripts/coop-microbench.ts --cold 256`, M = 1, against the private globals without the words
-// ahead): fused gate_up 36.3 -> 33.2 us, the LM head 244.2 -> 229.0, the 4-bit gate/up projection 20.6 ->
-// 20.3 (19.2 in workgroups of 512); local values without the words ahead alone were slower (gate_up 38.0,
-// gate/up 21.1). The same words ahead through the private globals were slower too (2026-12-02: gate/up
-// 20.9 -> 21.5 us), and x staged in workgroup memory with a vec4 of padding per group (conflict-free for
-// the four slices) no faster (20.5 vs 20.6 us). Without any loads this loop's arithmetic alone takes 11.5 us
-// of the 20.6 (docs/PERFORMANCE.md).
-// One-feature linears (R = 1: the down projection, o_proj) took the passes (pass_rows, private globals, the
-// words a group ahead) until the eleventh session; through this loop (H200, M = 1): down 23.7 -> 22.6 us,
-// o_proj 9.3 -> 8.9, the 8-bit down 33.8 -> 33.6; in the layout ROW_TL instead of tl = 1 they were slower
-// (38.2, 13.4, 46.7 us).
-// With the k-major weight layout (WT = 1, affine_layout.wgsl) tl = 1 instead: neighbouring invocations then read
-// neighbouring 16-byte words, and in ROW_TL they would read four groups of one feature again. Measured on an H200
-// (thirteenth session, M = 1, k-major): gate/up 20.0 -> 19.0 us, fused gate_up 34.7 -> 32.1, LM head 240.8 -> 219.8.
+// loaded one group ahead (WORDS <= 2: 4-bit groups of 32 or 64, 8-bit of 32): on an H200
+// (`scripts/coop-microbench.ts --cold 256`, M = 1) faster than the private globals with or without the words
+// ahead, and than local values without them; x staged in workgroup memory with a vec4 of padding per group
+// (conflict-free for the four slices) is no faster. Without any loads this loop's arithmetic alone takes
+// more than half of the 4-bit gate/up projection's time.
+// One-feature linears (R = 1: the down projection, o_proj) take this loop too, in the layout tl = 1: a little
+// faster on an H200 than the passes (pass_rows, private globals, the words a group ahead); ROW_TL made them
+// slower.
+// With the k-major weight layout (WT = 1, affine_layout.wgsl) ROW_TL is 1: neighbouring invocations then read
+// neighbouring 16-byte words, where in a layout of 4 they would read four groups of one feature again (slower
+// on an H200's 12B shapes).
 override ROW_TL: u32 = 4u - 3u * WT; // divides T (8 or 16: ops.setCoopThreads)
 // One 32-bit word of codes times x (4-bit: x0 with its low half word, x1 with its high one), into sums a.
 fn word_sums(a: vec4<f32>, w: u32, x0: vec4<f32>, x1: vec4<f32>) -> vec4<f32> {
@@ -570,7 +557,7 @@ fn quad_sums(a: vec4<f32>, q: vec4<u32>, xi: u32, xw: u32) -> vec4<f32> {
 struct Slots { a: u32, b: u32, c: u32, d: u32 }
 // The words of group g of the four slots (zero past the groups, and for slots that do not exist). One bounds
 // check for all, the loads in the order a, c, then b, d: through group_words per slot (a check each) the LM head
-// took 246.1 us at M = 1 against 231.7 (H200, eleventh session), the other shapes the same.
+// is 6% slower at M = 1 on an H200, the other shapes the same.
 struct SlotWords { a: Words, b: Words, c: Words, d: Words }
 fn slot_words(g: u32, groups: u32, n: Slots, four: bool) -> SlotWords {
   var q: SlotWords;
@@ -606,9 +593,8 @@ struct SlotPartials { a: vec2<f32>, b: vec2<f32>, c: vec2<f32>, d: vec2<f32> }
 // The position sums of the four slots.
 struct SlotSums { a: vec4<f32>, b: vec4<f32>, c: vec4<f32>, d: vec4<f32> }
 // The i-th 16-byte word of each slot (qa .. qd; x vec4 xi: its first weight's) into the slots' sums, slot
-// by slot within the word (a, c, b, d): each x load serves every slot at once. Measured on an H200 (eleventh
-// session) against each slot's whole group in turn (the same operations per slot): 4-bit gate/up M = 1
-// 19.1 -> 24.0 us that way, the LM head 229.9 -> 244.9, fused gate_up 32.8 -> 35.8.
+// by slot within the word (a, c, b, d): each x load serves every slot at once. Each slot's whole group in turn
+// (the same operations per slot) is 6-26% slower on an H200 (M = 1).
 fn slot_quads(s: SlotSums, qa: vec4<u32>, qb: vec4<u32>, qc: vec4<u32>, qd: vec4<u32>, xi: u32, four: bool)
     -> SlotSums {
   let xw = 8u / BITS;

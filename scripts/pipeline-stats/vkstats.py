@@ -5,8 +5,8 @@ scripts/pipeline-stats/dump-spv.mjs captured from Dawn. On NVIDIA the statistics
 and shared memory per executable (Mesa 25.0 lavapipe does not expose the extension: see exit 3).
 
 Needs only Python 3 (stdlib, ctypes) and libvulkan.so.1 with a driver.
-On the lent H200: `bash .gpu/run.sh python3 scripts/pipeline-stats/vkstats.py DIR/*.spv` (the .spv files made
-here by dump-spv.mjs travel in an ignored folder named in the device tool's carry).
+On a machine with the GPU to inspect: `python3 scripts/pipeline-stats/vkstats.py DIR/*.spv` (the .spv files
+that dump-spv.mjs wrote, copied there if they were captured elsewhere).
 
 usage: python3 vkstats.py [options] FILE.spv ...
   --device N|TEXT   pick physical device N (index) or the first whose name contains TEXT

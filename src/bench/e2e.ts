@@ -27,7 +27,7 @@ import { isSoftwareAdapter } from '../gpu/kernel-class.ts';
 /**
  * Default warm-up before each timed phase on GPUs (E2EOptions.warmupMs). On the H200 a few hundred ms of full
  * load took the SM clock from 345 to 1980 MHz, and the driver kept it up for ~1.5 s after the load stopped
- * (nvidia-smi, twelfth session): each timed phase lasts far less than that.
+ * (nvidia-smi; docs/PERFORMANCE.md, end to end): each timed phase lasts far less than that.
  */
 export const WARMUP_MS = 500;
 
@@ -197,9 +197,8 @@ export async function presetDecodeBytes(
 
 /**
  * What a chain step and a verify block read back here: what MTP generation reads (src/model/generate.ts,
- * GenerateTarget.step: the rows' argmax ids, and their final hidden rows for the drafter). Until
- * 2026-12-01 the bench read every row's logits instead (1 MB a row at a 262144-word vocabulary), a
- * readback no generation path makes.
+ * GenerateTarget.step: the rows' argmax ids, and their final hidden rows for the drafter), not every row's
+ * logits (1 MB a row at a 262144-word vocabulary), a readback no generation path makes.
  */
 const GENERATION_READ = { logits: 'argmax', finalHidden: true } as const;
 
@@ -317,8 +316,8 @@ export async function benchEndToEnd(ctx: GpuContext, o: E2EOptions): Promise<E2E
     log(`e2e: prefill ${o.promptTokens} tokens in ${prefillSeconds.toFixed(2)} s (${engine})`);
     const snap = model.snapshot();
     // Untimed first, one chain token and one verify block: they compile the steps' pipelines, grow the scratch
-    // buffers sized by M and create the bind groups that bind them (on the H200 the first of two timed blocks
-    // took 43 ms, the second 18, and the mean of the two was what the bench reported until 2026-12-02).
+    // buffers sized by M and create the bind groups that bind them (on the H200 a first block took 43 ms, the
+    // next 18: timed, the first would more than double a mean of two).
     await chainToken(model, tokens(1, 21, V)[0]);
     await model.step(tokens(o.block, 32, V), GENERATION_READ);
     model.commit(o.block);
@@ -327,7 +326,7 @@ export async function benchEndToEnd(ctx: GpuContext, o: E2EOptions): Promise<E2E
     // Then the GPU's clocks up (warmGpu), and the chain tokens and verify blocks timed in turns (token, block,
     // token, ...), so that both meet the same clocks: a GPU's driver moves them with the load (on the H200, timed
     // one phase after the other, the 2-layer chain tokens ran at 3.3 ms of GPU time each and the blocks that
-    // followed at 1.5, a ratio of 0.51; the 48-layer ones 1.83 in one run and 0.41 in another; twelfth session).
+    // followed at 1.5, a ratio of 0.51; the 48-layer ones 1.83 in one run and 0.41 in another).
     const warmupMs = o.warmupMs ?? (isSoftwareAdapter(ctx.report) ? 0 : WARMUP_MS);
     let warmup: Warmup | null = null;
     if (warmupMs > 0) {

@@ -18,7 +18,7 @@ import type { AffineLinear } from '../format/model-description.ts';
 import type { AffineKernel } from '../model/ops.ts';
 export type { AffineKernel };
 
-/** Shapes of one target geometry that the kernel benchmarks use (GEMMA4.md section 1). */
+/** Shapes of one target geometry that the kernel benchmarks use (docs/MODEL.md section 1). */
 export type BenchShapes = Pick<
   SynthGeometry,
   | 'hidden'
@@ -37,7 +37,7 @@ export type BenchShapes = Pick<
   fullKeys?: number;
 };
 
-/** The real geometries come from one place: the synthetic checkpoint presets (GEMMA4.md section 1). */
+/** The real geometries come from one place: the synthetic checkpoint presets (docs/MODEL.md section 1). */
 function shapesOf(name: string, g: SynthGeometry): BenchShapes {
   const { hidden, intermediate, vocab, heads, kvHeads, headDim, globalKvHeads, globalHeadDim, window, groupSize } = g;
   return {

@@ -165,11 +165,11 @@ const MAX_WARM_BATCH = 1024;
  * Keeps the GPU busy for at least `ms` of wall time with fma dispatches (batches doubling until one takes
  * ~20 ms or holds MAX_WARM_BATCH), so that what is timed next runs at the GPU's working clocks. Why: a GPU's
  * driver lowers its clocks when the GPU idles and raises them only under sustained load. Seen on the H200
- * (nvidia-smi, twelfth session): 1.5 s after the bench's yardsticks, while it built the end-to-end model on
- * the CPU, the SM clock fell from 1980 to 345 MHz; the chain tokens and verify blocks timed next ran there,
- * every kernel ~5.5 x slower than at 1980 MHz (a chain token of 2 layers 5.9 ms, 3.4 ms of it GPU; at 1980 MHz
- * 2.8 ms, 0.8 of it GPU), and those few milliseconds of work did not raise it. The FMA yardstick's kernel:
- * it allocates nothing large.
+ * (nvidia-smi; docs/PERFORMANCE.md, end to end): 1.5 s after the bench's yardsticks, while it built the
+ * end-to-end model on the CPU, the SM clock fell from 1980 to 345 MHz; the chain tokens and verify blocks
+ * timed next ran there, every kernel ~5.5 x slower than at 1980 MHz (a chain token of 2 layers 5.9 ms, 3.4 ms
+ * of it GPU; at 1980 MHz 2.8 ms, 0.8 of it GPU), and those few milliseconds of work did not raise it. The FMA
+ * yardstick's kernel: it allocates nothing large.
  */
 export async function warmGpu(device: GPUDevice, ms: number, invocations = 65536, rounds = 256): Promise<Warmup> {
   const out = device.createBuffer({ label: 'bench-warm', size: invocations * 4, usage: GPUBufferUsage.STORAGE });

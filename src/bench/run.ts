@@ -86,7 +86,7 @@ export function defaultBenchOptions(quick = false, full = false): BenchOptions {
     fmaRounds: 256,
     e2e: quick
       ? { preset: '12b', layers: 1, promptTokens: 8, chainTokens: 1, blocks: 1, block: 4 }
-      : // 8 and 4 timed: a mean of 3 and 2 moved by a third with one slow step of the host (H200, twelfth session)
+      : // 8 and 4 timed: on an H200 a mean of 3 and 2 moved by a third with one slow step of the host
         { preset: '12b', layers: 2, promptTokens: 32, chainTokens: 8, blocks: 4, block: 4 },
   };
 }
@@ -161,8 +161,8 @@ export interface BenchSummary {
     tokensPerSecond: number;
     /**
      * The layers of the end-to-end run the efficiency comes from, and the preset's. With fewer, the fixed
-     * costs of a token (the LM head, readbacks, submits) weigh more, so the projection is low (H200,
-     * nineteenth session: 0.077 x copy over 2 of the 12B's 48 layers, ~0.135 over all 48).
+     * costs of a token (the LM head, readbacks, submits) weigh more, so the projection is low (on an H200
+     * 0.077 x copy over 2 of the 12B's 48 layers, ~0.135 over all 48; docs/PERFORMANCE.md, end to end).
      */
     measuredLayers: number;
     modelLayers: number;
@@ -175,7 +175,7 @@ export function projectionCaveat(pr: { measuredLayers: number; modelLayers: numb
   return ` (efficiency from ${pr.measuredLayers} of ${pr.modelLayers} layers, where a token's fixed costs weigh more: a low estimate; --e2e-layers ${pr.modelLayers} measures them all)`;
 }
 
-/** The projection's reference device (issue 8: an M5 Max, 614 GB/s). */
+/** The projection's reference device: an Apple M5 Max, 614 GB/s of memory bandwidth. */
 export const REFERENCE_DEVICE = { name: 'M5 Max', bandwidthGBps: 614 };
 
 export interface BenchReport {

@@ -97,7 +97,7 @@ export interface ModelConfig {
   moe: MoeConfig | null;
 }
 
-/** GEMMA4.md section 9: <eos> and <turn|>. */
+/** docs/MODEL.md section 9: <eos> and <turn|>. */
 export const DEFAULT_EOS_IDS = [1, 106];
 
 /**

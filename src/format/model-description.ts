@@ -178,8 +178,9 @@ export interface AssistantDescription extends DescriptionBase {
 export type ModelDescription = TargetDescription | AssistantDescription;
 
 /**
- * The Gemma 4 family features (issue 15) a description uses, in words, for consumers that implement only the
- * dense models (the GPU engine refuses these, see src/model/gpu-weights.ts). Empty for a dense 12B / 31B.
+ * The Gemma 4 family features (per-layer embeddings, KV sharing, MoE, a centroid head) a description uses, in
+ * words, for consumers that implement only the dense models (the GPU engine refuses these, see
+ * src/model/gpu-weights.ts). Empty for a dense 12B / 31B.
  */
 export function familyFeatures(desc: ModelDescription): string[] {
   const out: string[] = [];

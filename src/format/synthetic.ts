@@ -26,7 +26,7 @@ export interface SynthGeometry extends DenseSynthGeometry {
 
 export type SynthPreset = 'tiny' | '12b' | '31b' | ESynthPreset | MoeSynthPreset;
 
-/** GEMMA4.md section 1 (12b, 31b) and the tiny-a fixture (tiny). */
+/** docs/MODEL.md section 1 (12b, 31b) and the tiny-a fixture (tiny). */
 export const SYNTH_PRESETS: Readonly<Record<SynthPreset, SynthGeometry>> = {
   tiny: {
     modelType: 'gemma4',
@@ -131,7 +131,7 @@ const ROPE = {
   full_attention: { rope_type: 'proportional', partial_rotary_factor: 0.25, rope_theta: 1000000.0 },
 };
 
-/** Five sliding then one full, repeated; the last layer always full (GEMMA4.md section 1). */
+/** Five sliding then one full, repeated; the last layer always full (docs/MODEL.md section 1). */
 export function layerTypes(n: number): string[] {
   return Array.from({ length: n }, (_, i) =>
     (i + 1) % 6 === 0 || i === n - 1 ? 'full_attention' : 'sliding_attention',

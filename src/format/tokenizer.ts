@@ -6,7 +6,7 @@ import { FormatError } from './errors.ts';
 /**
  * Text <-> ids with the checkpoint's own tokenizer.json (Hugging Face's maintained JS tokenizer
  * library; Gemma's is BPE with byte fallback). The chat form is Gemma's
- * `<bos><|turn>user\n{text}<turn|>\n<|turn>model\n` (GEMMA4.md section 9).
+ * `<bos><|turn>user\n{text}<turn|>\n<|turn>model\n` (docs/MODEL.md section 9).
  */
 export interface TextCodec {
   encode(text: string, chat: boolean): number[];

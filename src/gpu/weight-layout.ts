@@ -7,8 +7,8 @@
  * On a GPU, neighbouring invocations of a matvec take neighbouring rows at the same k (matmul_coop.wgsl:
  * that is what lets them share x); in MLX's layout each then reads its own 16-byte piece of a row, one
  * memory transaction per invocation, and in the k-major one a subgroup's loads are one contiguous run.
- * Measured on an H200 (docs/PERFORMANCE.md, "Then (thirteenth session)"): the 12B down projection at M = 1
- * 22.6 -> 20.3 us, o_proj 8.9 -> 7.6, 8-bit down 33.9 -> 23.0. The layout moves values, never changes one:
+ * On an H200 that makes the 12B's single-row matvecs 5-32% faster (docs/PERFORMANCE.md, matvec). The layout
+ * moves values, never changes one:
  * every kernel computes the same bytes from either (test/gpu/weight-layout.test.ts).
  *
  * The GPU kernel class gets 'k-major' (uploadWeights); software adapters keep 'mlx', where the lanes

@@ -12,7 +12,7 @@ import { CentroidHeadOp, fullLogits, type CentroidCapture } from './family/centr
 import { refuseNanRows } from './nan-row.ts';
 
 /**
- * The MTP assistant (drafter) on the GPU, GEMMA4.md section 5. One step:
+ * The MTP assistant (drafter) on the GPU, docs/MODEL.md section 5. One step:
  *   x = pre_projection([E_target[tok] * s_target, h_prev]); 4 layers whose attention is query-only
  *   over the target's K/V (its last sliding layer's ring for sliding layers, its last full layer's
  *   cache for the full layer) with RoPE on q at one frozen position per round; y = norm(x);

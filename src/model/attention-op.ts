@@ -87,7 +87,7 @@ export function outSumsFit(heads: number, d: number, groupSize: number): boolean
  * workgroup barrier is cheap; four passes on software adapters, where each of seg_fused's barriers is
  * a context switch per invocation. A property of the device alone (never of M, the plan or the key
  * count), so one engine always runs one path: the two have the same arithmetic, but a GPU compiler may
- * contract multiply-adds differently in two pipelines (DESIGN.md, "Numerics contract").
+ * contract multiply-adds differently in two pipelines (docs/DESIGN.md, "Numerics contract").
  */
 export function attentionFused(kernels: KernelCache): boolean {
   return kernels.kernelClass === 'gpu';

@@ -6,7 +6,7 @@ import type { Policy } from './policy.ts';
 import type { CancelToken, ProgressFn } from '../util/cancel.ts';
 
 /**
- * Greedy generation, classic (one chain step per token) and MTP (GEMMA4.md section 5):
+ * Greedy generation, classic (one chain step per token) and MTP (docs/MODEL.md section 5):
  *   round: bonus b + seed hidden h -> K-1 drafts -> one verify forward of K rows [b, d1..d(K-1)]
  *   through the staging (buffered) caches -> accept the longest prefix where d(i+1) == argmax(row i)
  *   -> emit the accepted drafts plus the target's token at the first mismatch -> commit the accepted

@@ -6,7 +6,7 @@ import type { Recorder } from '../gpu/recorder.ts';
 const KV_COMMIT_WG = 256;
 
 /**
- * The target's K/V caches (GEMMA4.md section 4).
+ * The target's K/V caches (docs/MODEL.md section 4).
  *
  * Sliding layers: a ring of W slots in mlxcel's physical layout. Position `pos` lives in slot
  * `(pos - base) mod W`: base is 0 after a prefill of P <= W tokens and P after a longer one (the

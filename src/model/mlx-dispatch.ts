@@ -12,7 +12,7 @@
  *  3. else M >= 2 and (mode != affine or architecture generation >= 15, i.e. M3 and newer): `qmv_wide`.
  *  4. else `qmv_fast` if N % 8 == 0 and K % (pack_factor * (bits == 2 ? 1 : 2) * 32) == 0, else `qmv`.
  * So on M1 and M2 a row is reduced the same way for every M below the batch limit, and on M3 and newer
- * M = 1 (qmv or qmv_fast) and 2 <= M < limit (qmv_wide) reduce it differently: issue 17, mlxcel #1188.
+ * M = 1 (qmv or qmv_fast) and 2 <= M < limit (qmv_wide) reduce it differently (mlxcel #1188).
  * mlxcel's MLXCEL_QMV_WIDE=0 skips rule 3 (the narrow pin).
  */
 import type { AffineBits } from '../format/quantization.ts';

@@ -1,5 +1,5 @@
 /**
- * Policies that predict what MLX itself does on a class of Apple GPUs (issue 17): one mechanism, the
+ * Policies that predict what MLX itself does on a class of Apple GPUs: one mechanism, the
  * quantized matmul kernel MLX picks per linear and per M (src/model/mlx-dispatch.ts), with its own
  * reduction order (shaders/matmul_mlx.wgsl), in BOTH arms: the chain's M = 1 steps run what MLX runs for
  * one row, the verify block what it runs for K rows. Everything else stays exact, because MLX's other

@@ -1,8 +1,9 @@
 /**
  * The argmax of a logits row that holds a NaN (argmax.wgsl NAN_ROW, passed through by centroid_head.wgsl `pick`).
  * No token can be chosen from such a row: a checkpoint with a NaN weight (a norm, a scale) or a config that makes
- * the forward non-finite gives NaN in every row, and then the old "NaN never wins" argmax emitted token 0 and the
- * probe compared NaN bytes as equal and passed. Every place that reads argmax ids back refuses this id by name.
+ * the forward non-finite gives NaN in every row, where an argmax in which "NaN never wins" would emit token 0 and
+ * the probe would compare NaN bytes as equal and pass. Every place that reads argmax ids back refuses this id by
+ * name.
  */
 export const NAN_ROW_ID = 0xfffffffe;
 

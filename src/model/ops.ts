@@ -92,12 +92,11 @@ export interface CoopLinear {
  * outputs, `main` and the fused `gate_up` alike; down: 12288 inputs or more) where the device allows 512
  * invocations and the 32 KiB of workgroup memory they take (4 * WG vec4s of partials), 256 otherwise. Which
  * workgroup computes a feature changes none of its arithmetic (T and R do not change). Measured on an H200
- * (12B, cold weights, `scripts/coop-microbench.ts`; the NVIDIA driver gives this kernel 128 registers at both
- * sizes, so 16 warps share an SM either way): tenth session, the 4-bit gate/up projection M = 1 / 4 / 8 20.3 /
- * 45.0 / 84.8 -> 19.2 / 42.0 / 78.3 us, the fused gate_up 33.2 / 84.9 / 165.9 -> 32.8 / 79.8 / 155.5; twelfth
- * session, the down projection M = 1 / 4 22.5 / 65.9 -> 22.6 / 60.5 us (the same bytes). Kept at 256: the LM
- * head (M = 1 231.7 -> 248.2 us, M = 4 650.9 -> 617.9; twelfth session) and the 8-bit gate/up (M = 1 26.1 ->
- * 28.5), where 512 made single rows slower. 1024 invocations (64 registers, spilling) were slower everywhere.
+ * (12B, cold weights, `scripts/coop-microbench.ts`; docs/PERFORMANCE.md, matvec; the NVIDIA driver gives this
+ * kernel 128 registers at both sizes, so 16 warps share an SM either way): 512 makes the 4-bit gate/up
+ * projection and the fused gate_up 1-8% faster at M = 1, 4 and 8, and the down projection's blocks 8% (the same
+ * bytes). Kept at 256: the LM head and the 8-bit gate/up, where 512 made single rows 7-9% slower. 1024
+ * invocations (64 registers, spilling) were slower everywhere.
  */
 export function coopWorkgroup(limits: CoopLimits, d: CoopLinear): number {
   const fits =
@@ -113,12 +112,11 @@ export function coopWorkgroup(limits: CoopLimits, d: CoopLinear): number {
  * Invocations per output feature of matmul_coop.wgsl, a function of the linear's shape and entry only, never
  * of M (so every row count runs the same pipeline): 16, and 8 for the fused `gate_up` of wide MLPs (12288
  * outputs or more). Chosen on the H200 (microbenchmarks of the 4-bit LM head and MLP shapes at M = 1, 4, 8;
- * T = 8, 16, 32, 64): 16 was the fastest or within 5% at M = 1 for both the 3840- and the 15360-wide inputs
- * (8 made the 4-bit gate/up projection 20.6 -> 23.9 us, down 23.7 -> 36.2); for the fused gate_up of the
- * 12B's MLP 8 measured the same at M = 1 (36.3 vs 36.2 us) and faster for blocks (M = 4 91.4 -> 84.7 us,
- * M = 8 175.7 -> 165.5; 2026-12-02, fifth session), and it gives a workgroup 64 consecutive features, a
- * whole quantization group of the down projection, whose x sums `gate_up_sums` then computes (gateUp).
- * At least 8 (the kernel's final totals need SLOTS * ROWS = 8 of them).
+ * T = 8, 16, 32, 64; docs/PERFORMANCE.md, matvec): 16 was the fastest or within 5% at M = 1 for both the
+ * 3840- and the 15360-wide inputs (8 made the 4-bit gate/up projection 16% slower, down 53%); for the fused
+ * gate_up of the 12B's MLP 8 measured the same at M = 1 and 6-7% faster for blocks of 4 and 8, and it gives a
+ * workgroup 64 consecutive features, a whole quantization group of the down projection, whose x sums
+ * `gate_up_sums` then computes (gateUp). At least 8 (the kernel's final totals need SLOTS * ROWS = 8 of them).
  */
 export function coopThreads(outFeatures = 0, entry: 'main' | 'gate_up' = 'main'): number {
   if (coopThreadsOverride) return coopThreadsOverride;
@@ -130,13 +128,11 @@ export function coopThreads(outFeatures = 0, entry: 'main' | 'gate_up' = 'main')
  * (which invocation computes a feature changes none of its arithmetic): 4 (every x load serves four
  * features: delivering x bounds the kernel on an H200) for linears of at least 12288 outputs (the MLP's
  * gate/up, the LM head), 2 from 6144 (a layer's stacked q, k and v), 1 for narrower ones, where fewer
- * workgroups would leave a GPU's cores idle. H200, 12B shapes (cold weights): the LM head 292 us with 2,
- * 246 us with 4 at M = 1; the 8-bit gate/up projection 32.1 -> 26.1 us, the 4-bit one 22.2 -> 21.0 us; at
- * M = 4 and 8 within 2%. 8192 x 3840 (the stacked q, k, v of a sliding layer), R = 1 / 2 / 4: 15.9 / 13.1 /
- * 14.0 us at M = 1, 37.0 / 26.4 / 32.1 us at M = 4 (2026-12-02, fourth session). The down projection (3840 x
- * 15360), R = 1 / 2: 23.7 / 32.9 us at M = 1, 65.7 / 72.5 us at M = 4; with workgroups of 128 instead of
- * 256, 32.1 / 29.9 and 146.4 / 81.0 us (sixth session). The fused `gate_up` entry serves two features of
- * each matrix (four slots too) and takes at most 2.
+ * workgroups would leave a GPU's cores idle. Measured on an H200 (12B shapes, cold weights; docs/PERFORMANCE.md,
+ * matvec): at M = 1, R = 4 against 2 makes the LM head 16% faster, the 8-bit gate/up projection 19%, the
+ * 4-bit one 5% (at M = 4 and 8 within 2%); the stacked q, k, v of a sliding layer (8192 x 3840) is fastest
+ * with R = 2 at M = 1 and 4, and the down projection (3840 x 15360) with R = 1, also against workgroups of
+ * 128. The fused `gate_up` entry serves two features of each matrix (four slots too) and takes at most 2.
  */
 export function coopFeatures(outFeatures: number, entry: 'main' | 'gate_up' = 'main'): number {
   const r = coopFeaturesOverride ?? (outFeatures >= 12288 ? 4 : outFeatures >= 6144 ? 2 : 1);

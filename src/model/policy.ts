@@ -7,7 +7,7 @@ import { mlxPolicies } from './mlx-policies.ts';
  * A numerics policy decides, per op, which kernel variant a forward uses. `exact` keeps every row's
  * arithmetic identical whatever M is, so block rows equal chain rows. Each inexact policy switches
  * on one real kernel variant that re-creates a known cause of block-versus-chain divergence
- * (GEMMA4.md section 7); the chain arm (M = 1) always runs the exact kernels, as classic decode does.
+ * (docs/MODEL.md section 7); the chain arm (M = 1) always runs the exact kernels, as classic decode does.
  * The MLX policies (src/model/mlx-policies.ts) instead predict one machine: both arms run the
  * quantized-matmul kernel MLX picks for their M, so they differ exactly where MLX's choice does.
  */

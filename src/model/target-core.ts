@@ -30,7 +30,7 @@ export interface TargetLayout {
 }
 
 /**
- * What every Gemma 4 target engine on the GPU shares (GEMMA4.md section 2): the K/V caches and their commit,
+ * What every Gemma 4 target engine on the GPU shares (docs/MODEL.md section 2): the K/V caches and their commit,
  * rollback and snapshots, the workspace, the forward over M rows at positions p .. p+M-1 (prefill, whole or
  * chunked; a chain step, M = 1; a verify block, M = K) with its LM head, softcap and argmax, captures and
  * readback, GPU-fed greedy decoding, the logit lens, and the error scopes around every recording.

@@ -8,7 +8,7 @@ import type { CancelToken } from '../util/cancel.ts';
 import { TargetCore, type TargetLayout } from './target-core.ts';
 
 /**
- * The Gemma 4 target on the GPU (GEMMA4.md section 2): the options, step options and results every target
+ * The Gemma 4 target on the GPU (docs/MODEL.md section 2): the options, step options and results every target
  * engine takes and gives (the shared forward is TargetCore, target-core.ts), and the dense engine, TargetModel.
  */
 export type Precision = 'f32' | 'bf16';
@@ -63,7 +63,7 @@ export interface StepOptions {
 }
 
 /**
- * The dense Gemma 4 target (GEMMA4.md section 2): TargetCore with the dense layer, every layer owning its K/V
+ * The dense Gemma 4 target (docs/MODEL.md section 2): TargetCore with the dense layer, every layer owning its K/V
  * cache. Gemma 4 family members run in their own engines on the same core (E-series: family/e-target.ts).
  */
 export class TargetModel extends TargetCore {

@@ -1,5 +1,5 @@
 /**
- * mlxcel's probe draws (GEMMA4.md section 6): draw d uses salt = 977 d + 1, prompt
+ * mlxcel's probe draws (docs/MODEL.md section 6): draw d uses salt = 977 d + 1, prompt
  * p[i] = (7 i + 1 + salt) mod V and block b[i] = (13 i + 3 + salt) mod V, no BOS.
  */
 export interface Draw {

@@ -29,7 +29,7 @@ import { MoETargetModel, isMoeTarget } from '../model/family/moe-target.ts';
 import { MOE_ONLY_POLICIES, moePolicyByName } from '../model/family/moe-policies.ts';
 
 /**
- * The block-versus-chain probe (GEMMA4.md section 6, mlxcel's startup guard). Per draw: prefill the
+ * The block-versus-chain probe (docs/MODEL.md section 6, mlxcel's startup guard). Per draw: prefill the
  * prompt once and snapshot the caches; chain arm: feed the K block tokens one at a time; block arm:
  * from the same snapshot, one verify forward of K rows through the staging (buffered) caches.
  * Every logits row is compared byte for byte in the precision's storage format. A failing draw is

@@ -2,7 +2,7 @@ import type { AdapterReport } from '../gpu/device.ts';
 import type { Provenance } from './report.ts';
 import { APP_VERSION } from './version.ts';
 
-/** The provenance block every report carries (DESIGN.md "Reports"): who, where, with what settings. */
+/** The provenance block every report carries (docs/DESIGN.md "Reports"): who, where, with what settings. */
 export function provenance(
   adapter: AdapterReport,
   platform: string,

@@ -244,7 +244,7 @@ export interface ProbeReport {
   provenance: Provenance;
   draws: DrawResult[];
   timings: { totalMs: number; loadMs?: number };
-  /** Present when the GPU was measured in the same session (page: "Measure this GPU"). */
+  /** Present when the page measured this GPU ("Measure this GPU") before the probe: the latest figures. */
   performance?: PerformanceSummary;
 }
 

@@ -1,6 +1,6 @@
 /**
- * The router comparison of a Gemma 4 MoE target (issue 15: "the two router conventions differ where the report says
- * they do, and agree on the chosen experts"; docs/GEMMA4-FAMILY.md section 6). Two questions, each answered with
+ * The router comparison of a Gemma 4 MoE target: the two router conventions must differ where the report says they
+ * do, and agree on the chosen experts (docs/GEMMA4-FAMILY.md section 6). Two questions, each answered with
  * everything else held identical:
  * - softmax order: MLX's (top-k of the scores, softmax over the k) against transformers' (softmax over all E, top-k,
  *   renormalise), with the same router scalar convention. Equal in exact arithmetic: the report shows that the

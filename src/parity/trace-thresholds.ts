@@ -1,5 +1,5 @@
 /**
- * The trace's classification thresholds (GEMMA4.md section 8), in a module with no engine imports so
+ * The trace's classification thresholds (docs/MODEL.md section 8), in a module with no engine imports so
  * the page can share them without bundling GPU code.
  */
 /** Chain top-1 minus top-2 logit gap from which a position counts as decided. */

@@ -25,7 +25,7 @@ import type { ForwardResult } from '../model/target.ts';
 export type { TraceMetrics, TracePosition, TraceReport };
 
 /**
- * The teacher-forced trace (GEMMA4.md section 8): a fixed token stream, an untraced prefix, then
+ * The teacher-forced trace (docs/MODEL.md section 8): a fixed token stream, an untraced prefix, then
  * traced positions run two ways from the same prefill: chain (one token per forward) and block (K
  * tokens per forward through the staging caches, all committed). Per position: top-k, nll of the
  * stream's next token; then disagreement metrics between the arms.

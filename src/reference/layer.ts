@@ -44,7 +44,7 @@ export function attendRow(
   return out;
 }
 
-/** Activations of one layer for one row, when captured (GEMMA4.md section 6 capture points). */
+/** Activations of one layer for one row, when captured (docs/MODEL.md section 6 capture points). */
 export interface LayerRowCapture {
   /** Attention output after o_proj. */
   attn: Float64Array;

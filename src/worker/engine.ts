@@ -549,8 +549,8 @@ export class Engine {
   /**
    * Registers a cancellable job; the token is checked between GPU steps. A load never runs beside a run (probe,
    * trace, generation, measurement), nor a run beside a load or another run: a load replaces the buffers a running
-   * job reads (the page used to let a folder be chosen mid-trace, and the trace then failed with "used in submit
-   * while destroyed"), and two runs would time each other.
+   * job reads (a folder chosen mid-trace would make the trace fail with "used in submit while destroyed"), and
+   * two runs would time each other.
    */
   protected startJob(jobId: string, kind: JobKind = 'run'): CancelToken {
     const kinds = [...this.jobs.values()].map((j) => j.kind);

@@ -2,8 +2,8 @@
  * Opt-in (RINGSIDE_BIG=1): an E4B-sized synthetic Gemma 4 checkpoint (`synth --preset e4b`: 4.2 GB of 4-bit target
  * weights, a 1.41 GB per-layer embedding table, and its 158 MB centroid-head assistant) written to a temporary folder,
  * dropped on the page in headless Chromium (WebGPU on SwiftShader), loaded, and its summary checked: the per-layer
- * table is larger than one binding, so the uploader split it by row ranges into more than one buffer (issue 15's
- * acceptance item). Needs ~4.5 GB free in the temporary folder and several minutes; skipped otherwise.
+ * table is larger than one binding, so the uploader split it by row ranges into more than one buffer (which a real
+ * E4B needs). Needs ~4.5 GB free in the temporary folder and several minutes; skipped otherwise.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';

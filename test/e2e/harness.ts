@@ -1,6 +1,6 @@
 /**
  * End-to-end harness: a Vite dev server on 127.0.0.1 (random port) and Debian's Chromium driven by
- * playwright-core with WebGPU enabled (SwiftShader inside Chromium; see ../shared/WEBGPU-LINUX.md).
+ * playwright-core with WebGPU enabled (SwiftShader inside Chromium; see docs/WEBGPU-LINUX.md).
  */
 import { afterAll, beforeAll } from 'vitest';
 import { createServer, type ViteDevServer } from 'vite';
@@ -21,7 +21,7 @@ export function chromiumPath(): string {
 }
 
 export async function startServer(): Promise<{ server: ViteDevServer; url: string }> {
-  // No HMR and no file watching: saving a source file while a test runs (another session editing the
+  // No HMR and no file watching: saving a source file while a test runs (an editor working in the same
   // tree) would otherwise make Vite reload the page mid-test and drop the loaded checkpoints. The worker
   // is an optimizer entry too, so its dependencies are pre-bundled at start rather than found late.
   const server = await createServer({

@@ -32,7 +32,7 @@ function nanTarget(dir: string): string {
 }
 
 describe('CLI: non-finite logits, oracle drafts, compare across families', () => {
-  it('a NaN forward stops probe and generate with the logits named (it used to pass the probe)', async () => {
+  it('a NaN forward stops probe and generate with the logits named (never a passing probe)', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'ringside-nan-'));
     const target = nanTarget(dir);
     const p = await cli('probe', '--target', target, '--lengths', '8', '--report', path.join(dir, 'p.json'));

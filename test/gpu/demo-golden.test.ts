@@ -5,7 +5,8 @@
  * logits within what transformers reaches in f32, the float64 greedy tokens, and MTP with the demo's assistant
  * emitting exactly classic's output. The acceptance counters are printed, not bounded here (a property of the
  * trained weights, not of the engine): 24 of 27 drafts on the golden prompt, whose continuation loops; the page's
- * e2e test (test/e2e/demo.test.ts) bounds the suggested prompt's acceptance by issue 18's 40%.
+ * e2e test (test/e2e/demo.test.ts) bounds the suggested prompt's acceptance by the demo model's
+ * target of 40%.
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';

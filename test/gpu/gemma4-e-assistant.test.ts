@@ -23,7 +23,7 @@ import {
 import { GEMMA4_E_TINY, loadTransformersF32, maxAbsDiff, nmse, type Golden } from '../support/fixtures.ts';
 import { fixtureOnGpu, type FixtureOnGpu } from './helpers/fixture-on-gpu.ts';
 
-/** Issue 15's acceptance for GPU f32 logits against float64. */
+/** The family fixtures' acceptance bound on GPU f32 logits against float64 (as gemma4-e-golden.test.ts). */
 const LOGIT_TOL = 0.05;
 const OPTS = { maxContext: 64, maxBlock: 8, prefillChunk: 64, precision: 'f32' as const };
 

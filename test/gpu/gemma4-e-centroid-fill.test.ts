@@ -1,6 +1,6 @@
 /**
- * The centroid head's two fill conventions (issue 15: "the rest filled (min - 1 in transformers and mlx-vlm, the
- * dtype's minimum in vLLM: offer both; greedy takes the argmax over the 4096)"), on the GPU assistant of
+ * The centroid head's two fill conventions for the tokens it does not score (min - 1 in transformers and mlx-vlm,
+ * the dtype's minimum in vLLM; greedy takes the argmax over the scored ones), on the GPU assistant of
  * gemma4-e-tiny (AssistantModel.draft's `fill`, centroid-head-op.ts fullLogits) and the CPU reference
  * (centroidHead's `fill`): the full-vocabulary rows differ only in the entries outside the scored tokens, which
  * hold each convention's value; the scored entries, the drafted tokens and every other capture are the same bytes;

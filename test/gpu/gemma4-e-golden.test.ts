@@ -1,7 +1,7 @@
 /**
  * The E-series GPU target (src/model/family/e-target.ts) in f32 against the float64 transformers goldens of
  * gemma4-e-tiny (per-layer embeddings, 4 KV-shared layers reading their donors 5 and 4, double-wide MLPs on them;
- * window 16, so the 24-token prompt and the 16 greedy tokens wrap the ring). Issue 15's acceptance: logits within
+ * window 16, so the 24-token prompt and the 16 greedy tokens wrap the ring). The family's acceptance: logits within
  * 0.05, greedy tokens equal, and every activation the yardstick has (transformers' own f32 run,
  * transformers-f32.safetensors: act.ple_inputs, act.layer.i, act.final_norm) at least as close to float64.
  */

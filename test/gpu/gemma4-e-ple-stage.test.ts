@@ -1,5 +1,5 @@
 /**
- * The E-series per-layer input as a localization stage (issue 15) on gemma4-e-tiny: ETargetModel.stageOrder lists
+ * The E-series per-layer input as a localization stage on gemma4-e-tiny: ETargetModel.stageOrder lists
  * `ple` (the contribution post_norm(W_up(gelu_tanh(W_gate h) * input_i)) as added to the residual, before
  * layer_scalar; capture ple.i) between the MLP and the layer output of every layer; under `exact` its captures, like
  * every other stage's, are byte-equal between the chain arm and the verify block; a policy that perturbs an earlier

@@ -1,7 +1,7 @@
 /**
  * The MoE GPU target (src/model/family/moe-target.ts) in f32 against the float64 transformers goldens of
  * gemma4-moe-tiny (8 experts, top-4, a dense MLP beside them, 8-bit router; window 16, so the 24-token prompt and
- * the 16 greedy tokens wrap the ring). Issue 15's acceptance: logits within 0.05, greedy tokens equal where the
+ * the 16 greedy tokens wrap the ring). The family's acceptance: logits within 0.05, greedy tokens equal where the
  * golden top-1 gap allows (the smallest is 0.0013), and the activations transformers' own f32 run has
  * (act.layer.i, act.final_norm, act.router_scores.i) at least as close to float64 as that run.
  */

@@ -1,6 +1,6 @@
 /**
- * `routers` on gemma4-moe-tiny (issue 15: "the two router conventions differ where the report says they do, and
- * agree on the chosen experts"): the CLI's report (src/parity/router-compare.ts, GPU f32) against the float64 CPU
+ * `routers` on gemma4-moe-tiny (the two router conventions must differ where the report says they do, and agree on
+ * the chosen experts): the CLI's report (src/parity/router-compare.ts, GPU f32) against the float64 CPU
  * twin (src/reference/family/router-compare.ts) run on the same prompt with the same base convention.
  * - softmax order (MLX's vs transformers'): the same experts on every row of every layer, as in float64; the f32
  *   weights differ in the bytes of some slots (the listed ones really differ), by no more than f32 rounding, while the

@@ -11,7 +11,7 @@
  * kernel's count). bf16 outputs: the GPU's bits must equal the CPU value rounded to nearest-even, unless
  * the f32 error range straddles a bf16 rounding boundary (expectBf16).
  *
- * Row invariance (DESIGN.md, "exact by construction"): M rows computed together and each row alone
+ * Row invariance (docs/DESIGN.md, "exact by construction"): M rows computed together and each row alone
  * give byte-identical outputs.
  *
  * scripts/test.sh runs this file on lavapipe, again on SwiftShader and again with the GPU kernel class

@@ -1,5 +1,5 @@
 /**
- * Issue 17: the policies that predict MLX on Apple GPUs (mlx-m1, mlx-m3plus, mlx-m3plus-narrow).
+ * The policies that predict MLX on Apple GPUs (mlx-m1, mlx-m3plus, mlx-m3plus-narrow).
  * - Each MLX kernel of shaders/matmul_mlx.wgsl (qmv, qmv_fast, qmv_quad, qmv_wide) equals its float32
  *   CPU twin, src/reference/mlx-orders.ts, byte for byte, through ops.matmul as the engine calls it,
  *   for every kernel MLX's dispatch picks (src/model/mlx-dispatch.ts), f32 and bf16, row parts, strides.

@@ -1,6 +1,6 @@
 /**
- * Every inexact policy (src/model/policy.ts) is its exact twin plus ONE named mechanism (issue 16,
- * DESIGN.md "Inexact policies"). So each variant, with that mechanism switched off, must give the
+ * Every inexact policy (src/model/policy.ts) is its exact twin plus ONE named mechanism
+ * (docs/DESIGN.md "Inexact policies"). So each variant, with that mechanism switched off, must give the
  * exact kernel's bytes on the same inputs; with it switched on, it must differ (or the test could not
  * see the mechanism). Byte comparisons only, no tolerances. The variants:
  *

@@ -1,7 +1,8 @@
 /**
- * Cancel stops a long prefill within a chunk. A prefill without logits only queues its chunks, so the probe's Cancel
- * used to take effect after the whole prefill had run on the GPU (90 s for a 3000-token draw on SwiftShader). With a
- * cancel token, the prefill waits for each chunk and checks the token before the next; without one it is unchanged.
+ * Cancel stops a long prefill within a chunk. A prefill without logits only queues its chunks, so without a check
+ * between them the probe's Cancel would take effect only after the whole prefill had run on the GPU (90 s for a
+ * 3000-token draw on SwiftShader). With a cancel token, the prefill waits for each chunk and checks the token before
+ * the next; without one it is unchanged.
  */
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -449,7 +449,7 @@ describe('bad input: Gemma 4 E-series (gemma4-e-tiny target and centroid-head as
     expect(await refusal(forTarget(qwenDrafter))).toBe(
       `config.json declares a Qwen3.5 model_type, which cannot be used to draft for the Gemma 4 target "${path.join(GEMMA4_E_TINY, 'target')}" (expected a Gemma 4 MTP assistant: gemma4_assistant, gemma4_unified_assistant)`,
     );
-    // the probe command itself refuses it, before any GPU work (it used to print "backbone_hidden_size undefined")
+    // the probe command itself refuses it, before any GPU work (never with "backbone_hidden_size undefined")
     const io = { out: () => {}, err: () => {} };
     const values = {
       target: path.join(GEMMA4_E_TINY, 'target'),

@@ -255,7 +255,7 @@ describe('bad input: checkpoint contents', () => {
         }),
       ),
     ).toBe(
-      // MoE blocks are read now (issue 15); their sizes must be stated
+      // MoE blocks are read; their sizes must be stated
       'config.json: text_config.top_k_experts is required with enable_moe_block and is missing',
     );
     expect(
@@ -272,7 +272,7 @@ describe('bad input: checkpoint contents', () => {
         }),
       ),
     ).toBe(
-      // per-layer embeddings are read now (issue 15); tiny-a's config states no per-layer vocabulary for them
+      // per-layer embeddings are read; tiny-a's config states no per-layer vocabulary for them
       'config.json: text_config.vocab_size_per_layer_input must be a positive integer for a model with per-layer embeddings (hidden_size_per_layer_input = 256), found 0',
     );
     expect(

@@ -51,7 +51,7 @@ describe('CLI options', () => {
     expect(() => checkPolicyName('qwen3_5', 'ring-chronological')).toThrow(/ring-chronological/);
   });
 
-  it('generation refuses an empty prompt by name (it used to fail reading index 0 of nothing)', async () => {
+  it('generation refuses an empty prompt by name (not a failure reading index 0 of nothing)', async () => {
     // the refusal comes before the target is touched: a target whose every method throws shows that
     const untouched = new Proxy({} as GenerateTarget, {
       get: () => {

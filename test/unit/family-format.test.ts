@@ -1,5 +1,5 @@
 /**
- * Config and tensor plan of the Gemma 4 E-series (issue 15) on the gemma4-e-tiny fixture: per-layer embeddings,
+ * Config and tensor plan of the Gemma 4 E-series on the gemma4-e-tiny fixture: per-layer embeddings,
  * KV-shared layers reading their donors, the double-wide MLP, the centroid-head assistant, and the refusals
  * (which file, tensor or key, what was expected) for what is missing or wrong.
  */

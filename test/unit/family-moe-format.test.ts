@@ -1,5 +1,5 @@
 /**
- * Config and tensor plan of a Gemma 4 MoE target (26B-A4B's structure, issue 15) on a small in-memory checkpoint:
+ * Config and tensor plan of a Gemma 4 MoE target (26B-A4B's structure) on a small in-memory checkpoint:
  * router and MLX SwitchGLU experts (4-bit, stacked [E, out, ...]), the expert views the reference reads, the refusals,
  * and the reference target running it with both router conventions. (The float64 goldens of gemma4-moe-tiny come
  * from the next device run of tools/make_gemma4_family_fixtures.py.)

@@ -1,5 +1,5 @@
 /**
- * The Gemma 4 family's CPU reference parts (src/reference/family, issue 15) on small random weights: the
+ * The Gemma 4 family's CPU reference parts (src/reference/family) on small random weights: the
  * documented formulas (docs/GEMMA4-FAMILY.md) written a second time, directly, against the reference functions.
  */
 import { describe, expect, it } from 'vitest';

@@ -18,7 +18,7 @@ import { TINY_A } from '../support/fixtures.ts';
 
 let tmp: string;
 beforeAll(async () => {
-  tmp = await mkdtemp(path.join(os.tmpdir(), 'ringside-s18-load-bench-'));
+  tmp = await mkdtemp(path.join(os.tmpdir(), 'ringside-load-bench-'));
 });
 afterAll(async () => {
   await rm(tmp, { recursive: true, force: true });

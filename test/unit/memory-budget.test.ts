@@ -135,7 +135,7 @@ describe('memory plan', () => {
     expect(share(o.maxContext)).toBeGreaterThan(asst(o.maxContext));
   });
 
-  it('12b: the embedding is split by rows to fit a 128 MiB binding; totals match GEMMA4.md scale', async () => {
+  it('12b: the embedding is split by rows to fit a 128 MiB binding; totals match docs/MODEL.md section 1', async () => {
     const { t, a } = await open('12b');
     const plan = planMemory(t, { maxContext: 8192, maxBlock: 8, prefillChunk: 64 }, lavapipe, a);
     expect(plan.models).toEqual(['gemma4_unified', 'gemma4_unified_assistant']);

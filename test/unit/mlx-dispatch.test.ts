@@ -23,7 +23,7 @@ describe('MLX quantized-matmul dispatch (quantized.cpp)', () => {
     const limits = (g: AppleGpu) => shapes.map((s) => qmvBatchLimit(s.K, s.N, g));
     expect(limits(gpu(17, 's'))).toEqual([33, 25, 13]); // M5 Max
     expect(limits(gpu(15, 's'))).toEqual([13, 15, 13]); // M3 Max
-    expect(limits(gpu(15, 'd'))).toEqual([32, 18, 12]); // M3 Ultra: "12 for these shapes" (issue 17)
+    expect(limits(gpu(15, 'd'))).toEqual([32, 18, 12]); // M3 Ultra: 12 at the 12B's MLP shape
     expect(limits(gpu(13, 'g'))).toEqual([14, 10, 6]); // M1
     expect(limits(gpu(12, 'p'))).toEqual([18, 12, 10]);
   });

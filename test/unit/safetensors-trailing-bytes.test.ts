@@ -1,8 +1,8 @@
 /**
- * A safetensors file with bytes after the last tensor's data was accepted. The format
+ * A safetensors file with bytes after the last tensor's data is refused: the format
  * does not allow them (the reference implementation refuses a data section whose length is not the end of the last
  * tensor: MetadataIncompleteBuffer). Refused with the file, the expected data length and the actual one; every
- * checkpoint the project ships or tests with (the demo, ../shared/fixtures, test/fixtures, synth output) still opens,
+ * checkpoint the project ships or tests with (the demo, test/fixtures, synth output) still opens,
  * through the Node byte source (the CLI) and the Blob one (the page).
  */
 import { appendFile, cp, mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -22,7 +22,7 @@ const QWEN_TINY = path.resolve('test/fixtures/qwen-tiny');
 
 let tmp: string;
 beforeAll(async () => {
-  tmp = await mkdtemp(path.join(os.tmpdir(), 'ringside-s18-trailing-'));
+  tmp = await mkdtemp(path.join(os.tmpdir(), 'ringside-trailing-'));
 });
 afterAll(async () => {
   await rm(tmp, { recursive: true, force: true });

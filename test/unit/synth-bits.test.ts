@@ -17,7 +17,7 @@ import { createAttentionScratch } from '../../src/model/attention-op.ts';
 import { uploadWeights } from '../../src/model/gpu-weights.ts';
 import { checkMemory, planMemory } from '../../src/model/memory-budget.ts';
 
-const tmp = mkdtempSync(path.join(tmpdir(), 'ringside-s18-bits-'));
+const tmp = mkdtempSync(path.join(tmpdir(), 'ringside-bits-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 const io = { out: () => {}, err: () => {} };
 /** The option defaults main.ts fills in before a command runs. */

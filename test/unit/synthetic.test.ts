@@ -104,7 +104,7 @@ describe('synthetic checkpoints', () => {
     expect((await openCheckpoint(pair.target)).tensors.size).toBe(334);
   });
 
-  it('12b and 31b presets have the GEMMA4.md geometry (opened from headers, no data read)', async () => {
+  it('12b and 31b presets have the docs/MODEL.md section 1 geometry (opened from headers, no data read)', async () => {
     const open = async (p: '12b' | '31b') => {
       const pair = syntheticCheckpoint(synthGeometry(p));
       const t = await openCheckpoint(pair.target, p);

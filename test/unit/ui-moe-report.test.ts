@@ -1,6 +1,6 @@
 /**
  * The page's report view of Gemma 4 MoE stages in Node: a report's router / experts stages and its first divergence on
- * an experts stage survive the report reader (they used to be dropped as unknown stages), the heatmap gets the MoE
+ * an experts stage survive the report reader (not dropped as unknown stages), the heatmap gets the MoE
  * rows in execution order (router and experts between the MLP and the layer output) and names them in the readout,
  * and reports without MoE stages keep their rows.
  */

@@ -1,4 +1,4 @@
-/** CPU float64 reference of the Gemma 4 family's own parts (issue 15): PLE, KV sharing, MoE, centroid head. */
+/** CPU float64 reference of the Gemma 4 family's own parts: PLE, KV sharing, MoE, centroid head. */
 export { familyConstant, familyConstants, type ConstantMode, type FamilyConstants } from './constants.ts';
 export {
   firstKvSharedLayer,

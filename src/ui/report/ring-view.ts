@@ -3,7 +3,7 @@
  * layer's rotating cache, where the verify block's rows land, and in what order each arm reads the keys.
  * Classic decode reads the ring in physical slot order (a rotation of chronological order once the ring has
  * wrapped); the buffered verify reads chronological order. Same keys, different summation order: that is
- * the mechanism GEMMA4.md section 7 names for the 12B's layer-0 divergence.
+ * the mechanism docs/MODEL.md section 7 names for the 12B's layer-0 divergence.
  */
 import type { RingView } from '../../parity/report.ts';
 import { el } from '../common/dom.ts';

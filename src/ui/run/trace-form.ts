@@ -1,7 +1,7 @@
 /**
  * The teacher-forced trace's settings (prefix, traced positions, K, policy, precision) and its Run.
  * Prefix and traced default from the loaded target's sliding window: min(1536, 2.5 W) and min(256, 3 W),
- * which is 1,536 + 256 (GEMMA4.md section 8) for real Gemma 4 windows, 80 + 96 for the demo model's W = 32 and
+ * which is 1,536 + 256 (docs/MODEL.md section 8) for real Gemma 4 windows, 80 + 96 for the demo model's W = 32 and
  * 40 + 48 for the tiny-a fixture's W = 16.
  */
 import type { EngineProxy } from '../common/engine-client.ts';
@@ -19,7 +19,7 @@ export function traceDefaults(window: number): { prefix: number; traced: number 
 }
 
 /**
- * A loaded target's defaults: from its sliding window (Gemma 4), or GEMMA4.md section 8's 1,536 + 256 for a
+ * A loaded target's defaults: from its sliding window (Gemma 4), or docs/MODEL.md section 8's 1,536 + 256 for a
  * Qwen3.5 target, which has no window to scale them by.
  */
 function defaultsFor(target: LoadedSummary | undefined): { prefix: number; traced: number } {

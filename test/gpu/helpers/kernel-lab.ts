@@ -10,8 +10,8 @@
  * correctly), plus the asserted error of the transcendentals of shaders/common.wgsl (EXP_REF_ULP, ...).
  * `mag` is the sum of the absolute values of the terms a kernel adds up, the scale at which its
  * rounding acts, so that cancellation does not turn a correct result into a failure. Each test states
- * its count next to the assertion. There is no relative slack on top (an earlier version added
- * 1e-5 |exact| to every bound, which swamped the rounding counts).
+ * its count next to the assertion. There is no relative slack on top: a slack such as 1e-5 |exact| would
+ * swamp the rounding counts.
  */
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import { testGpu } from '../gpu-context.ts';
