@@ -7,73 +7,13 @@
  * 'timestamp-query'; the wall clock around queue.submit -> queue.onSubmittedWorkDone() is always
  * taken too. The method reported says which one a figure comes from.
  */
-import { KernelCache, dispatch, type Binding } from '../gpu/kernels.ts';
-import { Recorder, checkParams, tagParams } from '../gpu/recorder.ts';
-import { paramsBytes, paramsLayout, type ParamValues } from '../gpu/params-layout.ts';
+import { KernelCache, dispatch } from '../gpu/kernels.ts';
+import { CaptureRecorder, type Dispatch } from '../gpu/capture-recorder.ts';
+import type { Recorder } from '../gpu/recorder.ts';
+
+export { CaptureRecorder, type Dispatch } from '../gpu/capture-recorder.ts';
 
 export type TimingMethod = 'timestamp-query' | 'wall-clock';
-
-/** One dispatch to replay: the very pipeline the engine's kernel cache gives for it. */
-export interface Dispatch {
-  pipeline: GPUComputePipeline;
-  /** What the pipeline is (shader#entry#constants), for reports. */
-  key?: string;
-  bindings: (Binding | undefined)[];
-  workgroups: number;
-}
-
-/**
- * A Recorder that captures the dispatches ops.ts makes instead of encoding them, so they can be
- * replayed. Parameter blocks are packed exactly as Recorder.params packs them, but into uniform
- * buffers this class owns (alive until release()), since a replay outlives a Recorder's submit.
- * It is never submitted.
- */
-export class CaptureRecorder extends Recorder {
-  readonly captured: Dispatch[] = [];
-  private readonly owned: GPUBuffer[] = [];
-
-  override params(shader: string, values: ParamValues): Binding {
-    const data = paramsBytes(paramsLayout(shader), values);
-    const buffer = this.device.createBuffer({
-      label: 'bench-params',
-      size: data.byteLength,
-      usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST,
-    });
-    this.device.queue.writeBuffer(buffer, 0, data);
-    this.owned.push(buffer);
-    return tagParams(buffer, shader);
-  }
-
-  override submit(): void {
-    throw new Error('CaptureRecorder is replayed by GpuTimer, never submitted');
-  }
-
-  release(): void {
-    this.owned.splice(0).forEach((b) => b.destroy());
-    this.temporaries.splice(0).forEach((b) => b.destroy());
-  }
-
-  override run(
-    shader: string,
-    entry: string,
-    constants: Record<string, number>,
-    bindings: (Binding | undefined)[],
-    workgroups: number,
-  ): void {
-    checkParams(shader, bindings[0]);
-    this.captured.push({
-      pipeline: this.kernels.pipeline(shader, constants, entry),
-      key: `${shader}#${entry}#${JSON.stringify(constants)}`,
-      bindings,
-      workgroups,
-    });
-    this.dispatches++;
-  }
-
-  override copy(): void {
-    throw new Error('CaptureRecorder: buffer copies are not benchmarked');
-  }
-}
 
 export interface Timing {
   /** Seconds per iteration by the method in `method`. */

@@ -20,17 +20,8 @@ import {
  */
 export type StageCaptures = Map<string, Float32Array>;
 
-/** One localization stage: where it sits (layer, kind, stage) and the capture that holds its rows. */
-export interface StageStep {
-  layer: number | null;
-  layerKind: LayerKind | null;
-  stage: Stage;
-  capture: string;
-}
-
-export function captureName(layer: number | null, stage: Stage): string {
-  return layer === null ? stage : `${stage}.${layer}`;
-}
+export { captureName, finalStages, type StageStep } from '../model/stages.ts';
+import { captureName, finalStages, type StageStep } from '../model/stages.ts';
 
 /** Gemma 4's stage order: every layer's LAYER_STAGES, then the final stages; capture `${stage}.${layer}`. */
 export function stageOrder(desc: TargetDescription): StageStep[] {
@@ -39,11 +30,6 @@ export function stageOrder(desc: TargetDescription): StageStep[] {
     LAYER_STAGES.forEach((stage) => out.push({ layer: i, layerKind: l.type, stage, capture: captureName(i, stage) })),
   );
   return [...out, ...finalStages()];
-}
-
-/** The two final stages (final norm, LM head logits), shared by every family. */
-export function finalStages(): StageStep[] {
-  return FINAL_STAGES.map((stage) => ({ layer: null, layerKind: null, stage, capture: stage }));
 }
 
 export function divergenceText(

@@ -8,29 +8,22 @@ import type { AdapterReport } from '../gpu/device.ts';
 export const REPORT_SCHEMA = 'ringside-report/1';
 
 export type Verdict = 'equal' | 'diverges';
-/**
- * Stages in execution order within a layer, then the two final stages. LAYER_STAGES are an attention layer's
- * (Gemma 4's sliding and full layers, Qwen3.5's gated full attention); LINEAR_STAGES a Qwen3.5 Gated DeltaNet
- * layer's (projections, conv, recurrence, gated norm, out_proj output, then the MLP and the layer output).
- */
-export const LAYER_STAGES = ['q', 'k', 'v', 'attn', 'mlp', 'layer'] as const;
-export const LINEAR_STAGES = ['proj', 'conv', 'recurrence', 'gated_norm', 'out', 'mlp', 'layer'] as const;
-export const FINAL_STAGES = ['final_norm', 'logits'] as const;
-/** A Gemma 4 MoE layer's own stages (26B-A4B, src/model/family/moe-target.ts): between the MLP and the layer output. */
-export const MOE_STAGES = ['router', 'experts'] as const;
-/**
- * A Gemma 4 E-series layer's own stage (E2B / E4B, src/model/family/e-target.ts): the per-layer input's contribution,
- * between the MLP and the layer output.
- */
-export const PLE_STAGES = ['ple'] as const;
-export type LayerStage = (typeof LAYER_STAGES)[number];
-export type LinearStage = (typeof LINEAR_STAGES)[number];
-export type FinalStage = (typeof FINAL_STAGES)[number];
-export type MoeStage = (typeof MOE_STAGES)[number];
-export type PleStage = (typeof PLE_STAGES)[number];
-export type Stage = LayerStage | LinearStage | MoeStage | PleStage | FinalStage;
-/** A layer's kind in a report: Gemma's sliding / full, Qwen3.5's full and linear (Gated DeltaNet). */
-export type LayerKind = 'sliding' | 'full' | 'linear';
+// The stage vocabulary belongs to the engines that capture the stages (src/model/stages.ts); reports name them.
+export {
+  FINAL_STAGES,
+  LAYER_STAGES,
+  LINEAR_STAGES,
+  MOE_STAGES,
+  PLE_STAGES,
+  type FinalStage,
+  type LayerKind,
+  type LayerStage,
+  type LinearStage,
+  type MoeStage,
+  type PleStage,
+  type Stage,
+} from '../model/stages.ts';
+import type { LayerKind, Stage } from '../model/stages.ts';
 
 export const STAGE_LABELS: Record<Stage, string> = {
   q: 'q (after q_norm + RoPE)',

@@ -1,5 +1,5 @@
 import type { LayerType } from '../format/config.ts';
-import { familyConstants } from './family/constants.ts';
+import { familyConstants } from '../numerics/family-constants.ts';
 import { familyLayerRow } from './family/layer.ts';
 import type { RouterOptions } from './family/moe.ts';
 import { perLayerInputs } from './family/ple.ts';

@@ -13,7 +13,7 @@ import type { GpuWeights } from '../model/gpu-weights.ts';
 import type { QwenGpuMtpHeadUpload, QwenGpuWeights } from '../model/qwen/weights.ts';
 import type { CheckpointInfo } from '../parity/report.ts';
 import { checkpointInfo, qwenCheckpointInfo } from '../parity/summary.ts';
-import { fmtInt } from '../ui/common/format.ts';
+import { fmtInt } from '../util/number-format.ts';
 import { attachedTo, drafterHeadText, drafterInfo, drafterStatus } from './qwen-drafter.ts';
 
 export type LoadedCheckpoint =

@@ -8,7 +8,7 @@
  * within 1e-9; the printed lines are the actual maxima.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { familyConstants } from '../../src/reference/family/constants.ts';
+import { familyConstants } from '../../src/numerics/family-constants.ts';
 import { referenceForward, type ReferenceOptions } from '../../src/reference/index.ts';
 import {
   expectDraft,

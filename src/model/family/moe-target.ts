@@ -13,8 +13,8 @@
  */
 import type { TargetDescription } from '../../format/model-description.ts';
 import type { GpuContext } from '../../gpu/device.ts';
-import { captureName, finalStages, type StageStep } from '../../parity/localize.ts';
-import type { Stage } from '../../parity/report.ts';
+import { captureName, finalStages, type StageStep } from '../stages.ts';
+import type { Stage } from '../stages.ts';
 import type { ForwardPass } from '../forward-pass.ts';
 import type { GpuWeights } from '../gpu-weights.ts';
 import type * as op from '../ops.ts';

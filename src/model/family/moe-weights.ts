@@ -10,8 +10,8 @@ import { toFloat64 } from '../../format/dtype.ts';
 import { uploadBuffer } from '../../gpu/buffers.ts';
 import { GpuError } from '../../gpu/errors.ts';
 import type { GpuTensor, TensorUploader } from '../../gpu/upload.ts';
-import { familyConstants } from '../../reference/family/constants.ts';
-import { roundBf16 } from '../../reference/mlx-orders.ts';
+import { familyConstants } from '../../numerics/family-constants.ts';
+import { roundBf16 } from '../../numerics/bf16.ts';
 import type { GpuLinear } from '../gpu-weights.ts';
 
 /** A stacked expert linear: the [E, out, in] tensors, split into expert ranges (parts) alike. */

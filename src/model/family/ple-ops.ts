@@ -5,7 +5,7 @@
  * src/reference/family/ple.ts.
  */
 import type { Recorder } from '../../gpu/recorder.ts';
-import type { FamilyConstants } from '../../reference/family/constants.ts';
+import type { FamilyConstants } from '../../numerics/family-constants.ts';
 import type { GpuLayerPerLayerInput, GpuPerLayerEmbedding } from '../gpu-weights.ts';
 import * as op from '../ops.ts';
 

@@ -1,6 +1,6 @@
 import type { Qwen35Description } from '../../format/qwen3_5/description.ts';
-import { finalStages, type StageStep } from '../../parity/localize.ts';
-import { LAYER_STAGES, type LinearStage } from '../../parity/report.ts';
+import { finalStages, type StageStep } from '../stages.ts';
+import { LAYER_STAGES, type LinearStage } from '../stages.ts';
 
 /** The capture holding each Gated DeltaNet stage's rows (names of src/model/qwen/engine.ts). */
 const LINEAR_CAPTURES: Record<LinearStage, (i: number) => string> = {

@@ -9,7 +9,7 @@ import { concatF32 } from '../../util/concat.ts';
 import { checkMemory } from '../memory-budget.ts';
 import { planQwenMemory } from './memory.ts';
 import { qwenPolicyByName } from './policies.ts';
-import type { StageStep } from '../../parity/localize.ts';
+import type { StageStep } from '../stages.ts';
 import { qwenStageOrder } from './stages.ts';
 import { QwenState, type QwenStateSnapshot } from './state.ts';
 import type { QwenGpuWeights } from './weights.ts';

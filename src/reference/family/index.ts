@@ -1,5 +1,10 @@
 /** CPU float64 reference of the Gemma 4 family's own parts: PLE, KV sharing, MoE, centroid head. */
-export { familyConstant, familyConstants, type ConstantMode, type FamilyConstants } from './constants.ts';
+export {
+  familyConstant,
+  familyConstants,
+  type ConstantMode,
+  type FamilyConstants,
+} from '../../numerics/family-constants.ts';
 export {
   firstKvSharedLayer,
   isKvSharedLayer,

@@ -13,7 +13,7 @@
 import { linear } from '../layer.ts';
 import { geluTanh, type NormFn } from '../ops.ts';
 import type { RefLinear } from '../weights.ts';
-import type { FamilyConstants } from './constants.ts';
+import type { FamilyConstants } from '../../numerics/family-constants.ts';
 
 export interface PleModelWeights {
   numLayers: number;

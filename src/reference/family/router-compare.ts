@@ -9,7 +9,7 @@ import type { NormFn, Numerics } from '../ops.ts';
 import { makeNorm } from '../ops.ts';
 import { referenceForward } from '../target.ts';
 import type { TargetWeights } from '../weights.ts';
-import { familyConstants } from './constants.ts';
+import { familyConstants } from '../../numerics/family-constants.ts';
 import { routeRow, type RouterOrder, type RouterResult } from './moe.ts';
 
 /** RouterOptions.scaleProduct values the GPU engine offers ('mlx-bf16': MLX's; 'transformers'). */

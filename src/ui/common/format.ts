@@ -22,14 +22,9 @@ export function str(v: unknown, max = 4000): string {
 
 const DASH = '—';
 
-/** Thousands separators, no locale surprises (the same on every machine and in the PNG). */
-export function fmtInt(n: number): string {
-  if (!Number.isFinite(n)) return DASH;
-  const s = Math.round(Math.abs(n))
-    .toString()
-    .replace(/\B(?=(\d{3})+(?!\d))/g, ',');
-  return n < 0 ? `-${s}` : s;
-}
+import { fmtInt } from '../../util/number-format.ts';
+
+export { fmtInt };
 
 /** Bytes in decimal units, as MLX and Finder show checkpoint sizes. */
 export function fmtBytes(n: number): string {

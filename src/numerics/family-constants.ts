@@ -5,7 +5,7 @@
  * dtype in float64 runs). The fixtures of tools/make_gemma4_family_fixtures.py set the bf16 values in
  * transformers too (golden.json `constants`), so 'mlx' is the default everywhere.
  */
-import { roundBf16 } from '../mlx-orders.ts';
+import { roundBf16 } from './bf16.ts';
 
 export type ConstantMode = 'mlx' | 'exact';
 
