@@ -37,6 +37,8 @@ export interface AdapterReport {
   subgroupMaxSize?: number;
   isFallbackAdapter: boolean;
   platform: string;
+  /** The backend ("metal", "vulkan", "d3d12"), where the browser reports it (Chrome's WebGPU developer features). */
+  backend?: string;
 }
 
 export interface GpuContext {
@@ -72,6 +74,7 @@ function adapterInfoFields(adapter: GPUAdapter) {
     subgroupMinSize: n(raw?.subgroupMinSize),
     subgroupMaxSize: n(raw?.subgroupMaxSize),
     isFallbackAdapter: raw?.isFallbackAdapter === true,
+    backend: s(raw?.backend) || undefined,
   };
 }
 
@@ -124,6 +127,7 @@ export async function createGpuContext(gpu: GPU | undefined, opts: DeviceOptions
     subgroupMinSize: info.subgroupMinSize,
     subgroupMaxSize: info.subgroupMaxSize,
     isFallbackAdapter: info.isFallbackAdapter,
+    ...(info.backend ? { backend: info.backend } : {}),
     platform: opts.platform ?? (typeof navigator !== 'undefined' ? navigator.userAgent : 'unknown'),
   };
   let destroyed = false;

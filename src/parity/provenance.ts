@@ -1,4 +1,5 @@
 import type { AdapterReport } from '../gpu/device.ts';
+import { compilerHere } from './compiler-provenance.ts';
 import type { Provenance } from './report.ts';
 import { APP_VERSION } from './version.ts';
 
@@ -13,6 +14,7 @@ export function provenance(
     createdAt: new Date().toISOString(),
     adapter,
     platform,
+    compiler: compilerHere(adapter.backend),
     ...settings,
   };
 }

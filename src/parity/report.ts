@@ -4,6 +4,8 @@
  * data; the page renders strings only as text (never HTML).
  */
 import type { AdapterReport } from '../gpu/device.ts';
+import { COMPILER_FIELDS, type CompilerProvenance } from './compiler-provenance.ts';
+import { probeProblems, traceProblems } from './report-consistency.ts';
 
 export const REPORT_SCHEMA = 'ringside-report/1';
 
@@ -80,6 +82,8 @@ export interface Provenance {
   adapter: AdapterReport;
   /** navigator.userAgent or "node v20 linux x64 (Dawn)". */
   platform: string;
+  /** The shader compiler: browser, engine, backend and its math mode (absent in reports made before it was kept). */
+  compiler?: CompilerProvenance;
   policy: string;
   precision: 'f32' | 'bf16';
   block: number;
@@ -243,7 +247,14 @@ export interface ProbeReport {
 
 export type Report = ProbeReport | TraceReport;
 
-/** Validates an untrusted report (file, share link). Returns a list of problems (empty = valid). */
+/** At most this many problems are listed (a crafted report can have a million rows, each wrong). */
+export const MAX_PROBLEMS = 25;
+
+/**
+ * Validates an untrusted report (file, share link). Returns a list of problems (empty = valid): the top-level
+ * shape here, then the kind's results against its own verdict and counters (report-consistency.ts), each
+ * problem naming its field.
+ */
 export function validateReport(x: unknown): string[] {
   const errs: string[] = [];
   const obj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -273,54 +284,18 @@ export function validateReport(x: unknown): string[] {
       obj(p.target) && typeof (p.target as Record<string, unknown>).digest === 'string',
       'provenance.target.digest missing',
     );
-  }
-  if (x.kind === 'trace') {
-    need(obj(x.metrics), 'metrics missing');
-    // the verdict badge is what a reader looks at first: it must be the one the rows give (traceVerdict)
-    if (obj(x.metrics) && typeof x.metrics.rowsByteEqual === 'number' && typeof x.metrics.positions === 'number') {
-      const derived = x.metrics.rowsByteEqual === x.metrics.positions ? 'equal' : 'diverges';
-      need(
-        x.verdict === derived,
-        `verdict "${String(x.verdict)}" contradicts the metrics (${x.metrics.rowsByteEqual} of ${x.metrics.positions} rows byte-equal: "${derived}")`,
-      );
+    // reports made before the compiler was recorded have none; one that has it has every field as text
+    if (p.compiler !== undefined) {
+      const c = p.compiler;
+      if (!obj(c)) errs.push('provenance.compiler must be an object');
+      else for (const k of COMPILER_FIELDS) need(typeof c[k] === 'string', `provenance.compiler.${k} must be a string`);
     }
-    need(Array.isArray(x.positions), 'positions must be an array');
-    if (Array.isArray(x.positions))
-      x.positions.forEach((p, i) =>
-        need(
-          obj(p) && typeof p.position === 'number' && typeof p.gap === 'number' && typeof p.agree === 'boolean',
-          `positions[${i}] invalid`,
-        ),
-      );
-    return errs;
   }
-  if (!Array.isArray(x.draws)) errs.push('draws must be an array');
-  else
-    x.draws.forEach((d, i) => {
-      if (!obj(d)) return errs.push(`draws[${i}] is not an object`);
-      need(d.verdict === 'equal' || d.verdict === 'diverges', `draws[${i}].verdict invalid`);
-      for (const k of ['promptLength', 'bytesDiffering', 'bytesTotal', 'salt'] as const)
-        need(typeof d[k] === 'number', `draws[${i}].${k} must be a number`);
-      need(d.position === null || typeof d.position === 'number', `draws[${i}].position must be a number or null`);
-      need(typeof d.text === 'string', `draws[${i}].text must be a string`);
-      need(Array.isArray(d.rows), `draws[${i}].rows must be an array`);
-      const fd = d.firstDivergence;
-      need(
-        fd === null ||
-          (obj(fd) && typeof fd.stage === 'string' && typeof fd.position === 'number' && typeof fd.text === 'string'),
-        `draws[${i}].firstDivergence invalid`,
-      );
-      if (d.stages !== undefined) need(Array.isArray(d.stages), `draws[${i}].stages must be an array`);
-    });
-  // the verdict badge is what a reader looks at first: it must be the one the draws give (runProbe)
-  if (Array.isArray(x.draws) && x.draws.every((d) => obj(d) && (d.verdict === 'equal' || d.verdict === 'diverges'))) {
-    const derived = x.draws.some((d) => d.verdict === 'diverges') ? 'diverges' : 'equal';
-    need(
-      x.verdict === derived,
-      `verdict "${String(x.verdict)}" contradicts the draws (${derived === 'equal' ? 'every draw is equal' : 'a draw diverges'}: "${derived}")`,
-    );
-  }
-  return errs;
+  if (x.kind === 'trace') errs.push(...traceProblems(x));
+  else if (x.kind === 'probe') errs.push(...probeProblems(x));
+  return errs.length > MAX_PROBLEMS
+    ? [...errs.slice(0, MAX_PROBLEMS - 1), `and ${errs.length - MAX_PROBLEMS + 1} more problems`]
+    : errs;
 }
 
 // ---- the teacher-forced trace's report (src/parity/trace.ts produces it) --------------------------

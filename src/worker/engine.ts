@@ -14,6 +14,7 @@ import { uploadQwenWeights } from '../model/qwen/weights.ts';
 import type { AssistantDescription, TargetDescription } from '../format/model-description.ts';
 import type { CheckpointInfo, PerformanceSummary, ProbeReport, Provenance } from '../parity/report.ts';
 import { APP_VERSION } from '../parity/version.ts';
+import { compilerHere } from '../parity/compiler-provenance.ts';
 import { pageBenchOptions, runBench, type BenchReport } from '../bench/run.ts';
 import { runProbe, type ProbeOptions } from '../parity/probe.ts';
 import { familyPolicyMenu, type PolicyFamily } from '../model/family-policies.ts';
@@ -492,6 +493,7 @@ export class Engine {
               createdAt: new Date().toISOString(),
               adapter: ctx.report,
               platform: typeof navigator !== 'undefined' ? navigator.userAgent : 'unknown',
+              compiler: compilerHere(ctx.report.backend),
               target: loadedInfo(target),
               ...(oracle ? {} : { assistant: this.drafterInfoFor(target) }),
             },
@@ -579,7 +581,7 @@ export class Engine {
 /** A generation run's provenance: a report's (src/parity/report.ts Provenance) without the probe's settings. */
 export type GenerationProvenance = Pick<
   Provenance,
-  'app' | 'createdAt' | 'adapter' | 'platform' | 'target' | 'assistant'
+  'app' | 'createdAt' | 'adapter' | 'platform' | 'compiler' | 'target' | 'assistant'
 >;
 
 /** What drafted in a generation run, as the page shows it. */

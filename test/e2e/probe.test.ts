@@ -115,6 +115,17 @@ describe('probe in the page on the fixture model', () => {
     expect(validateReport(report)).toEqual([]);
     expect(report.verdict).toBe('diverges');
     expect(report.provenance.policy).toBe('ring-chronological');
+    // the compiler it ran under: Chromium on Linux compiles through Dawn to Vulkan (SwiftShader here)
+    expect(report.provenance.compiler).toMatchObject({
+      engine: 'Dawn',
+      os: 'Linux',
+      backend: 'Vulkan',
+      mathMode: 'vulkan-default',
+    });
+    expect(report.provenance.compiler?.browser).toMatch(/^Chrome \d+/);
+    expect(await page.getByTestId('provenance').textContent()).toMatch(
+      /CompilerChrome [\d.]+ on Linux · Dawn → Vulkan/,
+    );
     expect(report.draws[3].firstDivergence?.text).toBe(firstDivergence);
     expect(report.draws[3].stages?.length).toBeGreaterThan(12 * 6);
     expect(pageErrors(page)).toEqual([]);

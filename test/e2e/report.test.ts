@@ -40,7 +40,11 @@ describe('report view without a model', () => {
     );
     expect(await page.getByTestId('rows-table').locator('tbody tr').count()).toBe(4);
     expect(await page.getByTestId('ring-caption').textContent()).toMatch(/Window 1024 slots.*slot 0.*wraps at slot/);
-    expect(await page.getByTestId('provenance').textContent()).toContain('mlx-metal');
+    const prov = await page.getByTestId('provenance').textContent();
+    expect(prov).toContain('mlx-metal');
+    // the compiler the report was made under: Chrome on a Mac compiles through Dawn to Metal, relaxed math
+    expect(prov).toContain('Chrome 140 on macOS · Dawn → Metal');
+    expect(prov).toContain('Math modeMetal relaxed math (#pragma METAL fp math_mode(relaxed)) on macOS 15 and later');
     expect(await page.getByTestId('lens-chart').isVisible()).toBe(true);
     await screenshot(page, '10-shared-report');
     await page.setViewportSize({ width: 1280, height: 800 });

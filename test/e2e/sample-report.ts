@@ -11,6 +11,7 @@ import {
   type ProbeReport,
   type StageDiff,
 } from '../../src/parity/report.ts';
+import { compilerProvenance } from '../../src/parity/compiler-provenance.ts';
 
 const adapter = {
   vendor: 'apple',
@@ -88,6 +89,8 @@ function provenance(policy: string, K: number, lengths: number[]) {
     // Fresh copies: craftedReport mutates what it gets.
     adapter: structuredClone(adapter),
     platform: adapter.platform,
+    // the record a page on that user agent makes (Chrome on a Mac: Dawn on Metal, relaxed math)
+    compiler: compilerProvenance({ userAgent: adapter.platform, runtime: { kind: 'browser' } }),
     policy,
     precision: 'bf16' as const,
     block: K,
@@ -233,7 +236,12 @@ export function craftedReport(): unknown {
   }
   const long = r.draws[3];
   long.firstDivergence.text = `first ${XSS}`;
-  long.stages.push({ layer: XSS, layerKind: XSS, stage: XSS, rows: [{ position: XSS }] });
+  long.stages.push({
+    layer: XSS,
+    layerKind: XSS,
+    stage: XSS,
+    rows: [{ position: XSS, bytesDiffering: 0, bytesTotal: 4 }],
+  });
   long.stages[0].layerKind = XSS2;
   long.ring.blockOrder = XSS;
   long.ring.slotPositions[0] = XSS;

@@ -22,6 +22,10 @@ import { checkpointInfo } from '../../src/parity/summary.ts';
 import { TINY_A_F64, loadGolden, loadTransformersF32, maxAbsDiff, tinyTarget } from '../support/fixtures.ts';
 import { loadReferenceWeights, referenceForward, type TargetWeights } from '../../src/reference/index.ts';
 import type { GpuContext } from '../../src/gpu/device.ts';
+import { validateReport } from '../../src/parity/report.ts';
+
+/** A report as its JSON file gives it back. */
+const asFile = (r: unknown): unknown => JSON.parse(JSON.stringify(r));
 
 const PREFIX = 40;
 const TRACED = 48;
@@ -104,6 +108,7 @@ describe('teacher-forced trace (chain vs block)', () => {
   it("exact: every traced row byte-identical, the two arms' top-k identical, both as the float64 reference ranks them", () => {
     const r = exact;
     expect(r.verdict).toBe('equal');
+    expect(validateReport(asFile(r))).toEqual([]);
     expect(r.metrics.rowsByteEqual).toBe(TRACED);
     expect(r.metrics.top1Disagreements).toBe(0);
     expect(r.metrics.deltaLogit.max).toBe(0);
@@ -125,6 +130,8 @@ describe('teacher-forced trace (chain vs block)', () => {
       const r = await runTrace(env, { block: BLOCK, prefix: PREFIX, traced: TRACED, policy: p.name, precision: 'f32' });
       const m = r.metrics;
       expect(r.verdict, p.name).toBe('diverges');
+      // a real diverging trace agrees with itself: its counters, buckets and verdict are its positions'
+      expect(validateReport(asFile(r)), p.name).toEqual([]);
       expect(m.rowsByteEqual, p.name).toBeLessThan(TRACED);
       // The chain arm (M = 1) runs the exact kernels (src/model/policy.ts); from the same prefill it is exact's,
       // row for row. prefill-chunk-mismatch prefills its chain arm differently (whole prompt, split-K GEMM).
@@ -154,6 +161,7 @@ describe('teacher-forced trace (chain vs block)', () => {
     for (const p of POLICIES.filter((x) => x.mlx)) {
       const r = await runTrace(env, { block: BLOCK, prefix: PREFIX, traced: TRACED, policy: p.name, precision: 'f32' });
       verdicts[p.name] = r.verdict;
+      expect(validateReport(asFile(r)), p.name).toEqual([]);
       // Both arms run MLX's own kernels, within the f32 yardstick of the reference.
       expectNearReference(r, 'chain');
       expectNearReference(r, 'block');

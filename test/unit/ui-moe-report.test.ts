@@ -47,8 +47,10 @@ describe('MoE stages in the report view', () => {
   it('the reader keeps router / experts stages and a first divergence on experts', () => {
     const r = equalReport();
     const d = r.draws[0];
-    d.verdict = 'diverges';
-    r.verdict = 'diverges'; // a report's verdict is the one its draws give (validateReport)
+    // A draw diverges where a logits row differs, and the report with it (validateReport derives both).
+    d.rows[0] = { ...d.rows[0], bytesDiffering: 500, maxAbs: 1e-3, maxUlp: 9, nmse: 1e-9 };
+    Object.assign(d, { verdict: 'diverges', position: 0, bytesDiffering: 500 });
+    r.verdict = 'diverges';
     d.stages = moeStages();
     d.firstDivergence = {
       layer: 0,
@@ -58,8 +60,7 @@ describe('MoE stages in the report view', () => {
       text: 'layer 0 (sliding) experts output (weighted sum, before post_feedforward_layernorm_2) at position 0',
     };
     const read = readReport(JSON.parse(JSON.stringify(r)));
-    expect(read.ok).toBe(true);
-    if (!read.ok) return;
+    if (!read.ok) throw new Error(read.problems.join('; '));
     const got = read.report.draws[0];
     expect(got.stages!.map((s) => s.stage)).toEqual([
       'q',

@@ -48,13 +48,14 @@ describe('the per-layer input stage in the report view', () => {
   it('the reader keeps ple stages and a first divergence on ple', () => {
     const r = equalReport();
     const d = r.draws[0];
-    d.verdict = 'diverges';
-    r.verdict = 'diverges'; // a report's verdict is the one its draws give (validateReport)
+    // A draw diverges where a logits row differs, and the report with it (validateReport derives both).
+    d.rows[0] = { ...d.rows[0], bytesDiffering: 500, maxAbs: 1e-3, maxUlp: 9, nmse: 1e-9 };
+    Object.assign(d, { verdict: 'diverges', position: 0, bytesDiffering: 500 });
+    r.verdict = 'diverges';
     d.stages = eStages();
     d.firstDivergence = { ...FIRST, text: 'first divergence: layer 1 (full) per-layer input at position 0' };
     const read = readReport(JSON.parse(JSON.stringify(r)));
-    expect(read.ok).toBe(true);
-    if (!read.ok) return;
+    if (!read.ok) throw new Error(read.problems.join('; '));
     const got = read.report.draws[0];
     expect(got.stages!.map((s) => `${s.layer}.${s.stage}`)).toEqual(eStages().map((s) => `${s.layer}.${s.stage}`));
     expect(got.firstDivergence?.stage).toBe('ple');

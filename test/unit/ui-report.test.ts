@@ -8,6 +8,7 @@ import { divergingReport, equalReport, craftedReport, XSS } from '../e2e/sample-
 import { sampleTrace } from '../e2e/sample-trace.ts';
 import {
   readReport,
+  normalizeReport,
   defaultDetailDraw,
   firstDivergenceOf,
   longRing,
@@ -38,13 +39,17 @@ describe('sample reports follow the schema', () => {
 
 describe('a report whose verdict badge contradicts its own results is refused', () => {
   it('probe: the verdict must be the one its draws give; trace: the one its rows give', () => {
+    // Every other contradiction has its test in report-consistency.test.ts.
     const lie = { ...divergingReport(), verdict: 'equal' };
-    expect(validateReport(lie)).toEqual(['verdict "equal" contradicts the draws (a draw diverges: "diverges")']);
+    expect(validateReport(lie)).toEqual([
+      'verdict: "equal", but draws[3] diverges (rows[0]: 411230 of 524288 bytes differ)',
+    ]);
     const trace = sampleTrace();
-    const flipped = { ...trace, verdict: trace.verdict === 'equal' ? 'diverges' : 'equal' };
+    expect(trace.verdict).toBe('diverges');
+    const flipped = { ...trace, verdict: 'equal' };
     expect(validateReport(trace)).toEqual([]);
     expect(validateReport(flipped)).toEqual([
-      `verdict "${flipped.verdict}" contradicts the metrics (${trace.metrics.rowsByteEqual} of ${trace.metrics.positions} rows byte-equal: "${trace.verdict}")`,
+      `verdict: "equal", but 256 of 256 rows differ (positions[0].bytesDiffering: ${trace.positions[0].bytesDiffering})`,
     ]);
   });
 
@@ -89,13 +94,14 @@ describe('readReport', () => {
   });
 
   it('caps sizes a crafted report could use to freeze the page', () => {
+    // The normalizer's caps, past validation (which refuses a draw of 10,000 rows under K = 4 on its own).
     const x = divergingReport(4, 12, 16) as unknown as { draws: Record<string, unknown>[] };
     x.draws[3].ring = { ...(x.draws[3].ring as object), window: 1e9, slotPositions: [] };
     x.draws[3].rows = Array.from({ length: 10_000 }, (_, i) => ({ position: i }));
-    const r = readReport(x);
-    if (!r.ok) throw new Error(r.problems.join());
-    expect(r.report.draws[3].ring).toBeUndefined();
-    expect(r.report.draws[3].rows.length).toBe(LIMITS.rows);
+    const r = normalizeReport(x);
+    expect(r.draws[3].ring).toBeUndefined();
+    expect(r.draws[3].rows.length).toBe(LIMITS.rows);
+    expect(readReport(x).ok).toBe(false);
   });
 
   it('picks the draw, the first divergence and the long ring the views start on', () => {
@@ -190,7 +196,8 @@ describe('heatmap grid', () => {
         rows: [row(0, false), row(1, true)],
       })) as never[]),
     );
-    const rep = structuredClone(divergingReport(1, 3, 1024)) as unknown as Record<string, unknown> & {
+    // K = 2, on the diverging long draw: a report's first divergence must be the first stage that differs
+    const rep = structuredClone(divergingReport(2, 3, 1024)) as unknown as Record<string, unknown> & {
       draws: Record<string, unknown>[];
     };
     const first = {
@@ -200,10 +207,10 @@ describe('heatmap grid', () => {
       position: 1,
       text: 'first divergence: layer 0 (linear) recurrence (o = S q) at position 1',
     };
-    Object.assign(rep.draws[0], { stages, firstDivergence: first });
+    Object.assign(rep.draws[3], { stages, firstDivergence: first });
     const read = readReport(rep);
     if (!read.ok) throw new Error(read.problems.join('; '));
-    const d = read.report.draws[0];
+    const d = read.report.draws[3];
     expect(d.stages!.length).toBe(stages.length);
     expect(d.firstDivergence).toEqual(first);
     const g = buildHeatmap(d.stages!, 'all', 'bytes', d.firstDivergence);

@@ -60,7 +60,6 @@ describe('reading trace reports', () => {
     t.positions[0].deltaChosen = '1e9';
     t.positions[0].chainTop = Array.from({ length: 1000 }, (_, i) => ({ id: i, logit: 1 }));
     t.metrics.deltaLogit.max = { x: 1 };
-    t.metrics.buckets = 'no';
     t.provenance.prefix = -3;
     const r = readAnyReport(t);
     if (!r.ok || r.kind !== 'trace') throw new Error('not read');
@@ -68,7 +67,6 @@ describe('reading trace reports', () => {
     expect(r.report.positions[0].deltaChosen).toBeNaN();
     expect(r.report.positions[0].chainTop.length).toBe(TRACE_LIMITS.topK);
     expect(r.report.metrics.deltaLogit.max).toBeNaN();
-    expect(r.report.metrics.buckets).toEqual([]);
     expect(r.report.provenance.prefix).toBeNaN();
   });
 

@@ -1,5 +1,6 @@
 /** The provenance list (adapter, platform, settings, checkpoints) of a probe or a trace report, as text. */
 import { familyName, type CheckpointInfo, type Provenance } from '../../parity/report.ts';
+import type { CompilerProvenance } from '../../parity/compiler-provenance.ts';
 import { el } from '../common/dom.ts';
 import { fmtBytes, fmtInt, fmtList, shortDigest } from '../common/format.ts';
 
@@ -8,6 +9,15 @@ const windowText = (c: CheckpointInfo) =>
   familyName(c.modelType) === 'Qwen3.5' ? 'no sliding window' : `window ${fmtInt(c.window)}`;
 const ck = (c: CheckpointInfo) =>
   `${c.modelType} · ${c.label} · ${fmtInt(c.layers)} layers, hidden ${fmtInt(c.hidden)}, ${fmtInt(c.heads)} heads, ${windowText(c)}, vocab ${fmtInt(c.vocab)} · ${c.quantization} · ${fmtBytes(c.bytes)} · digest ${shortDigest(c.digest)}`;
+
+/** The shader compiler and its math mode, where the report records them (reports made before do not). */
+function compilerRows(c: CompilerProvenance | undefined): [string, string][] {
+  if (!c) return [];
+  return [
+    ['Compiler', `${c.browser} on ${c.os} · ${c.engine} → ${c.backend} (backend from ${c.backendFrom})`],
+    ['Math mode', `${c.math} · ${c.mathSource}`],
+  ];
+}
 
 /** `settings` replaces the probe's draw lengths with the rows of another kind (a trace's prefix and traced). */
 export function provenanceList(p: Provenance, testid: string, settings?: [string, string][]): HTMLElement {
@@ -22,6 +32,7 @@ export function provenanceList(p: Provenance, testid: string, settings?: [string
     ['Features', a.features.join(', ') || 'none'],
     ['Limits', `max buffer ${lim('maxBufferSize')}, binding ${lim('maxStorageBufferBindingSize')}`],
     ['Platform', p.platform],
+    ...compilerRows(p.compiler),
     ['Policy', p.policy],
     ['Precision', p.precision === 'bf16' ? 'bf16 activations (MLX rounding points)' : 'f32 activations'],
     ['Block width K', fmtInt(p.block)],

@@ -27,6 +27,7 @@ import {
   type StateView,
 } from '../../parity/report.ts';
 import type { AdapterReport } from '../../gpu/device.ts';
+import { type COMPILER_FIELDS, MATH_MODES, type CompilerProvenance } from '../../parity/compiler-provenance.ts';
 import { count, num, str } from '../common/format.ts';
 import { normalizePerformance } from '../adapter/performance-view.ts';
 
@@ -113,6 +114,23 @@ function adapter(a: Obj): AdapterReport {
     ...(a.subgroupMaxSize !== undefined ? { subgroupMaxSize: num(a.subgroupMaxSize) } : {}),
     isFallbackAdapter: a.isFallbackAdapter === true,
     platform: str(a.platform, 200),
+    ...(typeof a.backend === 'string' ? { backend: str(a.backend, 100) } : {}),
+  };
+}
+
+/** The compiler record as text fields; a math mode the page does not know reads "unknown". */
+function compiler(c: Obj): CompilerProvenance {
+  const text = (k: (typeof COMPILER_FIELDS)[number]) => str(c[k], LIMITS.strings);
+  const mode = MATH_MODES.find((m) => m === c.mathMode) ?? 'unknown';
+  return {
+    browser: text('browser'),
+    os: text('os'),
+    engine: text('engine'),
+    backend: text('backend'),
+    backendFrom: text('backendFrom'),
+    mathMode: mode,
+    math: text('math'),
+    mathSource: text('mathSource'),
   };
 }
 
@@ -124,6 +142,7 @@ export function normalizeProvenance(p: Obj): Provenance {
     createdAt: str(p.createdAt, 100),
     adapter: adapter(obj(p.adapter)),
     platform: str(p.platform, LIMITS.strings),
+    ...(p.compiler !== undefined ? { compiler: compiler(obj(p.compiler)) } : {}),
     policy: str(p.policy, 100),
     precision: p.precision === 'bf16' ? 'bf16' : 'f32',
     block: num(p.block),

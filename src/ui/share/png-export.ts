@@ -119,7 +119,8 @@ export class PngPainter {
 export function adapterLine(p: Provenance): string {
   const adapter =
     [p.adapter.vendor, p.adapter.architecture, p.adapter.description].filter(Boolean).join(' ') || 'unknown adapter';
-  return `${adapter} · ${p.platform}`;
+  // The compiler's math mode says how a Mac's numbers were computed (Metal relaxed) where the report records it.
+  return `${adapter} · ${p.platform}${p.compiler ? ` · ${p.compiler.engine} → ${p.compiler.backend}, ${p.compiler.math}` : ''}`;
 }
 
 /** Paints everything; returns the height used. Called once to measure, once to draw. */
