@@ -4,7 +4,7 @@ checked by test/unit/chat-template.test.ts.
 
 For each prompt of PROMPTS the golden holds, per template:
   - "folder": the folder's own template (chat_template.jinja, else tokenizer_config.json's chat_template), as
-    AutoTokenizer.from_pretrained(FOLDER) loads it;
+    transformers' tokenizer from_pretrained(FOLDER) loads it;
   - "turns-thinking": TEMPLATE_TURNS_THINKING below, a Gemma 4-style template that differs from the folder's
     (it trims the text, maps roles, and closes an empty thought channel after the generation prompt), passed as
     `chat_template=`.
@@ -12,6 +12,10 @@ Each entry: the rendered text (tokenize=False) and the ids (tokenize=True), both
 and one user message, as mlx-lm and mlx-vlm build a chat prompt.
 
 usage: /path/to/python tools/make_chat_golden.py [--folder public/demo/target] [--out test/fixtures/chat-template/demo-golden.json]
+       [--label TEXT]
+The synthetic checkpoints' goldens: `npm run cli -- synth --preset tiny --out DIR` (and --preset qwen-tiny), then
+  --folder DIR/target --out test/fixtures/chat-template/synth-gemma4-golden.json --label "synth --preset tiny"
+  (synth-qwen3_5-golden.json, "synth --preset qwen-tiny").
 needs: transformers (>= 5), tokenizers, jinja2. Runs on the CPU in a second.
 """
 import argparse, datetime, hashlib, json, os, subprocess
@@ -19,7 +23,7 @@ import argparse, datetime, hashlib, json, os, subprocess
 import jinja2
 import tokenizers
 import transformers
-from transformers import AutoTokenizer
+from transformers import PreTrainedTokenizerFast
 
 PROMPTS = [
     "If the file",
@@ -63,8 +67,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--folder", default="public/demo/target")
     ap.add_argument("--out", default="test/fixtures/chat-template/demo-golden.json")
+    ap.add_argument("--label", help="what the folder is, for the golden (default: its path)")
     a = ap.parse_args()
-    tok = AutoTokenizer.from_pretrained(a.folder)
+    # The tokenizer files alone (AutoTokenizer would also parse config.json, which is not what is checked here).
+    tok = PreTrainedTokenizerFast.from_pretrained(a.folder)
     templates = {"folder": None, "turns-thinking": TEMPLATE_TURNS_THINKING}
     cases = []
     for prompt in PROMPTS:
@@ -85,7 +91,7 @@ def main():
         "made_by": "tools/make_chat_golden.py",
         "date": datetime.date.today().isoformat(),
         "commit": commit,
-        "folder": a.folder,
+        "folder": a.label or a.folder,
         "folder_files_sha256": files,
         "versions": {"transformers": transformers.__version__, "tokenizers": tokenizers.__version__, "jinja2": jinja2.__version__},
         "tokenizer_class": type(tok).__name__,
