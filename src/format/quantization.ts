@@ -118,7 +118,7 @@ export function parseQuantization(
 function parseEntry(file: string, where: string, key: string, o: Obj): QuantParams {
   if (o.mode !== undefined && o.mode !== 'affine') {
     throw new FormatError(
-      `${file}: module "${key}" uses quantization mode ${JSON.stringify(o.mode)}, which is not supported yet (only "affine")`,
+      `${file}: ${where} entry "${key}" uses quantization mode ${JSON.stringify(o.mode)}, which is not supported yet (only "affine"); this module is part of the text model`,
       file,
       `${where}.${key}`,
     );

@@ -112,7 +112,7 @@ describe('the published layout, read as published', () => {
       }),
     );
     expect(e.message).toBe(
-      `checkpoint: config.json: module "${gate}" uses quantization mode "mxfp4", which is not supported yet (only "affine")`,
+      `checkpoint: config.json: quantization entry "${gate}" uses quantization mode "mxfp4", which is not supported yet (only "affine"); this module is part of the text model`,
     );
     expect([e.file, e.subject]).toEqual(['config.json', `quantization.${gate}`]);
     expect(
