@@ -9,7 +9,7 @@ import type { AssistantDescription, TargetDescription } from '../format/model-de
 import { openCheckpoint, type Checkpoint } from '../format/checkpoint.ts';
 import { checkpointFamily } from '../format/open-target.ts';
 import type { GpuContext } from '../gpu/device.ts';
-import { loadTokenizer, type TextCodec } from '../format/tokenizer.ts';
+import { checkpointTokenizer, type TextCodec } from '../format/tokenizer.ts';
 
 /**
  * Opens a Gemma 4 folder for one role and refuses a folder of another family or of the other role, saying which
@@ -104,7 +104,7 @@ export async function loadModels(targetDir: string, draftDir?: string): Promise<
   const assistantWeights = assistant
     ? await uploadWeights(ctx.device, assistant.description as AssistantDescription)
     : undefined;
-  const tokenizer = target.tokenizer ? await loadTokenizer(target.tokenizer) : undefined;
+  const tokenizer = await checkpointTokenizer(target);
   return {
     ctx,
     target,

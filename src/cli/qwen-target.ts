@@ -10,7 +10,7 @@ import {
   type Qwen35Checkpoint,
   type Qwen35DrafterCheckpoint,
 } from '../format/qwen3_5/index.ts';
-import { loadTokenizer, type TextCodec } from '../format/tokenizer.ts';
+import { checkpointTokenizer, type TextCodec } from '../format/tokenizer.ts';
 import type { GpuContext } from '../gpu/device.ts';
 import type { CheckpointInfo } from '../parity/report.ts';
 import { type QwenGpuWeights, uploadQwenWeights } from '../model/qwen/weights.ts';
@@ -96,7 +96,7 @@ export async function loadQwenTarget(dir: string, draftDir?: string): Promise<Lo
   const checkpoint = await openQwenTargetDir(dir, draftDir);
   const ctx = await nodeGpuContext();
   const weights = await uploadQwenWeights(ctx.device, checkpoint.description);
-  const tokenizer = checkpoint.tokenizer ? await loadTokenizer(checkpoint.tokenizer) : undefined;
+  const tokenizer = await checkpointTokenizer(checkpoint);
   return {
     ctx,
     checkpoint,

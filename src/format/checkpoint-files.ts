@@ -9,6 +9,9 @@ export interface CheckpointFiles {
   configBytes: Uint8Array;
   generationConfig?: unknown;
   tokenizer?: ByteSource;
+  /** tokenizer_config.json (special tokens, often the chat template) and chat_template.jinja, where present. */
+  tokenizerConfig?: ByteSource;
+  chatTemplate?: ByteSource;
   /** The safetensors files holding the weights (one, or the shards listed by the index). */
   weightFiles: ByteSource[];
   /** Every tensor of the weight files by its name as written, after index consistency checks. */
@@ -44,6 +47,9 @@ export async function locateCheckpointFiles(files: ByteSource[], label: string):
   const genFile = findOne(files, 'generation_config.json', label);
   const generationConfig = genFile ? await readJson(genFile) : undefined;
   const tokenizer = findOne(files, 'tokenizer.json', label);
+  const tokenizerConfig = findOne(files, 'tokenizer_config.json', label);
+  const chatTemplate = findOne(files, 'chat_template.jinja', label);
+  const text = { tokenizer, tokenizerConfig, chatTemplate };
   const index = findOne(files, INDEX, label);
 
   const tensors = new Map<string, TensorRef>();
@@ -111,7 +117,7 @@ export async function locateCheckpointFiles(files: ByteSource[], label: string):
           name,
         );
     }
-    return { config, configBytes, generationConfig, tokenizer, weightFiles, tensors };
+    return { config, configBytes, generationConfig, ...text, weightFiles, tensors };
   }
 
   const st = files.filter((f) => f.name.endsWith('.safetensors'));
@@ -125,7 +131,7 @@ export async function locateCheckpointFiles(files: ByteSource[], label: string):
   }
   const h = await readSafetensorsHeader(single);
   for (const t of h.tensors) add(t);
-  return { config, configBytes, generationConfig, tokenizer, weightFiles: [single], tensors };
+  return { config, configBytes, generationConfig, ...text, weightFiles: [single], tensors };
 }
 
 function summarise(files: ByteSource[]): string {

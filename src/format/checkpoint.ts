@@ -15,6 +15,9 @@ export interface Checkpoint {
   /** Language-model tensors by normalised name (vision/audio tensors excluded). */
   tensors: Map<string, TensorRef>;
   tokenizer?: ByteSource;
+  /** tokenizer_config.json and chat_template.jinja, where the folder has them (src/format/tokenizer.ts reads them). */
+  tokenizerConfig?: ByteSource;
+  chatTemplate?: ByteSource;
   /** SHA-256 hex of config.json bytes + canonical JSON of every tensor header entry (for report provenance). */
   digest: string;
   /** Total bytes of the weight files. */
@@ -44,6 +47,8 @@ async function open(files: ByteSource[], label: string): Promise<Checkpoint> {
     description,
     tensors,
     tokenizer: f.tokenizer,
+    tokenizerConfig: f.tokenizerConfig,
+    chatTemplate: f.chatTemplate,
     digest,
     totalBytes,
     ignoredTensors: ignored,

@@ -1,7 +1,7 @@
 import { type Ctx, isObj, type Obj, optEosIds, optPosInt, optPosNumber, posInt } from './config-fields.ts';
 import { FormatError } from './errors.ts';
 import { kvDonors } from './kv-sharing.ts';
-import { parseQuantization, type QuantizationConfig } from './quantization.ts';
+import { readQuantization, type QuantizationConfig } from './quantization.ts';
 
 export const TARGET_MODEL_TYPES = ['gemma4', 'gemma4_unified', 'gemma4_text', 'gemma4_unified_text'] as const;
 export const ASSISTANT_MODEL_TYPES = ['gemma4_assistant', 'gemma4_unified_assistant'] as const;
@@ -190,7 +190,7 @@ export function parseConfig(json: unknown, file = 'config.json', generationConfi
     backboneHidden = posInt({ file, where: '' }, json, 'backbone_hidden_size');
   }
   const tie = (tc.tie_word_embeddings ?? json.tie_word_embeddings ?? true) === true;
-  const quantization = parseQuantization(json.quantization ?? json.quantization_config, file);
+  const quantization = readQuantization(json, tc !== json ? tc : null, file);
   // Every source present is checked (a malformed one is a broken file even where another wins); the first wins.
   const rootEos = optEosIds({ file, where: '' }, json, 'eos_token_id');
   const textEos = tc !== json ? optEosIds(ctx, tc, 'eos_token_id') : undefined;

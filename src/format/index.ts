@@ -46,6 +46,7 @@ export {
 } from './kv-sharing.ts';
 export {
   parseQuantization,
+  readQuantization,
   quantParamsFor,
   type QuantizationConfig,
   type QuantParams,

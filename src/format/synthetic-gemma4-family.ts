@@ -19,6 +19,8 @@ import type { ByteSource } from './bytesource.ts';
 import type { ESeriesSynth } from './synthetic-gemma4-family-presets.ts';
 // Types only: synthetic.ts calls in here and hands over its planning tools (SynthTools), so there is no import cycle.
 import type { files, Planner, PlannedTensor, SynthGeometry, SynthOptions } from './synthetic.ts';
+import { syntheticTokenizerFiles } from './synthetic-tokenizer.ts';
+import { planTowers, type TowerConfigs } from './synthetic-towers.ts';
 
 /** The dense presets' tensor planner and virtual-file builder (src/format/synthetic.ts), passed in by its caller. */
 export interface SynthTools {
@@ -76,7 +78,9 @@ export function syntheticESeries(
   checkESeriesGeometry(g);
   const seed = opts.seed ?? 0;
   const shard = opts.shardBytes ?? tools.defaultShardBytes;
-  const target = tools.files(targetConfig(g), targetTensors(new tools.Planner(seed), g), shard);
+  const p = new tools.Planner(seed);
+  const towers = targetTensors(p, g);
+  const target = tools.files(targetConfig(g, towers), p.tensors, shard, syntheticTokenizerFiles('gemma4', g.vocab));
   const assistant = g.assistant
     ? tools.files(assistantConfig(g), assistantTensors(new tools.Planner(seed ^ 0x5a5a5a5a), g, seed), shard)
     : null;
@@ -116,7 +120,7 @@ function commonText(g: ESeriesGeometry) {
   };
 }
 
-function targetConfig(g: ESeriesGeometry): Record<string, unknown> {
+function targetConfig(g: ESeriesGeometry, towers: TowerConfigs): Record<string, unknown> {
   const e = g.eSeries;
   return {
     model_type: 'gemma4',
@@ -134,6 +138,8 @@ function targetConfig(g: ESeriesGeometry): Record<string, unknown> {
       num_kv_shared_layers: e.kvSharedLayers,
       use_double_wide_mlp: e.doubleWideMlp,
     },
+    ...towers,
+    eos_token_id: [1, 106],
     tie_word_embeddings: true,
     synthetic: true,
     ...quantBlock(g.bits, g.groupSize),
@@ -211,7 +217,8 @@ function layer(p: Planner, pre: string, i: number, g: ESeriesGeometry, asst: boo
   p.vector(`${l}.layer_scalar`, 1, 0.95, 0.1);
 }
 
-function targetTensors(p: Planner, g: ESeriesGeometry): PlannedTensor[] {
+/** Plans the text model's tensors, then the vision and audio towers'; returns the towers' config blocks. */
+function targetTensors(p: Planner, g: ESeriesGeometry): TowerConfigs {
   const pre = 'language_model.model.';
   const LP = g.layers * g.eSeries.perLayerInput;
   p.linear(`${pre}embed_tokens`, g.vocab, g.hidden, g.bits, g.groupSize);
@@ -220,7 +227,7 @@ function targetTensors(p: Planner, g: ESeriesGeometry): PlannedTensor[] {
   p.vector(`${pre}per_layer_projection_norm.weight`, g.eSeries.perLayerInput, 1, 0.2);
   for (let i = 0; i < g.layers; i++) layer(p, pre, i, g, false);
   p.vector(`${pre}norm.weight`, g.hidden, 1, 0.2);
-  return p.tensors;
+  return planTowers(p, 'gemma4-e', { hidden: g.hidden, bits: g.bits, groupSize: g.groupSize });
 }
 
 function assistantTensors(p: Planner, g: ESeriesGeometry, seed: number): PlannedTensor[] {

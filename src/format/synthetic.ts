@@ -1,9 +1,12 @@
 /**
- * Synthetic Gemma 4 checkpoints (target + MTP assistant) of any geometry, in MLX layout, with
- * deterministic pseudo-random weights. Nothing is materialised: each weight file is a virtual ByteSource
+ * Synthetic Gemma 4 checkpoints (target + MTP assistant) of any geometry, in the layout mlx-vlm publishes:
+ * config.json with text_config, vision_config and audio_config, quantization with its quantization_config copy and
+ * per-module entries; the towers' tensors beside language_model.model.* (synthetic-towers.ts); a target's
+ * tokenizer.json, tokenizer_config.json and chat_template.jinja (synthetic-tokenizer.ts). Weights are
+ * deterministic pseudo-random. Nothing is materialised: each weight file is a virtual ByteSource
  * whose bytes are computed on demand from (seed, tensor, element index) by a counter-based hash, so any
  * byte range can be produced independently. That lets tests open a 31B checkpoint without a byte on disk
- * (headers only) and lets src/node/synthetic.ts stream a 6.7 GB 12B to disk in bounded chunks.
+ * (headers only) and lets src/node/synthetic.ts stream an 11 GB 12B to disk in bounded chunks.
  *
  * Weights are random codes with bf16 scales/biases chosen so each weight has mean 0 and std 1/sqrt(in)
  * (so activations stay O(1) through any depth); norms ~1, layer_scalar ~0.95.
@@ -16,6 +19,8 @@ import { syntheticESeries } from './synthetic-gemma4-family.ts';
 import { MOE_SYNTH_PRESETS, type MoeSynth, type MoeSynthPreset } from './synthetic-gemma4-moe-presets.ts';
 import type { DenseSynthGeometry } from './synthetic-geometry.ts';
 import { checkMoeGeometry, moeLayer, moeQuantOverrides, moeTextConfig } from './synthetic-gemma4-moe.ts';
+import { planTowers, type TowerConfigs } from './synthetic-towers.ts';
+import { syntheticTokenizerFiles } from './synthetic-tokenizer.ts';
 
 export interface SynthGeometry extends DenseSynthGeometry {
   /** E2B / E4B: per-layer inputs, KV sharing, a centroid-head assistant (planned by synthetic-gemma4-family.ts). */
@@ -61,7 +66,8 @@ export const SYNTH_PRESETS: Readonly<Record<SynthPreset, SynthGeometry>> = {
     softcap: 30,
     bits: 4,
     groupSize: 64,
-    mlpBits: null,
+    // the published 4-bit 12B keeps its MLP projections at 8 bits (mlxcel PR #1192)
+    mlpBits: 8,
     assistant: { hidden: 1024, intermediate: 8192, heads: 16, bits: 4 },
   },
   '31b': {
@@ -119,7 +125,8 @@ export function syntheticCheckpoint(g: SynthGeometry, opts: SynthOptions = {}): 
   if (g.moe) checkMoeGeometry({ ...g, moe: g.moe });
   const seed = opts.seed ?? 0;
   const shard = opts.shardBytes ?? DEFAULT_SHARD_BYTES;
-  const target = files(targetConfig(g), targetTensors(g, seed), shard);
+  const t = targetTensors(g, seed);
+  const target = files(targetConfig(g, t.towers), t.tensors, shard, syntheticTokenizerFiles('gemma4', g.vocab));
   const assistant = g.assistant ? files(assistantConfig(g), assistantTensors(g, seed), shard) : null;
   return { geometry: g, target, assistant };
 }
@@ -175,7 +182,7 @@ function quantBlock(bits: AffineBits | null, g: SynthGeometry, overrides: Record
   return { quantization: q, quantization_config: q };
 }
 
-function targetConfig(g: SynthGeometry): Record<string, unknown> {
+function targetConfig(g: SynthGeometry, towers: TowerConfigs): Record<string, unknown> {
   const over: Record<string, unknown> = {};
   if (g.bits !== null && g.mlpBits !== null && g.mlpBits !== g.bits) {
     for (let i = 0; i < g.layers; i++) {
@@ -188,7 +195,14 @@ function targetConfig(g: SynthGeometry): Record<string, unknown> {
   return {
     model_type: g.modelType,
     architectures: [unified ? 'Gemma4UnifiedForConditionalGeneration' : 'Gemma4ForConditionalGeneration'],
-    text_config: { ...textConfig(g, false), ...(g.moe ? moeTextConfig(g.moe) : {}) },
+    text_config: {
+      ...textConfig(g, false),
+      ...(g.moe ? moeTextConfig(g.moe) : {}),
+      // the 12B attends bidirectionally within an image's soft tokens; text is causal as in every Gemma 4
+      ...(unified ? { use_bidirectional_attention: 'vision' } : {}),
+    },
+    ...towers,
+    eos_token_id: [1, 106],
     tie_word_embeddings: true,
     synthetic: true,
     ...quantBlock(g.bits, g, over),
@@ -350,13 +364,19 @@ function layer(p: Planner, pre: string, i: number, g: SynthGeometry, asst: boole
   p.vector(`${l}.layer_scalar`, 1, 0.95, 0.1);
 }
 
-function targetTensors(g: SynthGeometry, seed: number): PlannedTensor[] {
+/** The text model's tensors, then the towers' (synthetic-towers.ts) with the config blocks describing them. */
+function targetTensors(g: SynthGeometry, seed: number): { tensors: PlannedTensor[]; towers: TowerConfigs } {
   const p = new Planner(seed);
   const pre = 'language_model.model.';
   p.linear(`${pre}embed_tokens`, g.vocab, g.hidden, g.bits, g.groupSize);
   for (let i = 0; i < g.layers; i++) layer(p, pre, i, g, false);
   p.vector(`${pre}norm.weight`, g.hidden, 1, 0.2);
-  return p.tensors;
+  const towers = planTowers(p, g.modelType === 'gemma4_unified' ? 'gemma4_unified' : 'gemma4', {
+    hidden: g.hidden,
+    bits: g.bits,
+    groupSize: g.groupSize,
+  });
+  return { tensors: p.tensors, towers };
 }
 
 function assistantTensors(g: SynthGeometry, seed: number): PlannedTensor[] {
@@ -375,8 +395,16 @@ function assistantTensors(g: SynthGeometry, seed: number): PlannedTensor[] {
 const json = (name: string, value: unknown) =>
   bytesSource(name, new TextEncoder().encode(JSON.stringify(value, null, 2)));
 
-/** config.json and the weight files (sharded past shardBytes, with an index) of one checkpoint folder. */
-export function files(config: unknown, tensors: PlannedTensor[], shardBytes: number): ByteSource[] {
+/**
+ * config.json and the weight files (sharded past shardBytes, with an index) of one checkpoint folder, then `extra`
+ * files (a target's tokenizer files).
+ */
+export function files(
+  config: unknown,
+  tensors: PlannedTensor[],
+  shardBytes: number,
+  extra: readonly ByteSource[] = [],
+): ByteSource[] {
   const shards: PlannedTensor[][] = [[]];
   let used = 0;
   for (const t of tensors) {
@@ -388,7 +416,7 @@ export function files(config: unknown, tensors: PlannedTensor[], shardBytes: num
     used += t.byteLength;
   }
   const out: ByteSource[] = [json('config.json', config)];
-  if (shards.length === 1) return [...out, new SyntheticFile('model.safetensors', shards[0])];
+  if (shards.length === 1) return [...out, new SyntheticFile('model.safetensors', shards[0]), ...extra];
   const n = shards.length;
   const names = shards.map(
     (_, i) => `model-${String(i + 1).padStart(5, '0')}-of-${String(n).padStart(5, '0')}.safetensors`,
@@ -401,7 +429,7 @@ export function files(config: unknown, tensors: PlannedTensor[], shardBytes: num
   );
   const total = tensors.reduce((a, t) => a + t.byteLength, 0);
   out.push(json('model.safetensors.index.json', { metadata: { total_size: total }, weight_map: weightMap }));
-  return [...out, ...shards.map((s, i) => new SyntheticFile(names[i], s))];
+  return [...out, ...shards.map((s, i) => new SyntheticFile(names[i], s)), ...extra];
 }
 
 /** Elements generated per step when filling a range (bounds the scratch to 4 MB). */

@@ -18,7 +18,7 @@ export interface WrittenFile {
 }
 
 export interface SynthWriteOptions extends SynthOptions {
-  /** Replace our own files (config.json, model*.safetensors, index) in a non-empty folder. */
+  /** Replace our own files (config.json, model*.safetensors, index, tokenizer files) in a non-empty folder. */
   force?: boolean;
   onProgress?: ProgressFn;
 }
@@ -54,7 +54,9 @@ export async function writeSynthetic(
   return written;
 }
 
-const OURS = /^(config\.json|model(-\d{5}-of-\d{5})?\.safetensors|model\.safetensors\.index\.json)$/;
+/** The files synth writes (a --force run replaces them): config, weights, index, a target's tokenizer files. */
+const OURS =
+  /^(config\.json|model(-\d{5}-of-\d{5})?\.safetensors|model\.safetensors\.index\.json|tokenizer\.json|tokenizer_config\.json|chat_template\.jinja)$/;
 
 /** Creates the folder; refuses to mix with existing files (stale shards would change what opens) unless forced. */
 async function prepareFolder(sub: string, force: boolean): Promise<void> {

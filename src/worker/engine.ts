@@ -24,7 +24,7 @@ import type { DraftConvention } from '../model/assistant.ts';
 import { classicWithOracleStream, generateClassic, generateMtp, type GenerateResult } from '../model/generate.ts';
 import { generationModels, pageOracleSource, type GenerationWeights } from '../model/generation-setup.ts';
 import { diffGenerations, type GenerationDiff } from '../parity/generation-diff.ts';
-import { loadTokenizer } from '../format/tokenizer.ts';
+import { checkpointTokenizer } from '../format/tokenizer.ts';
 import { FormatError } from '../format/errors.ts';
 import {
   destroyLoaded,
@@ -432,7 +432,7 @@ export class Engine {
     const token = this.startJob(jobId);
     try {
       const ctx = await this.gpu();
-      const tokenizer = target.ck.tokenizer ? await loadTokenizer(target.ck.tokenizer) : undefined;
+      const tokenizer = await checkpointTokenizer(target.ck);
       let prompt: number[];
       if (typeof opts.prompt === 'string') {
         if (!tokenizer)

@@ -31,10 +31,12 @@ describe('decode bytes per token', () => {
     }
   });
 
-  it('12b preset: about 6.7 GB per token at a short context (4-bit weights, 262144-row tied head), 48 layers', async () => {
+  it('12b preset: about 11 GB per token at a short context (4-bit, 8-bit MLP, 262144-row tied head), 48 layers', async () => {
     const { bytesPerToken, layers } = await presetDecodeBytes('12b', 32);
-    expect(bytesPerToken).toBeGreaterThan(6.5e9);
-    expect(bytesPerToken).toBeLessThan(7.0e9);
+    // 48 layers x 3 MLP projections of 3840 x 15360 at 8 bits (8.5 GB) and the rest at 4 bits; with the MLP at
+    // 4 bits it was 6.72 GB. The bounds hold whatever the few-MB terms (norms, KV at 32 positions) are.
+    expect(bytesPerToken).toBeGreaterThan(10.7e9);
+    expect(bytesPerToken).toBeLessThan(11.2e9);
     // the 12B's num_hidden_layers: the projection says when its efficiency came from fewer
     expect(layers).toBe(48);
   });

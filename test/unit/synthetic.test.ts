@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { isIgnoredTensor } from '../../src/format/tensor-names.ts';
 import { readSafetensorsHeader } from '../../src/format/safetensors.ts';
 import { openCheckpoint } from '../../src/format/checkpoint.ts';
 import { checkCompatibility } from '../../src/format/compat.ts';
@@ -33,12 +34,21 @@ describe('synthetic checkpoints', () => {
     expect(files.map((f) => path.relative(dir, f.path))).toEqual([
       'target/config.json',
       'target/model.safetensors',
+      'target/tokenizer.json',
+      'target/tokenizer_config.json',
+      'target/chat_template.jinja',
       'assistant/config.json',
       'assistant/model.safetensors',
     ]);
     for (const role of ['target', 'assistant']) {
-      expect(await entries(path.join(dir, role, 'model.safetensors'))).toEqual(
+      // the text model's tensors are the fixture's; beside them, as published, a vision tower's (never loaded)
+      const all = await entries(path.join(dir, role, 'model.safetensors'));
+      const towers = all.filter((e) => isIgnoredTensor(e.split(' ')[0]));
+      expect(all.filter((e) => !towers.includes(e))).toEqual(
         await entries(path.join(TINY_A, role, 'model.safetensors')),
+      );
+      expect([...new Set(towers.map((e) => e.split('.')[0]))].sort()).toEqual(
+        role === 'target' ? ['embed_vision', 'vision_tower'] : [],
       );
       const mine = JSON.parse(await readFile(path.join(dir, role, 'config.json'), 'utf8'));
       const fixture = JSON.parse(await readFile(path.join(TINY_A, role, 'config.json'), 'utf8'));
@@ -60,7 +70,7 @@ describe('synthetic checkpoints', () => {
     ).toBe(0);
     // an occupied folder is not mixed into
     await expect(writeSynthetic(dir, synthGeometry('tiny'))).rejects.toThrow(
-      /tiny\/target is not empty \(config\.json, model\.safetensors\); use --force/,
+      /tiny\/target is not empty \((?=[^)]*config\.json)(?=[^)]*chat_template\.jinja)[^)]*\); use --force/,
     );
     await writeFile(path.join(dir, 'assistant', 'notes.txt'), 'x');
     await expect(writeSynthetic(dir, synthGeometry('tiny'), { force: true })).rejects.toThrow(
@@ -94,14 +104,19 @@ describe('synthetic checkpoints', () => {
       'model-00002-of-00004.safetensors',
       'model-00003-of-00004.safetensors',
       'model-00004-of-00004.safetensors',
+      'tokenizer.json',
+      'tokenizer_config.json',
+      'chat_template.jinja',
     ]);
-    for (const f of pair.target.slice(2)) {
+    for (const f of pair.target.filter((x) => x.name.endsWith('.safetensors'))) {
       const h = await readSafetensorsHeader(f);
       expect(f.size - h.dataStart).toBeLessThanOrEqual(2e6);
     }
     const index = JSON.parse(new TextDecoder().decode(await pair.target[1].read(0, pair.target[1].size)));
-    expect(Object.keys(index.weight_map)).toHaveLength(334);
-    expect((await openCheckpoint(pair.target)).tensors.size).toBe(334);
+    // 334 text-model tensors (tiny-a's) and the vision tower's 18
+    expect(Object.keys(index.weight_map)).toHaveLength(334 + 18);
+    const ck = await openCheckpoint(pair.target);
+    expect([ck.tensors.size, ck.ignoredTensors]).toEqual([334, 18]);
   });
 
   it('12b and 31b presets have the docs/MODEL.md section 1 geometry (opened from headers, no data read)', async () => {
@@ -150,8 +165,10 @@ describe('synthetic checkpoints', () => {
       intermediate: 8192,
       backboneHidden: 3840,
     });
-    expect(b12.bytes / 1e9).toBeCloseTo(6.7, 1);
-    expect(b12.files).toBe(4); // config, index, 2 shards
+    // 4-bit with 8-bit MLP projections, as the published 12B
+    expect(b12.t.layers[0].down).toMatchObject({ bits: 8, groupSize: 64 });
+    expect(b12.bytes / 1e9).toBeCloseTo(10.9, 1);
+    expect(b12.files).toBe(8); // config, index, 3 shards, tokenizer.json, tokenizer_config.json, chat_template.jinja
     const b31 = await open('31b');
     expect(b31.t).toMatchObject({ modelType: 'gemma4', hidden: 5376, intermediate: 21504, embedScale: 73.5 });
     expect(b31.t.layers.filter((l) => l.type === 'full')).toHaveLength(10);

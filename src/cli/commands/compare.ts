@@ -9,6 +9,7 @@ import { isQwenDir } from '../qwen-target.ts';
 import { diffGenerations } from '../../parity/generation-diff.ts';
 import { choice, intOption, jsonFileOption, requireOutputFile, requireString } from '../args.ts';
 import type { Command } from '../command.ts';
+import { chatFormNote } from './generate.ts';
 
 export const compare: Command = {
   name: 'compare',
@@ -50,6 +51,7 @@ export const compare: Command = {
     const m = await loadModels(targetDir, requireString(values, 'draft'));
     try {
       const vocab = m.targetWeights.desc.vocab;
+      if (values.chat === true && m.tokenizer) io.err(chatFormNote(m.tokenizer));
       const prompts = raw.map((p, i) => {
         let ids: number[];
         if (typeof p === 'string') {

@@ -83,6 +83,7 @@ export const generate: Command = {
     const promptOf = (tok?: TextCodec, label = targetDir) => {
       if (ids) return ids;
       if (!tok) throw new Error(`${label}: no tokenizer.json in the target folder; use --tokens`);
+      if (values.chat === true) io.err(chatFormNote(tok));
       const encoded = tok.encode(String(values.prompt), values.chat === true);
       if (!encoded.length) throw new Error(`--prompt "${String(values.prompt)}" encodes to no tokens: give some text`);
       return encoded;
@@ -181,6 +182,13 @@ export const generate: Command = {
     }
   },
 };
+
+/** Which chat form --chat used: the folder's own template, or (none in the folder) Gemma 4's turn form. */
+export function chatFormNote(tok: TextCodec): string {
+  return tok.chatTemplate
+    ? `chat prompt: rendered with the folder's ${tok.chatTemplate}`
+    : "chat prompt: the folder has no chat template (chat_template.jinja, or tokenizer_config.json's chat_template); Gemma 4's turn form <bos><|turn>user\\n...<turn|>\\n<|turn>model\\n is used";
+}
 
 /**
  * What a decode's tokens per second include when it created GPU pipelines: their compiles, once per machine and

@@ -7,6 +7,7 @@ import {
 } from '../../format/qwen3_5/synthetic.ts';
 import { SYNTH_PRESETS, synthGeometry, type SynthGeometry, type SynthPreset } from '../../format/synthetic.ts';
 import type { AffineBits } from '../../format/quantization.ts';
+import { tokenizerIds } from '../../format/synthetic-tokenizer.ts';
 import { writeSynthetic } from '../../node/synthetic.ts';
 import { parseInteger } from '../args.ts';
 import { SUPPORTED_BITS } from '../../model/gpu-weights.ts';
@@ -23,7 +24,7 @@ export const ENGINE_BITS = [...SUPPORTED_BITS] as readonly AffineBits[];
 export const synth: Command = {
   name: 'synth',
   summary:
-    'Write a synthetic Gemma 4 target + assistant, or a Qwen3.5 target with its MTP head (MLX layout, seeded random weights), of a real geometry.',
+    'Write a synthetic Gemma 4 target + assistant, or a Qwen3.5 target with its MTP head, of a real geometry, in the layout mlx-vlm publishes (seeded random weights; small vision/audio towers beside the text model; tokenizer.json, tokenizer_config.json, chat_template.jinja).',
   usage: `synth --preset ${[...Object.keys(SYNTH_PRESETS), ...Object.keys(QWEN_SYNTH_PRESETS)].join('|')} --out DIR [--seed N] [--layers N] [--vocab N] [--mlp-bits B] [--no-mtp] [--shard-gb G]`,
   options: {
     preset: {
@@ -34,7 +35,10 @@ export const synth: Command = {
     out: { type: 'string', help: 'output folder (gets target/ and assistant/)' },
     seed: { type: 'string', help: 'weight seed', default: '0' },
     layers: { type: 'string', help: 'target layers (five sliding, one full; last full)' },
-    vocab: { type: 'string', help: 'vocabulary size' },
+    vocab: {
+      type: 'string',
+      help: `vocabulary size (below ${tokenizerIds('gemma4')} for Gemma 4, ${tokenizerIds('qwen3_5')} for Qwen3.5, the target gets no tokenizer files)`,
+    },
     'mlp-bits': {
       type: 'string',
       help: `quantize MLP projections at this width (per-module overrides): ${ENGINE_BITS.join(', ')}`,

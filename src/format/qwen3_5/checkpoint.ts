@@ -20,6 +20,9 @@ export interface Qwen35Checkpoint {
   /** Language-model tensors by normalised name (vision tensors excluded). */
   tensors: Map<string, TensorRef>;
   tokenizer?: ByteSource;
+  /** tokenizer_config.json and chat_template.jinja, where the folder has them (src/format/tokenizer.ts reads them). */
+  tokenizerConfig?: ByteSource;
+  chatTemplate?: ByteSource;
   /** SHA-256 hex of config.json bytes + canonical JSON of every tensor header entry. */
   digest: string;
   totalBytes: number;
@@ -29,9 +32,9 @@ export interface Qwen35Checkpoint {
 /** Opens a Qwen3.5 target; throws FormatError with a user-facing message on any problem. */
 export async function openQwen35Checkpoint(files: ByteSource[], label = 'checkpoint'): Promise<Qwen35Checkpoint> {
   return namingCheckpoint(label, async () => {
-    const { config, tensors, ignored, digest, totalBytes, fileSet, tokenizer } = await load(files, label);
+    const { config, tensors, ignored, digest, totalBytes, fileSet, ...text } = await load(files, label);
     const description = describeQwen35(config, new TensorTable(tensors, fileSet), label);
-    return { family: 'qwen3_5', label, description, tensors, tokenizer, digest, totalBytes, ignoredTensors: ignored };
+    return { family: 'qwen3_5', label, description, tensors, ...text, digest, totalBytes, ignoredTensors: ignored };
   });
 }
 
@@ -44,6 +47,8 @@ async function load(files: ByteSource[], label: string) {
     tensors,
     ignored,
     tokenizer: f.tokenizer,
+    tokenizerConfig: f.tokenizerConfig,
+    chatTemplate: f.chatTemplate,
     ...weightFilesSummary(f),
     digest: await checkpointDigest(f.configBytes, f.tensors),
   };

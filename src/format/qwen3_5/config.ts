@@ -6,7 +6,7 @@
  */
 import { type Ctx, isObj, type Obj, optEosIds, optPosInt, optPosNumber, posInt } from '../config-fields.ts';
 import { FormatError } from '../errors.ts';
-import { parseQuantization, type QuantizationConfig } from '../quantization.ts';
+import { readQuantization, type QuantizationConfig } from '../quantization.ts';
 
 export const QWEN35_MODEL_TYPES = ['qwen3_5', 'qwen3_5_text'] as const;
 /** Model types a split MTP drafter folder may declare (its config repeats the target's text geometry). */
@@ -152,7 +152,7 @@ export function parseQwen35Config(
       `${where}mtp_num_hidden_layers`,
     );
   const tie = (tc.tie_word_embeddings ?? json.tie_word_embeddings ?? false) === true;
-  const quantization = parseQuantization(json.quantization ?? json.quantization_config, file);
+  const quantization = readQuantization(json, tc !== json ? tc : null, file);
   // Both sources are checked when present (a malformed one is a broken file even where the other wins).
   const rootEos = optEosIds({ file, where: '' }, json, 'eos_token_id');
   const textEos = tc !== json ? optEosIds(ctx, tc, 'eos_token_id') : undefined;

@@ -13,6 +13,8 @@
 import type { ByteSource } from '../bytesource.ts';
 import type { AffineBits } from '../quantization.ts';
 import { DEFAULT_SHARD_BYTES, files, Planner, type SynthOptions } from '../synthetic.ts';
+import { syntheticTokenizerFiles } from '../synthetic-tokenizer.ts';
+import { planTowers, type TowerConfigs } from '../synthetic-towers.ts';
 
 export interface QwenSynthGeometry {
   modelType: 'qwen3_5';
@@ -193,11 +195,12 @@ export function qwenLayerTypes(g: QwenSynthGeometry): string[] {
 /** config.json and weight files of the target folder (the MTP head inside it when g.mtp). */
 export function syntheticQwen(g: QwenSynthGeometry, opts: SynthOptions = {}): { target: ByteSource[] } {
   checkQwenGeometry(g);
-  const tensors = qwenTensors(g, opts.seed ?? 0);
-  return { target: files(qwenConfig(g), tensors, opts.shardBytes ?? DEFAULT_SHARD_BYTES) };
+  const { tensors, towers } = qwenTensors(g, opts.seed ?? 0);
+  const tokenizer = syntheticTokenizerFiles('qwen3_5', g.vocab);
+  return { target: files(qwenConfig(g, towers), tensors, opts.shardBytes ?? DEFAULT_SHARD_BYTES, tokenizer) };
 }
 
-function qwenConfig(g: QwenSynthGeometry): Record<string, unknown> {
+function qwenConfig(g: QwenSynthGeometry, towers: TowerConfigs): Record<string, unknown> {
   const rot = Math.trunc(g.headDim * g.partialRotary);
   // M-RoPE sections over the rotary pairs (11, 11, 10 for 32 pairs as in the real configs); text uses 1-D RoPE
   const half = rot / 2;
@@ -238,6 +241,7 @@ function qwenConfig(g: QwenSynthGeometry): Record<string, unknown> {
       mtp_num_hidden_layers: g.mtp ? 1 : 0,
       mtp_use_dedicated_embeddings: false,
     },
+    vision_config: towers.vision_config,
     tie_word_embeddings: g.tie,
     synthetic: true,
     ...(g.bits === null ? {} : { quantization: q, quantization_config: q }),
@@ -302,5 +306,6 @@ function qwenTensors(g: QwenSynthGeometry, seed: number) {
     decoderLayer(p, 'mtp.layers.0', g, true);
     norm(p, 'mtp.norm.weight', g.hidden);
   }
-  return p.tensors;
+  const towers = planTowers(p, 'qwen3_5', { hidden: g.hidden, bits: g.bits, groupSize: g.groupSize });
+  return { tensors: p.tensors, towers };
 }
