@@ -4,6 +4,7 @@
  * data; the page renders strings only as text (never HTML).
  */
 import type { AdapterReport } from '../gpu/device.ts';
+import { type TraceJudgement, validateJudgement } from './trace-judgement.ts';
 
 export const REPORT_SCHEMA = 'ringside-report/1';
 
@@ -291,6 +292,10 @@ export function validateReport(x: unknown): string[] {
         `verdict "${String(x.verdict)}" contradicts the metrics (${x.metrics.rowsByteEqual} of ${x.metrics.positions} rows byte-equal: "${derived}")`,
       );
     }
+    // written by every trace since the judgement was added; a report from before has none
+    if (x.judgement !== undefined)
+      for (const e of validateJudgement(x.judgement, obj(x.metrics) ? x.metrics : undefined))
+        errs.push(`judgement: ${e}`);
     need(Array.isArray(x.positions), 'positions must be an array');
     if (Array.isArray(x.positions))
       x.positions.forEach((p, i) =>
@@ -366,6 +371,11 @@ export interface TraceReport {
   summary: string;
   provenance: Provenance & { prefix: number; traced: number };
   metrics: TraceMetrics;
+  /**
+   * mlxcel's judgement of the block arm (candidate) against the chain (reference), from the positions' top-k lists
+   * (src/parity/trace-judgement.ts); absent from reports written before it was added.
+   */
+  judgement?: TraceJudgement;
   positions: TracePosition[];
   timings: { totalMs: number; prefillMs: number; chainMs: number; blockMs: number };
 }
