@@ -11,6 +11,12 @@ import { FormatError } from './errors.ts';
 export interface TextCodec {
   encode(text: string, chat: boolean): number[];
   decode(ids: readonly number[]): string;
+  /**
+   * The id a text starts with (mlxcel's traces put it before a text's tokens): the first token the tokenizer adds
+   * when asked for special tokens (its post-processor: Gemma 4's adds `<bos>`), else its `<bos>` token (Gemma's
+   * id 2, which the chat form spells out), else null (Qwen3.5's tokenizer has none).
+   */
+  bos: number | null;
 }
 
 export async function loadTokenizer(tokenizerJson: ByteSource, tokenizerConfig?: ByteSource): Promise<TextCodec> {
@@ -27,7 +33,9 @@ export async function loadTokenizer(tokenizerJson: ByteSource, tokenizerConfig?:
       tokenizerJson.name,
     );
   }
+  const added = tok.encode('', { add_special_tokens: true }).ids;
   return {
+    bos: added.length ? added[0] : (tok.token_to_id('<bos>') ?? null),
     encode: (text, chat) =>
       tok.encode(chat ? `<bos><|turn>user\n${text}<turn|>\n<|turn>model\n` : text, { add_special_tokens: false }).ids,
     decode: (ids) => decodeLenient(tok, ids),
