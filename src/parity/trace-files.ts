@@ -74,8 +74,9 @@ export function reportArmTsv(r: TraceReport, arm: TraceArm, corpus?: TraceCorpus
         String(K),
         'topk',
         String(topk),
+        // mlxcel's count: the untraced tokens after the BOS (its PREFILL), the option `trace --prefix` took
         'prefill',
-        String(p.prefix),
+        String(p.prefix - (corpus?.bos != null ? 1 : 0)),
       ],
     },
     { key: 'columns', values: [...LOGIT_TRACE_COLUMNS] },

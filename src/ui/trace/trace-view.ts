@@ -273,10 +273,10 @@ export function createTraceView(): {
         ? el(
             'div',
             { class: 'table-wrap' },
+            el('p', { class: 'muted small' }, "Where each disagreement put the chain's top-1 in the block arm's list:"),
             el(
               'table',
               { class: 'data', 'data-testid': 'trace-ranks' },
-              el('caption', {}, "where each disagreement put the chain's top-1 in the block arm's list"),
               el(
                 'thead',
                 {},
