@@ -70,8 +70,7 @@ export interface TraceNames {
 /** The verdict in words, as the CLI and the page say it. */
 export const VERDICT_TEXT: Record<JudgementVerdict, string> = {
   identical: 'the top-1 agrees at every position',
-  'undecided-only':
-    'the top-1 differs only where the reference was undecided (top-2 gap under the decided gap): the rounding class, not a behaviour change',
+  'undecided-only': 'the top-1 differs only where the reference was undecided, its top-2 gap under the decided gap',
   decided: 'the top-1 differs on positions the reference had decided: read the rank table before calling it noise',
 };
 

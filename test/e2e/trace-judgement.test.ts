@@ -56,7 +56,7 @@ describe("a trace report's judgement in the page", () => {
     const verdict = page.getByTestId('trace-judgement-verdict');
     await expect.poll(() => verdict.getAttribute('data-verdict'), { timeout: 30_000 }).toBe('decided');
     expect(await verdict.textContent()).toBe(
-      "decided differs on decided positions: the block arm's top-1 differs where the chain's top-2 gap is 2.0 or more",
+      "decided the block arm's top-1 differs where the chain's top-2 gap is 2.0 or more",
     );
     // the sample's disagreements put the chain's top-1 second in the block arm's list
     expect(await shownRanks(page)).toEqual([['2', '3', fmtPercent(3, 3)]]);
@@ -84,7 +84,9 @@ describe("a trace report's judgement in the page", () => {
     await openJson(page, 'near-ties.json', judgedTrace({ prefix: 40, traced: 48, disagreeAt: [2, 6] }));
     const verdict = page.getByTestId('trace-judgement-verdict');
     await expect.poll(() => verdict.getAttribute('data-verdict'), { timeout: 30_000 }).toBe('undecided-only');
-    expect(await verdict.textContent()).toMatch(/^undecided-only differs only where undecided: .* under 2\.0/);
+    expect(await verdict.textContent()).toMatch(
+      /^undecided-only the block arm's top-1 differs only where the chain's top-2 gap is under 2\.0/,
+    );
     await openJson(page, 'equal.json', judgedTrace({ prefix: 40, traced: 48, equal: true }));
     await expect.poll(() => verdict.getAttribute('data-verdict'), { timeout: 30_000 }).toBe('identical');
     expect(await page.getByTestId('trace-ranks').count()).toBe(0);

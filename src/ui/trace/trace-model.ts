@@ -140,9 +140,9 @@ export function traceSetup(r: TraceReport): string {
 
 /** The judgement's verdict in words: the chain is the reference, the block arm the candidate. */
 export const JUDGEMENT_TEXT: Record<JudgementVerdict, string> = {
-  identical: "identical: the block arm's top-1 is the chain's at every position",
-  'undecided-only': `differs only where undecided: the block arm's top-1 differs only where the chain's top-2 gap is under ${DECIDED_GAP.toFixed(1)} (the rounding class)`,
-  decided: `differs on decided positions: the block arm's top-1 differs where the chain's top-2 gap is ${DECIDED_GAP.toFixed(1)} or more`,
+  identical: "the block arm's top-1 is the chain's at every position",
+  'undecided-only': `the block arm's top-1 differs only where the chain's top-2 gap is under ${DECIDED_GAP.toFixed(1)}`,
+  decided: `the block arm's top-1 differs where the chain's top-2 gap is ${DECIDED_GAP.toFixed(1)} or more`,
 };
 
 /** Positions where the block arm's top-1 differs from the chain's. */
