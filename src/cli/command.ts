@@ -9,6 +9,8 @@ export interface Command {
   summary: string;
   usage: string;
   options: Record<string, OptionSpec>;
+  /** The words the command takes before or among its options, by name (compare-traces: REF CAND); none if absent. */
+  positionals?: string[];
   run(
     args: { values: Record<string, string | boolean | undefined>; positionals: string[] },
     io: CommandIO,

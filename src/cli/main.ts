@@ -15,6 +15,7 @@ import { forward } from './commands/forward.ts';
 import { generate } from './commands/generate.ts';
 import { compare } from './commands/compare.ts';
 import { trace } from './commands/trace.ts';
+import { compareTraces } from './commands/compare-traces.ts';
 import { bench } from './commands/bench.ts';
 import { isGpuError } from '../gpu/errors.ts';
 import { setVerbose } from './node-gpu.ts';
@@ -29,6 +30,7 @@ const COMMANDS: Command[] = [
   probe,
   routers,
   trace,
+  compareTraces,
   synth,
   loadBench,
   bench,
@@ -42,7 +44,7 @@ function help(): string {
     '',
     'commands:',
   ];
-  for (const c of COMMANDS) lines.push(`  ${c.name.padEnd(12)} ${c.summary}`);
+  for (const c of COMMANDS) lines.push(`  ${c.name.padEnd(14)} ${c.summary}`);
   lines.push('', 'npm run cli -- <command> --help  shows the options of one command.');
   lines.push(
     '--verbose (any command; or RINGSIDE_VERBOSE=1)  asks Dawn for an adapter even without a Vulkan driver, to show its own messages.',
@@ -90,11 +92,20 @@ export async function main(argv: string[], io: CommandIO): Promise<number> {
     io.err(`${(e as Error).message}\n\n${commandHelp(cmd)}`);
     return 2;
   }
-  // No command takes positional arguments: a stray word (or a second "--", after which parseArgs reads every
-  // option as a word) would otherwise be dropped without a sound and the run go on without the options it carried.
-  if (args.positionals.length) {
+  // A command takes the words it names and no other: a stray word (or a second "--", after which parseArgs reads
+  // every option as a word) would otherwise be dropped without a sound and the run go on without the options it
+  // carried.
+  const words = cmd.positionals ?? [];
+  if (args.positionals.length > words.length) {
+    const extra = args.positionals.slice(words.length);
     io.err(
-      `unexpected argument${args.positionals.length > 1 ? 's' : ''} ${args.positionals.map((p) => `"${p}"`).join(' ')}: ${cmd.name} takes only --options (with npm run, one "--" before all of them)\n\n${commandHelp(cmd)}`,
+      `unexpected argument${extra.length > 1 ? 's' : ''} ${extra.map((p) => `"${p}"`).join(' ')}: ${cmd.name} takes ${words.length ? `${words.join(' ')} and --options` : 'only --options'} (with npm run, one "--" before all of them)\n\n${commandHelp(cmd)}`,
+    );
+    return 2;
+  }
+  if (args.positionals.length < words.length) {
+    io.err(
+      `${cmd.name} needs ${words.join(' ')} (missing ${words.slice(args.positionals.length).join(' ')})\n\n${commandHelp(cmd)}`,
     );
     return 2;
   }
