@@ -26,8 +26,13 @@ export function cachedLavapipe(root = REPO_ROOT): string | undefined {
   return findVulkanDrivers({ VK_ICD_FILENAMES: icd }).usable[0];
 }
 
-/** Points the Vulkan loader of this process at `icd` for every Vulkan instance created from now on. */
+/**
+ * Points the Vulkan loader of this process at `icd` for every Vulkan instance created from now on. Called only where
+ * no variable chose the drivers; VK_DRIVER_FILES is removed because the loader lets it win over VK_ICD_FILENAMES
+ * even when it is set to nothing.
+ */
 export function useLavapipe(icd: string): void {
+  delete process.env.VK_DRIVER_FILES;
   process.env.VK_ICD_FILENAMES = icd;
 }
 
