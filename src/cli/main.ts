@@ -46,7 +46,8 @@ function help(): string {
   for (const c of COMMANDS) lines.push(`  ${c.name.padEnd(12)} ${c.summary}`);
   lines.push('', 'npm run cli -- <command> --help  shows the options of one command.');
   lines.push(
-    '--verbose (any command; or RINGSIDE_VERBOSE=1)  asks Dawn for an adapter even without a Vulkan driver, to show its own messages.',
+    "--verbose (any command; or RINGSIDE_VERBOSE=1)  shows Dawn's own messages: its warnings, held back otherwise, and its loader's errors where no Vulkan driver gives an adapter.",
+    'Checkpoint options (--target, --draft, --model) take a folder, or a Hub id ORG/NAME found in the local Hugging Face cache (HF_HUB_CACHE, HF_HOME/hub or ~/.cache/huggingface/hub); nothing is downloaded.',
   );
   return lines.join('\n');
 }
