@@ -8,6 +8,8 @@ import { DECIDED_GAP } from '../../parity/trace-thresholds.ts';
 import type { TextCodec } from '../../format/tokenizer.ts';
 import { isQwenDir, loadQwenTarget } from '../qwen-target.ts';
 import { choice, intOption, jsonFileOption, outputFileOption, requireString } from '../args.ts';
+import { checkPositions, MAX_POSITIONS } from '../bounds.ts';
+import { defaultReportPath, ensureReportFolder } from '../report-path.ts';
 import type { Command } from '../command.ts';
 import { checkPolicyName } from '../../model/family-policies.ts';
 import { judgementLines } from '../judgement-text.ts';
@@ -55,9 +57,13 @@ export const trace: Command = {
   summary:
     'Teacher-forced trace: chain vs block logits over traced positions after an untraced prefix (JSON report, mlxcel logit-trace TSVs).',
   usage:
-    'trace --target DIR [--prefix 1536] [--traced 256] [--block K] [--policy NAME] [--precision f32|bf16] [--stream FILE.json | --text FILE] (--report FILE | --tsv DIR)',
+    'trace --target DIR|ORG/NAME [--prefix 1536] [--traced 256] [--block K] [--policy NAME] [--precision f32|bf16] [--stream FILE.json | --text FILE] [--report FILE] [--tsv DIR]',
   options: {
-    target: { type: 'string', help: 'target checkpoint folder' },
+    target: {
+      type: 'string',
+      help: 'target checkpoint folder, or a Hub id in the local Hugging Face cache',
+      checkpoint: 'target',
+    },
     prefix: {
       type: 'string',
       help: "untraced context tokens (with --text: the text's tokens after the BOS, as mlxcel counts them)",
@@ -72,15 +78,14 @@ export const trace: Command = {
       type: 'string',
       help: "a text file to trace, tokenized with the target's tokenizer.json, BOS first (mlxcel's logit_trace stream)",
     },
-    report: { type: 'string', help: 'where to write the JSON report' },
+    report: { type: 'string', help: 'where to write the JSON report (default reports/trace-YYYYMMDD-HHMMSS.json)' },
     tsv: {
       type: 'string',
       help: "folder to write chain.tsv and block.tsv in, mlxcel's logit-trace format (compare-traces reads them)",
     },
   },
   async run({ values }, io) {
-    const out = outputFileOption(values, 'report');
-    if (!out && values.tsv === undefined) throw new Error('give --report FILE, --tsv DIR or both');
+    const out = outputFileOption(values, 'report') ?? defaultReportPath('trace');
     const dir = requireString(values, 'target');
     if (values.stream !== undefined && values.text !== undefined)
       throw new Error('give --stream or --text, not both: each is the whole token stream');
@@ -95,8 +100,8 @@ export const trace: Command = {
           });
     // every option is checked before the models are read
     const opts = {
-      prefix: intOption(values, 'prefix', 1)!,
-      traced: intOption(values, 'traced', 1)!,
+      prefix: intOption(values, 'prefix', 1, MAX_POSITIONS)!,
+      traced: intOption(values, 'traced', 1, MAX_POSITIONS)!,
       block: intOption(values, 'block', 1, 16)!,
       policy: String(values.policy),
       precision: choice(values, 'precision', ['f32', 'bf16'] as const)!,
@@ -104,8 +109,25 @@ export const trace: Command = {
     };
     checkPolicyName((await isQwenDir(dir)) ? 'qwen3_5' : 'gemma4', opts.policy);
     const tsvDir = values.tsv === undefined ? undefined : await tsvFolder(String(values.tsv));
+    // the positions fed (the prefix, then the traced tokens) against the model's limit, before any upload
+    let limit: { label: string; maxPositions: number | null } = { label: dir, maxPositions: null };
+    const positions = (label: string, maxPositions: number | null) => {
+      limit = { label, maxPositions };
+      checkPositions(
+        opts.prefix + opts.traced,
+        `--prefix ${opts.prefix} + --traced ${opts.traced}`,
+        maxPositions,
+        label,
+      );
+    };
+    if (opts.prefix + opts.traced > MAX_POSITIONS)
+      throw new Error(
+        `--prefix ${opts.prefix} + --traced ${opts.traced} = ${opts.prefix + opts.traced} positions, more than the ${MAX_POSITIONS} any command takes`,
+      );
     // A Qwen3.5 folder opens with its family's loader (the trace needs the target only).
-    const q = (await isQwenDir(dir)) ? await loadQwenTarget(dir) : undefined;
+    const q = (await isQwenDir(dir))
+      ? await loadQwenTarget(dir, undefined, (ck) => positions(ck.label, ck.description.config.maxPositions))
+      : undefined;
     const m = q
       ? {
           ctx: q.ctx,
@@ -114,7 +136,9 @@ export const trace: Command = {
           tokenizer: q.tokenizer,
           close: () => q.close(),
         }
-      : await loadModels(dir).then((g) => ({
+      : await loadModels(dir, undefined, (o) =>
+          positions(o.target.label, o.target.description.config.maxPositions),
+        ).then((g) => ({
           ctx: g.ctx,
           targetWeights: g.targetWeights,
           info: checkpointInfo(g.target),
@@ -145,6 +169,13 @@ export const trace: Command = {
         opts.stream = t.stream;
         opts.prefix = t.prefix;
         corpus = t.corpus;
+        // the text's own length, now known, against the model's limit (its nominal one was checked before upload)
+        checkPositions(
+          opts.prefix + opts.traced,
+          `--text ${textFile}: --prefix ${opts.prefix} + --traced ${opts.traced}`,
+          limit.maxPositions,
+          limit.label,
+        );
       }
       const report = await runTrace(
         {
@@ -156,7 +187,8 @@ export const trace: Command = {
         },
         opts,
       );
-      if (out) await writeFile(out, JSON.stringify(report, null, 1));
+      ensureReportFolder(out);
+      await writeFile(out, JSON.stringify(report, null, 1));
       if (tsvDir)
         for (const arm of ['chain', 'block'] as const)
           await writeFile(path.join(tsvDir, `${arm}.tsv`), reportArmTsv(report, arm, corpus));
@@ -171,7 +203,7 @@ export const trace: Command = {
         for (const line of judgementLines(report.judgement, DECIDED_GAP)) io.out(line);
         io.out('');
       }
-      if (out) io.out(`report written to ${out}`);
+      io.out(`report written to ${out}`);
       if (tsvDir)
         io.out(`logit traces written to ${path.join(tsvDir, 'chain.tsv')} and ${path.join(tsvDir, 'block.tsv')}`);
       // as probe: 0 when every block row equals the chain, 3 when one differs
