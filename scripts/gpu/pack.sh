@@ -12,11 +12,12 @@ rm -rf .gpu && mkdir -p .gpu/deb
 # Node itself (the device image has none)
 xz -T0 -6 -c "$(readlink -f "$(command -v node)")" > .gpu/node.xz
 # the runtime part of node_modules: Dawn for linux-x64, the TypeScript loader and the app's dependencies
-t=$(mktemp -d); nm=$t/node_modules; mkdir -p "$nm/@esbuild" "$nm/@huggingface" "$nm/webgpu/dist"
-for p in tsx esbuild fflate comlink idb-keyval; do cp -rL "node_modules/$p" "$nm/"; done
+t=$(mktemp -d); nm=$t/node_modules; mkdir -p "$nm/@esbuild" "$nm/webgpu/dist"
+# every runtime dependency package.json names (webgpu apart: only its linux-x64 build), and tsx with esbuild
+deps=$(node -e 'console.log(Object.keys(require("./package.json").dependencies).join(" "))')
+for p in tsx esbuild $deps; do mkdir -p "$nm/$(dirname "$p")"; cp -rL "node_modules/$p" "$nm/$(dirname "$p")/"; done
 rm -f "$nm/esbuild/bin/esbuild"   # a copy of the platform binary below
 cp -rL node_modules/@esbuild/linux-x64 "$nm/@esbuild/"
-cp -rL node_modules/@huggingface/tokenizers "$nm/@huggingface/"
 (cd node_modules/webgpu && for f in *; do [ "$f" = dist ] || cp -rL "$f" "$nm/webgpu/"; done)
 cp -rL node_modules/webgpu/dist/linux-x64 "$nm/webgpu/dist/"
 tar -cJf .gpu/node_modules.tar.xz -C "$t" node_modules
