@@ -86,7 +86,7 @@ export async function openGemmaPair(
   return { target, assistant };
 }
 
-/** Opens a target (and optionally an assistant) folder, checks them, and uploads them to the GPU. */
+/** What loadModels gives: the GPU, the checkpoints and their uploaded weights, the target's tokenizer. */
 export interface LoadedModels {
   ctx: GpuContext;
   target: Checkpoint;
@@ -97,8 +97,17 @@ export interface LoadedModels {
   close(): void;
 }
 
-export async function loadModels(targetDir: string, draftDir?: string): Promise<LoadedModels> {
+/**
+ * Opens a target (and optionally an assistant) folder, checks them, and uploads them to the GPU. `check` sees the
+ * opened target (config and headers) before anything is uploaded: an option the target cannot take is refused there.
+ */
+export async function loadModels(
+  targetDir: string,
+  draftDir?: string,
+  check?: (target: Checkpoint) => void,
+): Promise<LoadedModels> {
   const { target, assistant } = await openGemmaPair(targetDir, draftDir);
+  check?.(target);
   const ctx = await nodeGpuContext();
   const targetWeights = await uploadWeights(ctx.device, target.description as TargetDescription);
   const assistantWeights = assistant

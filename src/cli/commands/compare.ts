@@ -6,6 +6,7 @@ import { generationModels } from '../../model/generation-setup.ts';
 import { familyPolicy } from '../../model/family-policies.ts';
 import { MOE_ONLY_POLICIES } from '../../model/family/moe-policies.ts';
 import { isQwenDir } from '../qwen-target.ts';
+import { refuseRouterWithoutExperts, ROUTER_OPTION, routerOption } from '../router-option.ts';
 import { diffGenerations } from '../../parity/generation-diff.ts';
 import { choice, intOption, jsonFileOption, requireOutputFile, requireString } from '../args.ts';
 import type { Command } from '../command.ts';
@@ -16,7 +17,7 @@ export const compare: Command = {
   summary:
     'Free-generation comparison: for N prompts, classic vs MTP greedy output (identical, or the first differing token).',
   usage:
-    'compare --target DIR --draft DIR --prompts FILE.json [--chat] [--max-new N] [--block K] [--policy NAME] [--draft-position hf|mlxcel] [--precision f32|bf16] --json FILE',
+    'compare --target DIR --draft DIR --prompts FILE.json [--chat] [--max-new N] [--block K] [--policy NAME] [--draft-position hf|mlxcel] [--precision f32|bf16] [--router mlx|transformers] --json FILE',
   options: {
     target: { type: 'string', help: 'target checkpoint folder' },
     draft: { type: 'string', help: 'assistant checkpoint folder' },
@@ -27,6 +28,7 @@ export const compare: Command = {
     policy: { type: 'string', help: 'numerics policy (for both modes)', default: 'exact' },
     precision: { type: 'string', help: 'f32 | bf16', default: 'f32' },
     'draft-position': { type: 'string', help: 'hf | mlxcel', default: 'hf' },
+    router: ROUTER_OPTION,
     json: { type: 'string', help: 'where to write the JSON result' },
   },
   async run({ values }, io) {
@@ -38,6 +40,7 @@ export const compare: Command = {
     const precision = choice(values, 'precision', ['f32', 'bf16'] as const)!;
     const position = choice(values, 'draft-position', ['hf', 'mlxcel'] as const)! as DraftConvention;
     const policyName = String(values.policy);
+    const router = routerOption(values);
     // moe-grouped is checked against the target once loaded (generationModels: MoE targets only)
     if (!MOE_ONLY_POLICIES.has(policyName)) familyPolicy('gemma4', policyName);
     const raw = await jsonFileOption(values, 'prompts');
@@ -48,7 +51,11 @@ export const compare: Command = {
       throw new Error(
         `${targetDir}: compare runs Gemma 4 targets with their assistant; for a Qwen3.5 target compare \`generate --mode classic\` with \`generate --mode mtp\` (same --tokens or --prompt): their JSON carries both SHA-256s`,
       );
-    const m = await loadModels(targetDir, requireString(values, 'draft'));
+    const m = await loadModels(
+      targetDir,
+      requireString(values, 'draft'),
+      refuseRouterWithoutExperts(router, targetDir),
+    );
     try {
       const vocab = m.targetWeights.desc.vocab;
       if (values.chat === true && m.tokenizer) io.err(chatFormNote(m.tokenizer));
@@ -66,6 +73,7 @@ export const compare: Command = {
       const weights = { family: 'gemma4' as const, target: m.targetWeights, assistant: m.assistantWeights };
       const results = [];
       let policy = '';
+      let routerRun: string | undefined;
       for (const [i, prompt] of prompts.entries()) {
         // the E-series and MoE targets run in their own engines: generationModels picks the one for this target
         const g = generationModels(m.ctx, weights, {
@@ -75,9 +83,11 @@ export const compare: Command = {
           policy: policyName,
           precision,
           draftPosition: position,
+          router,
         });
         try {
           policy = g.policy.name;
+          routerRun = g.router;
           const opts = { maxNew, eosIds: g.eosIds, policy: g.policy };
           const classic = await generateClassic(g.target, prompt, opts);
           const drafter = g.mtpDrafter();
@@ -106,6 +116,8 @@ export const compare: Command = {
             policy,
             precision,
             draftPosition: position,
+            // a MoE target's router convention (both modes run it)
+            ...(routerRun ? { router: routerRun } : {}),
             identical,
             total: results.length,
             results,

@@ -2,9 +2,10 @@ import { writeFile } from 'node:fs/promises';
 import { nodeGpuContext } from '../node-gpu.ts';
 import { openGemmaDir } from '../load-models.ts';
 import { isQwenDir, openQwenTargetDir } from '../qwen-target.ts';
+import { ROUTER_OPTION, routerOption, routerRefused } from '../router-option.ts';
 import { uploadWeights } from '../../model/gpu-weights.ts';
 import { uploadQwenWeights } from '../../model/qwen/weights.ts';
-import { buildTarget, routerRefusal, type AnyTargetWeights } from '../../model/build-target.ts';
+import { buildTarget, type AnyTargetWeights } from '../../model/build-target.ts';
 import { isMoeTarget } from '../../model/family/moe-target.ts';
 import type { ForwardResult } from '../../model/target.ts';
 import type { TargetDescription } from '../../format/model-description.ts';
@@ -42,10 +43,7 @@ export const forward: Command = {
     chain: { type: 'boolean', help: 'one token per forward (classic decode, M = 1)' },
     block: { type: 'string', help: 'K tokens per forward (verify blocks, M = K)' },
     'prefill-chunk': { type: 'string', help: 'default mode: prefill chunk size (default: all tokens)' },
-    router: {
-      type: 'string',
-      help: "mixture-of-experts targets: the router convention, mlx (MLX's order and bf16 router scalar) | transformers (default mlx)",
-    },
+    router: ROUTER_OPTION,
   },
   async run({ values }, io) {
     const tokens = intList(values, 'tokens');
@@ -56,13 +54,13 @@ export const forward: Command = {
     if (values.chain && block) throw new Error('--chain and --block are exclusive');
     if ((values.chain || block) && values['prefill-chunk'] !== undefined)
       throw new Error('--prefill-chunk applies to the default mode (one prefill), not to --chain or --block');
-    const router = choice(values, 'router', ['mlx', 'transformers'] as const);
+    const router = routerOption(values);
     const modelDir = requireString(values, 'model');
     // Either family's opener (config and headers only); every family runs through buildTarget's engine for it.
     const qwen = (await isQwenDir(modelDir)) ? await openQwenTargetDir(modelDir) : undefined;
     const ck = qwen ?? (await openGemmaDir(modelDir, 'target'));
     const moe = !qwen && isMoeTarget(ck.description as TargetDescription);
-    if (router && !moe) throw new Error(`${modelDir}: ${routerRefusal('--router')}`);
+    if (router && !moe) throw routerRefused(modelDir);
     const vocab = ck.description.vocab;
     for (const t of tokens) if (t >= vocab) throw new Error(`token ${t} is outside the vocabulary (${vocab})`);
     const ctx = await nodeGpuContext();
