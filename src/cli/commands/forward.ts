@@ -18,7 +18,7 @@ import type { Command } from '../command.ts';
  * act.gdn.recurrence.0, act.ple.0, act.final_norm, ...), which are the capture names with `act.`; a MoE layer's
  * router scores are captured as router.i and named act.router_scores.i there.
  */
-export function activationName(capture: string): string {
+function activationName(capture: string): string {
   const router = /^router\.(\d+)$/.exec(capture);
   return router ? `act.router_scores.${router[1]}` : `act.${capture}`;
 }
