@@ -86,7 +86,7 @@ export async function openGemmaPair(
   return { target, assistant };
 }
 
-/** Opens a target (and optionally an assistant) folder, checks them, and uploads them to the GPU. */
+/** What loadModels gives: the GPU, the checkpoints and their uploaded weights, the target's tokenizer. */
 export interface LoadedModels {
   ctx: GpuContext;
   target: Checkpoint;

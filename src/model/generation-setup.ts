@@ -6,17 +6,14 @@
 import type { AssistantDescription, TargetDescription } from '../format/model-description.ts';
 import type { GpuContext } from '../gpu/device.ts';
 import { AssistantModel, type DraftConvention } from './assistant.ts';
-import { ETargetModel, isESeriesTarget } from './family/e-target.ts';
-import { isMoeTarget, MoETargetModel } from './family/moe-target.ts';
-import { MOE_ONLY_POLICIES, moePolicyByName } from './family/moe-policies.ts';
-import { familyPolicy } from './family-policies.ts';
+import { buildTarget, hasRouter, targetPolicy } from './build-target.ts';
+import type { GpuRouterOrder } from './family/moe-ops.ts';
 import { assistantSource, type DraftSource, type GenerateTarget, oracleSource } from './generate.ts';
 import type { GpuWeights } from './gpu-weights.ts';
 import type { Policy } from './policy.ts';
 import { QwenMtpHead, qwenHeadSource } from './qwen/mtp.ts';
-import { QwenTargetModel } from './qwen/target.ts';
 import type { QwenGpuWeights } from './qwen/weights.ts';
-import { TargetModel, type Precision } from './target.ts';
+import type { Precision } from './target.ts';
 
 export type GenerationWeights =
   | { family: 'gemma4'; target: GpuWeights<TargetDescription>; assistant?: GpuWeights<AssistantDescription> }
@@ -31,6 +28,8 @@ export interface GenerationSetupOptions {
   precision: Precision;
   /** Gemma 4 assistants only: the drafter's position convention. */
   draftPosition?: DraftConvention;
+  /** Gemma 4 mixture-of-experts targets only: the router convention (default MLX's; refused on other targets). */
+  router?: GpuRouterOrder;
 }
 
 export interface MtpDrafter {
@@ -45,6 +44,8 @@ export interface GenerationModels {
   policy: Policy;
   vocab: number;
   eosIds: number[];
+  /** The router convention the target runs (mixture-of-experts targets; absent on targets without a router). */
+  router?: GpuRouterOrder;
   /** Why this target cannot draft with an MTP drafter (no assistant loaded, no `mtp.*` head), or null. */
   mtpUnavailable: string | null;
   /** The MTP drafter; throws with `mtpUnavailable` when there is none. Call done() after the run. */
@@ -55,20 +56,17 @@ export interface GenerationModels {
 /** Builds the target model (sized for the prompt, the new tokens and K) and its MTP drafter factory. */
 export function generationModels(ctx: GpuContext, w: GenerationWeights, o: GenerationSetupOptions): GenerationModels {
   // A Gemma 4 MoE target (26B-A4B) also takes moe-grouped (moe-policies.ts).
-  const moe = w.family === 'gemma4' && isMoeTarget(w.target.desc);
-  if (!moe && MOE_ONLY_POLICIES.has(o.policy))
-    throw new Error(
-      `policy ${o.policy} applies to Gemma 4 mixture-of-experts targets only; this target has no experts`,
-    );
-  const policy = moe ? moePolicyByName(o.policy) : familyPolicy(w.family, o.policy);
+  const policy = targetPolicy(w.target, o.policy);
+  const router = hasRouter(w.target) ? (o.router ?? 'mlx') : undefined;
   const modelOpts = {
     maxContext: o.promptLength + o.maxNew + o.block,
     maxBlock: o.block,
     prefillChunk: Math.min(o.promptLength, 512),
     precision: o.precision,
+    router: o.router,
   };
   if (w.family === 'qwen3_5') {
-    const target = new QwenTargetModel(ctx, w.target, modelOpts);
+    const target = buildTarget(ctx, w.target, modelOpts);
     const why = w.target.mtp ? null : (w.target.desc.mtpUnavailable ?? `${w.target.desc.modelType}: no MTP head`);
     return {
       target,
@@ -86,17 +84,14 @@ export function generationModels(ctx: GpuContext, w: GenerationWeights, o: Gener
   }
   // E2B / E4B run in their own engine (per-layer embeddings, KV sharing); their assistants read its donors' caches.
   // 26B-A4B runs in the MoE engine (router and experts beside the dense MLP); its assistant is a dense one.
-  const target = moe
-    ? new MoETargetModel(ctx, w.target, modelOpts)
-    : isESeriesTarget(w.target.desc)
-      ? new ETargetModel(ctx, w.target, modelOpts)
-      : new TargetModel(ctx, w.target, modelOpts);
+  const target = buildTarget(ctx, w.target, modelOpts);
   const assistant = w.assistant;
   const why = assistant ? null : 'no MTP assistant is loaded (Gemma 4 targets draft with an assistant checkpoint)';
   const position = o.draftPosition ?? 'hf';
   return {
     target,
     policy,
+    ...(router ? { router } : {}),
     vocab: w.target.desc.vocab,
     eosIds: w.target.desc.eosIds,
     mtpUnavailable: why,

@@ -42,3 +42,12 @@ export function captureName(layer: number | null, stage: Stage): string {
 export function finalStages(): StageStep[] {
   return FINAL_STAGES.map((stage) => ({ layer: null, layerKind: null, stage, capture: stage }));
 }
+
+/** The dense Gemma 4 target's stage order (TargetModel.stageOrder): every layer's LAYER_STAGES, then the final stages. */
+export function denseStageOrder(layers: readonly { type: 'sliding' | 'full' }[]): StageStep[] {
+  const out: StageStep[] = [];
+  layers.forEach((l, i) =>
+    LAYER_STAGES.forEach((stage) => out.push({ layer: i, layerKind: l.type, stage, capture: captureName(i, stage) })),
+  );
+  return [...out, ...finalStages()];
+}

@@ -6,6 +6,7 @@ import type * as op from './ops.ts';
 import type { Policy } from './policy.ts';
 import type { CancelToken } from '../util/cancel.ts';
 import { TargetCore, type TargetLayout } from './target-core.ts';
+import { denseStageOrder, type StageStep } from './stages.ts';
 
 /**
  * The Gemma 4 target on the GPU (docs/MODEL.md section 2): the options, step options and results every target
@@ -69,6 +70,11 @@ export interface StepOptions {
 export class TargetModel extends TargetCore {
   constructor(ctx: GpuContext, weights: GpuWeights<TargetDescription>, opts: TargetOptions) {
     super(ctx, weights, opts, denseLayout(weights.desc));
+  }
+
+  /** The localization stages in execution order: per layer q, k, v, attention, MLP, layer output; then final norm and logits. */
+  stageOrder(): StageStep[] {
+    return denseStageOrder(this.desc.layers);
   }
 
   protected override recordLayer(f: ForwardPass, i: number): op.GroupSums | undefined {

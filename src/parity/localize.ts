@@ -1,8 +1,5 @@
-import type { TargetDescription } from '../format/model-description.ts';
 import { compareRows, type Storage } from './compare.ts';
 import {
-  FINAL_STAGES,
-  LAYER_STAGES,
   STAGE_LABELS,
   type FirstDivergence,
   type LayerKind,
@@ -15,22 +12,13 @@ import {
  * Failure localization: given every captured stage of both arms (rows = block positions), find the
  * first stage and position that differ in execution order (layer by layer in the model's own stage
  * order, then final norm and logits; within a stage, position 0 first) and collect per-stage stats.
- * The stage order comes from the model: Gemma's layers are q k v attn mlp layer (stageOrder); a Qwen3.5
+ * The stage order comes from the model: Gemma's layers are q k v attn mlp layer (TargetModel.stageOrder); a Qwen3.5
  * target's (src/model/qwen/stages.ts) adds the Gated DeltaNet stages of its linear layers.
  */
 export type StageCaptures = Map<string, Float32Array>;
 
 export { captureName, finalStages, type StageStep } from '../model/stages.ts';
-import { captureName, finalStages, type StageStep } from '../model/stages.ts';
-
-/** Gemma 4's stage order: every layer's LAYER_STAGES, then the final stages; capture `${stage}.${layer}`. */
-export function stageOrder(desc: TargetDescription): StageStep[] {
-  const out: StageStep[] = [];
-  desc.layers.forEach((l, i) =>
-    LAYER_STAGES.forEach((stage) => out.push({ layer: i, layerKind: l.type, stage, capture: captureName(i, stage) })),
-  );
-  return [...out, ...finalStages()];
-}
+import type { StageStep } from '../model/stages.ts';
 
 export function divergenceText(
   layer: number | null,

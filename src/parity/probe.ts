@@ -3,11 +3,10 @@ import type { GpuContext } from '../gpu/device.ts';
 import type { GpuWeights } from '../model/gpu-weights.ts';
 import { TargetModel, type ForwardResult, type Precision } from '../model/target.ts';
 import type { Policy } from '../model/policy.ts';
-import { familyPolicy } from '../model/family-policies.ts';
 import type { CancelToken, ProgressFn } from '../util/cancel.ts';
 import { compareRows } from './compare.ts';
 import { defaultDrawLengths, probeDraw, QWEN_DRAW_LENGTHS, type Draw } from './draws.ts';
-import { lensLayers, localize, stageOrder, type StageCaptures, type StageStep } from './localize.ts';
+import { lensLayers, localize, type StageCaptures, type StageStep } from './localize.ts';
 import {
   QWEN_STAGE_LABELS,
   REPORT_SCHEMA,
@@ -23,10 +22,9 @@ import { explainMlx } from './mlx-blame.ts';
 import { qwenStateView } from './state-view.ts';
 import { QwenTargetModel } from '../model/qwen/target.ts';
 import type { QwenGpuWeights } from '../model/qwen/weights.ts';
-import { qwenPolicyByName } from '../model/qwen/policies.ts';
-import { ETargetModel, isESeriesTarget } from '../model/family/e-target.ts';
-import { MoETargetModel, isMoeTarget } from '../model/family/moe-target.ts';
-import { MOE_ONLY_POLICIES, moePolicyByName } from '../model/family/moe-policies.ts';
+import { ETargetModel } from '../model/family/e-target.ts';
+import { MoETargetModel } from '../model/family/moe-target.ts';
+import { buildTarget, targetPolicy } from '../model/build-target.ts';
 
 /**
  * The block-versus-chain probe (docs/MODEL.md section 6, mlxcel's startup guard). Per draw: prefill the
@@ -88,7 +86,7 @@ interface Localizer {
 
 function localizerOf(model: ProbeTarget): Localizer | undefined {
   if (model instanceof TargetModel)
-    return { stages: stageOrder(model.desc), layers: model.desc.layers.length, lens: (h, M) => model.lens(h, M) };
+    return { stages: model.stageOrder(), layers: model.desc.layers.length, lens: (h, M) => model.lens(h, M) };
   if (model instanceof QwenTargetModel)
     return {
       stages: model.stageOrder(),
@@ -152,17 +150,7 @@ export async function runProbe(env: ProbeEnv, opts: ProbeOptions): Promise<Probe
   const t0 = performance.now();
   const w = env.weights;
   const desc = w.desc;
-  const qwen = 'family' in w.desc && w.desc.family === 'qwen3_5';
-  const moe = !qwen && isMoeTarget((w as GpuWeights<TargetDescription>).desc);
-  if (!qwen && !moe && MOE_ONLY_POLICIES.has(opts.policy))
-    throw new Error(
-      `policy ${opts.policy} applies to Gemma 4 mixture-of-experts targets only; this target has no experts`,
-    );
-  const policy = qwen
-    ? qwenPolicyByName(opts.policy)
-    : moe
-      ? moePolicyByName(opts.policy)
-      : familyPolicy('gemma4', opts.policy);
+  const policy = targetPolicy(w, opts.policy);
   const K = opts.block;
   if (!(K >= 1 && K <= 16)) throw new Error(`block width must be between 1 and 16 (got ${K})`);
   const lengths = opts.lengths ?? ('window' in desc ? defaultDrawLengths(desc.window) : [...QWEN_DRAW_LENGTHS]);
@@ -174,14 +162,7 @@ export async function runProbe(env: ProbeEnv, opts: ProbeOptions): Promise<Probe
     prefillChunk: Math.max(prefillChunk, policy.prefillChunks?.block ?? 0, 1),
     precision: opts.precision,
   };
-  const gemma = w as GpuWeights<TargetDescription>;
-  const model: ProbeTarget = qwen
-    ? new QwenTargetModel(env.ctx, w as QwenGpuWeights, modelOpts)
-    : moe
-      ? new MoETargetModel(env.ctx, gemma, modelOpts)
-      : isESeriesTarget(gemma.desc)
-        ? new ETargetModel(env.ctx, gemma, modelOpts)
-        : new TargetModel(env.ctx, gemma, modelOpts);
+  const model: ProbeTarget = buildTarget(env.ctx, w, modelOpts);
   const storage = opts.precision;
   const draws: DrawResult[] = [];
   try {

@@ -1,9 +1,8 @@
 import type { TargetDescription } from '../format/model-description.ts';
 import type { GpuContext } from '../gpu/device.ts';
 import type { GpuWeights } from '../model/gpu-weights.ts';
-import { TargetModel, type Precision } from '../model/target.ts';
+import type { Precision } from '../model/target.ts';
 import type { Policy } from '../model/policy.ts';
-import { familyPolicy } from '../model/family-policies.ts';
 import type { CancelToken, ProgressFn } from '../util/cancel.ts';
 import { compareRows } from './compare.ts';
 import {
@@ -14,12 +13,8 @@ import {
   type TraceReport,
 } from './report.ts';
 import { provenance } from './provenance.ts';
-import { QwenTargetModel } from '../model/qwen/target.ts';
-import { ETargetModel, isESeriesTarget } from '../model/family/e-target.ts';
-import { isMoeTarget, MoETargetModel } from '../model/family/moe-target.ts';
-import { MOE_ONLY_POLICIES, moePolicyByName } from '../model/family/moe-policies.ts';
+import { buildTarget, targetPolicy } from '../model/build-target.ts';
 import type { QwenGpuWeights } from '../model/qwen/weights.ts';
-import { qwenPolicyByName } from '../model/qwen/policies.ts';
 import type { ForwardResult } from '../model/target.ts';
 // The trace's report types live with the report schema (report.ts); re-exported for the trace's users.
 export type { TraceMetrics, TracePosition, TraceReport };
@@ -170,17 +165,7 @@ async function prefillArm(
 export async function runTrace(env: TraceEnv, opts: TraceOptions): Promise<TraceReport> {
   const t0 = performance.now();
   const desc = env.weights.desc;
-  const qwen = 'family' in desc && desc.family === 'qwen3_5';
-  const moe = !qwen && isMoeTarget(desc as TargetDescription);
-  if (!qwen && !moe && MOE_ONLY_POLICIES.has(opts.policy))
-    throw new Error(
-      `policy ${opts.policy} applies to Gemma 4 mixture-of-experts targets only; this target has no experts`,
-    );
-  const policy = qwen
-    ? qwenPolicyByName(opts.policy)
-    : moe
-      ? moePolicyByName(opts.policy)
-      : familyPolicy('gemma4', opts.policy);
+  const policy = targetPolicy(env.weights, opts.policy);
   const K = opts.block;
   const n = opts.prefix + opts.traced + 1;
   const stream = opts.stream ?? defaultStream(n, desc.vocab);
@@ -198,14 +183,7 @@ export async function runTrace(env: TraceEnv, opts: TraceOptions): Promise<Trace
     prefillChunk: Math.max(chunk, policy.prefillChunks?.block ?? 0),
     precision: opts.precision,
   };
-  const gemma = env.weights as GpuWeights<TargetDescription>;
-  const model: TraceTarget = qwen
-    ? new QwenTargetModel(env.ctx, env.weights as QwenGpuWeights, modelOpts)
-    : moe
-      ? new MoETargetModel(env.ctx, gemma, modelOpts)
-      : isESeriesTarget(gemma.desc)
-        ? new ETargetModel(env.ctx, gemma, modelOpts)
-        : new TargetModel(env.ctx, gemma, modelOpts);
+  const model: TraceTarget = buildTarget(env.ctx, env.weights, modelOpts);
   const timings = { totalMs: 0, prefillMs: 0, chainMs: 0, blockMs: 0 };
   const V = desc.vocab;
   try {

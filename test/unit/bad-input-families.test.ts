@@ -568,7 +568,7 @@ describe('bad input: Gemma 4 26B-A4B MoE (gemma4-moe-tiny target)', () => {
     expect(await refusal(openGemmaPair(t, path.join(GEMMA4_E_TINY, 'assistant')))).toMatch(
       /^assistant \(gemma4_assistant\) does not fit target \(gemma4\): assistant layer 0 \(sliding\) vs target layer 4: KV heads 1 != 2;/,
     );
-    // routers and forward take a Gemma 4 target only
+    // routers takes a Gemma 4 target only
     expect(await refusal(openGemmaDir(path.join(QWEN_TINY, 'target'), 'target'))).toBe(
       "config.json declares a Qwen3.5 model_type, which cannot be used as this command's target (expected a Gemma 4 target: gemma4, gemma4_unified, gemma4_text, gemma4_unified_text)",
     );

@@ -170,14 +170,15 @@ describe('CLI options', () => {
   }, 120_000);
 
   it('paths are relative to where `npm run cli` was typed, and a missing folder is named', async () => {
-    // from test/fixtures, "gemma4-moe-tiny/target" is the MoE fixture: forward opens it and refuses its family
+    // from test/fixtures, "gemma4-e-tiny/target" is the E-series fixture: forward opens it and refuses --router,
+    // which only a mixture-of-experts target takes
     const r = await cli(
-      ['forward', '--model', 'gemma4-moe-tiny/target', '--tokens', '1', '--out', 'f.safetensors'],
+      ['forward', '--model', 'gemma4-e-tiny/target', '--router', 'mlx', '--tokens', '1', '--out', 'f.safetensors'],
       path.dirname(GEMMA4_MOE_TINY),
     );
     expect(r.code).toBe(1);
     expect(r.out).toContain(
-      'error: gemma4-moe-tiny/target: forward runs dense Gemma 4 targets only, and this one uses mixture-of-experts blocks',
+      'error: gemma4-e-tiny/target: --router applies to Gemma 4 mixture-of-experts targets only; this target has no router',
     );
     const m = await cli(['probe', '--target', '/nonexistent/t', '--report', path.join(tmpdir(), 'p.json')]);
     expect(m.out).toContain('error: /nonexistent/t: no such folder (a checkpoint folder holds config.json');

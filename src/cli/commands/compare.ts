@@ -6,6 +6,7 @@ import { generationModels } from '../../model/generation-setup.ts';
 import { familyPolicy } from '../../model/family-policies.ts';
 import { MOE_ONLY_POLICIES } from '../../model/family/moe-policies.ts';
 import { isQwenDir } from '../qwen-target.ts';
+import { refuseRouterWithoutExperts, ROUTER_OPTION, routerOption } from '../router-option.ts';
 import { diffGenerations } from '../../parity/generation-diff.ts';
 import { choice, intOption, jsonFileOption, requireOutputFile, requireString } from '../args.ts';
 import type { Command } from '../command.ts';
@@ -17,7 +18,7 @@ export const compare: Command = {
   summary:
     'Free-generation comparison: for N prompts, classic vs MTP greedy output (identical, or the first differing token).',
   usage:
-    'compare --target DIR|ORG/NAME --draft DIR|ORG/NAME --prompts FILE.json [--chat] [--max-new N] [--block K] [--policy NAME] [--draft-position hf|mlxcel] [--precision f32|bf16] --json FILE',
+    'compare --target DIR|ORG/NAME --draft DIR|ORG/NAME --prompts FILE.json [--chat] [--max-new N] [--block K] [--policy NAME] [--draft-position hf|mlxcel] [--precision f32|bf16] [--router mlx|transformers] --json FILE',
   options: {
     target: {
       type: 'string',
@@ -32,6 +33,7 @@ export const compare: Command = {
     policy: { type: 'string', help: 'numerics policy (for both modes)', default: 'exact' },
     precision: { type: 'string', help: 'f32 | bf16', default: 'f32' },
     'draft-position': { type: 'string', help: 'hf | mlxcel', default: 'hf' },
+    router: ROUTER_OPTION,
     json: { type: 'string', help: 'where to write the JSON result' },
   },
   async run({ values }, io) {
@@ -43,6 +45,7 @@ export const compare: Command = {
     const precision = choice(values, 'precision', ['f32', 'bf16'] as const)!;
     const position = choice(values, 'draft-position', ['hf', 'mlxcel'] as const)! as DraftConvention;
     const policyName = String(values.policy);
+    const router = routerOption(values);
     // moe-grouped is checked against the target once loaded (generationModels: MoE targets only)
     if (!MOE_ONLY_POLICIES.has(policyName)) familyPolicy('gemma4', policyName);
     const raw = await jsonFileOption(values, 'prompts');
@@ -56,6 +59,7 @@ export const compare: Command = {
     // the prompts tokenized and their positions checked against the target's limit before any upload
     let prompts: number[][] = [];
     const m = await loadModels(targetDir, requireString(values, 'draft'), ({ target, tokenizer }) => {
+      refuseRouterWithoutExperts(router, targetDir)(target);
       const vocab = target.description.vocab;
       if (values.chat === true && tokenizer) io.err(chatFormNote(tokenizer));
       prompts = raw.map((p, i) => {
@@ -81,6 +85,7 @@ export const compare: Command = {
       const weights = { family: 'gemma4' as const, target: m.targetWeights, assistant: m.assistantWeights };
       const results = [];
       let policy = '';
+      let routerRun: string | undefined;
       for (const [i, prompt] of prompts.entries()) {
         // the E-series and MoE targets run in their own engines: generationModels picks the one for this target
         const g = generationModels(m.ctx, weights, {
@@ -90,9 +95,11 @@ export const compare: Command = {
           policy: policyName,
           precision,
           draftPosition: position,
+          router,
         });
         try {
           policy = g.policy.name;
+          routerRun = g.router;
           const opts = { maxNew, eosIds: g.eosIds, policy: g.policy };
           const classic = await generateClassic(g.target, prompt, opts);
           const drafter = g.mtpDrafter();
@@ -121,6 +128,8 @@ export const compare: Command = {
             policy,
             precision,
             draftPosition: position,
+            // a MoE target's router convention (both modes run it)
+            ...(routerRun ? { router: routerRun } : {}),
             identical,
             total: results.length,
             results,

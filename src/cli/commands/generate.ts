@@ -13,6 +13,7 @@ import {
 import { generationModels, type GenerationModels } from '../../model/generation-setup.ts';
 import { familyPolicy } from '../../model/family-policies.ts';
 import { MOE_ONLY_POLICIES } from '../../model/family/moe-policies.ts';
+import { refuseRouterWithoutExperts, ROUTER_OPTION, routerOption, routerRefused } from '../router-option.ts';
 import type { TextCodec } from '../../format/tokenizer.ts';
 import { isQwenDir, loadQwenTarget } from '../qwen-target.ts';
 import { choice, intList, intOption, requireOutputFile, requireString } from '../args.ts';
@@ -36,7 +37,7 @@ export const generate: Command = {
   name: 'generate',
   summary: 'Greedy generation, classic (chain decode) or MTP (draft, verify, accept, roll back), with counters.',
   usage:
-    'generate --target DIR|ORG/NAME [--draft DIR|ORG/NAME] (--tokens CSV | --prompt TEXT [--chat]) --max-new N --mode classic|mtp [--block K] [--policy NAME] [--draft-source assistant|oracle] [--draft-position hf|mlxcel] [--oracle-mismatch CSV] [--precision f32|bf16] --json FILE',
+    'generate --target DIR|ORG/NAME [--draft DIR|ORG/NAME] (--tokens CSV | --prompt TEXT [--chat]) --max-new N --mode classic|mtp [--block K] [--policy NAME] [--draft-source assistant|oracle] [--draft-position hf|mlxcel] [--oracle-mismatch CSV] [--precision f32|bf16] [--router mlx|transformers] --json FILE',
   options: {
     target: {
       type: 'string',
@@ -66,11 +67,13 @@ export const generate: Command = {
       type: 'string',
       help: 'with --draft-source oracle: emitted-token indices whose draft the oracle gets wrong (default: none)',
     },
+    router: ROUTER_OPTION,
     json: { type: 'string', help: 'where to write the JSON result' },
   },
   async run({ values }, io) {
     const out = requireOutputFile(values, 'json');
     const mode = choice(values, 'mode', ['classic', 'mtp'] as const)!;
+    const router = routerOption(values);
     const K = intOption(values, 'block', 2, 16)!;
     const maxNew = intOption(values, 'max-new', 1, MAX_NEW)!;
     const precision = choice(values, 'precision', ['f32', 'bf16'] as const)!;
@@ -132,7 +135,14 @@ export const generate: Command = {
           opts,
         );
       }
-      const json = { ...result, policy: policy.name, precision, text: tokenizer?.decode(result.tokens) };
+      // a MoE target's router convention beside the policy: both decide the tokens
+      const json = {
+        ...result,
+        policy: policy.name,
+        precision,
+        ...(g.router ? { router: g.router } : {}),
+        text: tokenizer?.decode(result.tokens),
+      };
       // which MTP head drafted (Qwen3.5: the target's own mtp.* head or a split drafter folder)
       if (mtpHead && mode === 'mtp' && source === 'assistant') Object.assign(json, { mtpHead });
       await writeFile(out, generateJsonText(json));
@@ -159,6 +169,7 @@ export const generate: Command = {
       policy: String(values.policy),
       precision,
       draftPosition: position,
+      router,
     });
 
     if (await isQwenDir(targetDir)) {
@@ -167,6 +178,7 @@ export const generate: Command = {
       // the draft position convention is a Gemma 4 assistant's (its frozen position); a Qwen3.5 head has none
       if (position !== 'hf')
         throw new Error('--draft-position applies to Gemma 4 assistants, not to Qwen3.5 MTP heads');
+      if (router) throw routerRefused(targetDir);
       const q = await loadQwenTarget(targetDir, values.draft ? String(values.draft) : undefined, (ck, tok) =>
         promptOf(tok, ck.label, ck.description.vocab, ck.description.config.maxPositions),
       );
@@ -189,9 +201,10 @@ export const generate: Command = {
       throw new Error('--mode mtp with --draft-source assistant needs --draft DIR');
     // moe-grouped is checked against the target once loaded (generationModels: MoE targets only)
     if (!MOE_ONLY_POLICIES.has(String(values.policy))) familyPolicy('gemma4', String(values.policy));
-    const m = await loadModels(targetDir, values.draft ? String(values.draft) : undefined, (o) =>
-      promptOf(o.tokenizer, o.target.label, o.target.description.vocab, o.target.description.config.maxPositions),
-    );
+    const m = await loadModels(targetDir, values.draft ? String(values.draft) : undefined, (o) => {
+      refuseRouterWithoutExperts(router, targetDir)(o.target);
+      promptOf(o.tokenizer, o.target.label, o.target.description.vocab, o.target.description.config.maxPositions);
+    });
     try {
       const weights = { family: 'gemma4' as const, target: m.targetWeights, assistant: m.assistantWeights };
       const g = generationModels(m.ctx, weights, setup(prompt));

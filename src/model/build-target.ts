@@ -1,0 +1,68 @@
+/**
+ * The target model of a checkpoint, whatever its family: Qwen3.5 (QwenTargetModel), Gemma 4 MoE (MoETargetModel),
+ * E-series (ETargetModel) or dense (TargetModel), and the numerics policy such a target takes. The probe, the trace,
+ * generation and `forward` build their targets here, so a family reaches every command through one dispatch.
+ */
+import type { TargetDescription } from '../format/model-description.ts';
+import type { GpuContext } from '../gpu/device.ts';
+import { ETargetModel, isESeriesTarget } from './family/e-target.ts';
+import type { GpuRouterOrder } from './family/moe-ops.ts';
+import { moePolicyByName } from './family/moe-policies.ts';
+import { isMoeTarget, MoETargetModel } from './family/moe-target.ts';
+import { familyPolicy } from './family-policies.ts';
+import type { GpuWeights } from './gpu-weights.ts';
+import type { Policy } from './policy.ts';
+import { QwenTargetModel } from './qwen/target.ts';
+import type { QwenGpuWeights } from './qwen/weights.ts';
+import { TargetModel, type TargetOptions } from './target.ts';
+
+/** A target's uploaded weights: a Gemma 4 target's (any member of the family) or a Qwen3.5 target's. */
+export type AnyTargetWeights = GpuWeights<TargetDescription> | QwenGpuWeights;
+/** The engines of the Gemma 4 family. */
+export type GemmaTargetModel = TargetModel | ETargetModel | MoETargetModel;
+export type AnyTargetModel = GemmaTargetModel | QwenTargetModel;
+
+export interface BuildTargetOptions extends TargetOptions {
+  /**
+   * Mixture-of-experts targets only: the router convention (softmax order, with its router scalar: MLX's bf16
+   * product for 'mlx', transformers' for 'transformers'; moe-target.ts). Default MLX's. Refused on other targets.
+   */
+  router?: GpuRouterOrder;
+}
+
+export function isQwenWeights(w: AnyTargetWeights): w is QwenGpuWeights {
+  return 'family' in w.desc && w.desc.family === 'qwen3_5';
+}
+
+/** Whether these weights are a Gemma 4 mixture-of-experts target's (the targets that have a router). */
+export function hasRouter(w: AnyTargetWeights): boolean {
+  return !isQwenWeights(w) && isMoeTarget(w.desc);
+}
+
+/** The refusal of a router convention for a target without experts (`what` names the option or setting). */
+export function routerRefusal(what: string): string {
+  return `${what} applies to Gemma 4 mixture-of-experts targets only; this target has no router`;
+}
+
+/** The engine of the target's family, sized by `o`. */
+export function buildTarget(ctx: GpuContext, w: QwenGpuWeights, o: BuildTargetOptions): QwenTargetModel;
+export function buildTarget(ctx: GpuContext, w: GpuWeights<TargetDescription>, o: BuildTargetOptions): GemmaTargetModel;
+export function buildTarget(ctx: GpuContext, w: AnyTargetWeights, o: BuildTargetOptions): AnyTargetModel;
+export function buildTarget(ctx: GpuContext, w: AnyTargetWeights, o: BuildTargetOptions): AnyTargetModel {
+  const { router, ...sizes } = o;
+  // a router convention asked of a target without one would be silently ignored
+  if (router !== undefined && !hasRouter(w)) throw new Error(routerRefusal(`router convention "${router}"`));
+  if (isQwenWeights(w)) return new QwenTargetModel(ctx, w, sizes);
+  if (isMoeTarget(w.desc)) return new MoETargetModel(ctx, w, router ? { ...sizes, router } : sizes);
+  if (isESeriesTarget(w.desc)) return new ETargetModel(ctx, w, sizes);
+  return new TargetModel(ctx, w, sizes);
+}
+
+/**
+ * The policy `name` for this target: Qwen3.5's list, a MoE target's (every Gemma 4 policy and moe-grouped), or
+ * Gemma 4's (familyPolicy refuses the MoE-only policies there: the target has no experts).
+ */
+export function targetPolicy(w: AnyTargetWeights, name: string): Policy {
+  if (isQwenWeights(w)) return familyPolicy('qwen3_5', name);
+  return isMoeTarget(w.desc) ? moePolicyByName(name) : familyPolicy('gemma4', name);
+}
