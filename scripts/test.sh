@@ -2,8 +2,9 @@
 # The whole test suite: `npm test` (or `bash scripts/test.sh <paths>` for part of it). Provisions the
 # software WebGPU adapters first (lavapipe for Node/Dawn, Debian chromium for the browser tests), then
 # type-checks, lints and format-checks (Biome), and runs vitest on lavapipe. The kernel tests then run a second time on SwiftShader
-# (another subgroup size and other limits). Ends with the line "N passed, N failed" that CI reads,
-# summed over both passes.
+# (another subgroup size and other limits), some with the GPU kernel family forced, the exactness tests under the
+# compiler fuzzer, and a set under each browser limit profile. Ends with the line "N passed, N failed" that CI
+# reads, summed over every pass.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 if ! provision=$(bash scripts/provision-webgpu.sh); then
@@ -67,6 +68,8 @@ gpu_class_tests=(test/gpu/kernels-matmul.test.ts test/gpu/kernels-attention.test
 gpu_class_tests+=(test/gpu/policy-twins.test.ts)
 # The k-major weight layout the GPU class uploads gives every kernel the bytes of MLX's (skipped in pass 1).
 gpu_class_tests+=(test/gpu/weight-layout.test.ts)
+# The exactness self-test through the GPU class, and its faults rewritten in matmul_coop.wgsl and combine_fused.
+gpu_class_tests+=(test/gpu/exactness-selftest.test.ts)
 # The other families' engines take the same GPU-class kernels on a real GPU: their goldens and block == chain too.
 gpu_class_tests+=(test/gpu/gemma4-e-golden.test.ts test/gpu/gemma4-e-exactness.test.ts test/gpu/gemma4-moe-golden.test.ts
   test/gpu/gemma4-moe-exactness.test.ts test/gpu/qwen-target.test.ts test/gpu/qwen-probe.test.ts)
@@ -83,6 +86,49 @@ if report_has "$results/vitest.json" test/gpu/mtp.test.ts; then
     -t 'fixture greedy tokens|chained greedy steps|many times, K = 4' || rc=1
   reports+=("$results/vitest-gpu-kernels-mtp.json")
 fi
+
+# Pass 4: exactness under the compiler fuzzer (src/gpu/wgsl-fuzz/config.ts): every pipeline compiled from a source
+# rewritten, at sites chosen by the seed, as a relaxed-math compiler (Metal's, on a Mac) may compile it: products
+# fused into adds, sums regrouped, divisions by reciprocals, compensation terms dropped. A verify row must still equal
+# its chain step byte for byte, which holds only where both run the same code. One seed per mode over the software
+# kernel family, the block == chain, probe, trace and MTP == classic tests of each family, that pass 1 ran. Every
+# seed compiles the engine's pipelines anew (a cold Mesa shader cache), hence a subset. (The GPU kernel family is
+# not fuzzed here: matmul_coop.wgsl runs a decode row and a verify block through separate copies, which the fuzzer
+# tells apart.)
+fuzz_runs=(
+  "contract:11|test/gpu/exactness.test.ts test/gpu/gemma4-moe-exactness.test.ts|"
+  "reassoc:12|test/gpu/probe.test.ts test/gpu/gemma4-e-exactness.test.ts|exact passes|K = 2, 3, 4, 8|rollback"
+  "all:13|test/gpu/qwen-probe.test.ts test/gpu/mtp.test.ts test/gpu/trace.test.ts|exact passes|fixture greedy tokens|exact:"
+)
+for run in "${fuzz_runs[@]}"; do
+  IFS='|' read -r spec files filter <<<"$run"
+  rerun=()
+  for f in $files; do report_has "$results/vitest.json" "$f" && rerun+=("$f"); done
+  [ ${#rerun[@]} -gt 0 ] || continue
+  echo "--- again under the compiler fuzzer (RINGSIDE_WGSL_FUZZ=$spec): ${rerun[*]}"
+  report="$results/vitest-wgsl-fuzz-${spec%%:*}.json"
+  RINGSIDE_WGSL_FUZZ=$spec RINGSIDE_ADAPTER=lavapipe run_vitest "$report" "${rerun[@]}" ${filter:+-t "$filter"} || rc=1
+  reports+=("$report")
+done
+# Passes 4 and 5: the device capped to a browser's limits and features on a Mac (src/gpu/limit-profiles.ts,
+# RINGSIDE_LIMITS), over the tests of that list that pass 1 ran: the limit-profile and exactness tests, the probe's
+# exact runs (its inexact policies test mechanisms, not limits) and the fused gate_up_sums kernel; -t keeps the
+# files' other tests out. lavapipe is within Safari's caps but for its subgroups, which only the software
+# family's lanes matvec uses: the Safari pass runs that family without them. Chrome's 10 storage buffers per
+# stage bind the GPU family, whose fused rmsnorm qkv_rows and matmul_coop gate_up_sums take exactly 10: the
+# Chrome pass forces that family. Their pipelines are in Mesa's shader cache from passes 1 and 3.
+profile_tests=(test/gpu/limit-profiles.test.ts test/gpu/exactness.test.ts test/gpu/probe.test.ts test/gpu/fused-ops.test.ts)
+rerun=()
+for f in "${profile_tests[@]}"; do report_has "$results/vitest.json" "$f" && rerun+=("$f"); done
+for profile in safari chrome-mac; do
+  [ ${#rerun[@]} -gt 0 ] || break
+  kernels=$([ "$profile" = chrome-mac ] && echo gpu)
+  echo "--- again under the $profile limit profile (RINGSIDE_LIMITS=$profile${kernels:+, RINGSIDE_KERNELS=$kernels}): ${rerun[*]}"
+  RINGSIDE_LIMITS=$profile RINGSIDE_KERNELS=$kernels RINGSIDE_ADAPTER=lavapipe \
+    run_vitest "$results/vitest-limits-$profile.json" "${rerun[@]}" \
+    -t 'browser limit profiles|exact policy|exact passes|gate_up_sums' || rc=1
+  reports+=("$results/vitest-limits-$profile.json")
+done
 
 node scripts/test-summary.mjs "$typecheck_failed" "$lint_failed" "${reports[@]}"
 mv -f "${reports[@]}" test-results/ 2>/dev/null

@@ -147,11 +147,13 @@ fn score_of(j: u32, jh: u32, kvh: u32, i: u32, loc: vec2<u32>) -> vec2<f32> {
   let qb = jh * d4;
   let kb = (loc.y * P.kv_heads + kvh) * d4;
   var acc = vec2<f32>(0.0);
-  // Over c in order; the staging/cache choice is made once per key, not per component.
-  if (loc.x == 1u) {
-    for (var c = 0u; c < d4; c++) { acc = ksum_add4(acc, q[qb + c] * k_stage[kb + c]); }
-  } else {
-    for (var c = 0u; c < d4; c++) { acc = ksum_add4(acc, q[qb + c] * k_cache[kb + c]); }
+  // Over c in order, ONE loop whichever buffer holds the key: a row of a verify block reads its block's keys from
+  // the staging rows where the chain step it stands for read them from the cache, and two loops (one per buffer)
+  // are two copies of the arithmetic that a relaxed-math compiler may optimize apart (docs/NUMERICS.md).
+  for (var c = 0u; c < d4; c++) {
+    var kc: vec4<f32>;
+    if (loc.x == 1u) { kc = k_stage[kb + c]; } else { kc = k_cache[kb + c]; }
+    acc = ksum_add4(acc, q[qb + c] * kc);
   }
   // Keep the compensation term: scores are large (scale 1.0) and exp() amplifies their rounding.
   let t = ksum_value(acc);
@@ -184,11 +186,11 @@ fn score_fused(j: u32, jh: u32, kvh: u32, i: u32, loc: vec2<u32>) -> vec2<f32> {
     }
     for (var u = 0u; u < KB; u++) { acc = ksum_add4(acc, qv[u] * kv[u]); }
   }
-  // The rest (d4 not a multiple of KB), as score_of.
-  if (loc.x == 1u) {
-    for (; c < d4; c++) { acc = ksum_add4(acc, q[qb + c] * k_stage[kb + c]); }
-  } else {
-    for (; c < d4; c++) { acc = ksum_add4(acc, q[qb + c] * k_cache[kb + c]); }
+  // The rest (d4 not a multiple of KB), as score_of: one loop for both buffers.
+  for (; c < d4; c++) {
+    var kc: vec4<f32>;
+    if (loc.x == 1u) { kc = k_stage[kb + c]; } else { kc = k_cache[kb + c]; }
+    acc = ksum_add4(acc, q[qb + c] * kc);
   }
   let t = ksum_value(acc);
   return vec2<f32>(t, (acc.x - t) + acc.y);
@@ -499,27 +501,26 @@ fn seg_fused(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
     var e0: array<f32, PB>;
     var e1: array<f32, PB>;
     // Batched: a batch whose keys all come from the cache (all but at most M keys of a row) loads
-    // from v_cache without a branch per key; one holding a staging row goes key by key. The test reads
+    // from v_cache without a branch per key; one holding a staging row loads key by key (v_at). The test reads
     // workgroup memory, the same for the whole workgroup, so it does not diverge.
     for (; !big && k + PB <= len; k += PB) {
       var stage = 0u;
       for (var u = 0u; u < PB; u++) { stage |= wg_loc[k + u]; }
+      // Only the loads differ between the two kinds of batch; both then run the one arithmetic loop below. A
+      // verify row's batch holds its block's staging rows where the chain step it stands for reads the cache, so
+      // a copy of the arithmetic per kind of batch would be two copies a relaxed-math compiler may compile apart.
       if ((stage >> 31u) != 0u) {
-        for (var kk = k; kk < k + PB; kk++) {
-          let v = v_at(seg_loc(false, j, r.x + kk, kk), kvh, c4);
-          acc0 += wg_s[kk] * v;
-          if (HP == 2u) { acc1 += wg_s[SEG_CAP + kk] * v; }
-          if (first) {
-            l0 += wg_s[kk];
-            if (HP == 2u) { l1 += wg_s[SEG_CAP + kk]; }
-          }
+        for (var u = 0u; u < PB; u++) {
+          vv[u] = v_at(seg_loc(false, j, r.x + k + u, k + u), kvh, c4);
+          e0[u] = wg_s[k + u];
+          if (HP == 2u) { e1[u] = wg_s[SEG_CAP + k + u]; }
         }
-        continue;
-      }
-      for (var u = 0u; u < PB; u++) {
-        vv[u] = v_cache[(wg_loc[k + u] * P.kv_heads + kvh) * d4 + c4];
-        e0[u] = wg_s[k + u];
-        if (HP == 2u) { e1[u] = wg_s[SEG_CAP + k + u]; }
+      } else {
+        for (var u = 0u; u < PB; u++) {
+          vv[u] = v_cache[(wg_loc[k + u] * P.kv_heads + kvh) * d4 + c4];
+          e0[u] = wg_s[k + u];
+          if (HP == 2u) { e1[u] = wg_s[SEG_CAP + k + u]; }
+        }
       }
       for (var u = 0u; u < PB; u++) { acc0 += e0[u] * vv[u]; }
       if (HP == 2u) {

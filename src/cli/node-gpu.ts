@@ -5,6 +5,7 @@
 import { create, globals } from 'webgpu';
 import { createGpuContext, type DeviceOptions, type GpuContext } from '../gpu/device.ts';
 import { GpuError, isGpuError } from '../gpu/errors.ts';
+import { parseLimitProfile } from '../gpu/limit-profiles.ts';
 import { findVulkanDrivers, noVulkanDriverMessage, type VulkanDrivers } from './vulkan-drivers.ts';
 import { cachedLavapipe, softwareAdapterLine, useLavapipe } from './software-adapter.ts';
 import os from 'node:os';
@@ -37,8 +38,11 @@ export function nodeGpu(): GPU {
  * the repository is taken (software-adapter.ts) and one line on stderr says so. Without it either, Dawn is not asked
  * (unless verbose), so that its loader errors do not precede the message. Dawn prints its messages to stderr itself;
  * src/cli/launch.mjs holds back its routine ones unless --verbose.
+ * RINGSIDE_LIMITS=safari|safari-subgroups|chrome-mac caps the device to that browser's limits and features
+ * (src/gpu/limit-profiles.ts) where `opts` names no profile.
  */
 export async function nodeGpuContext(opts: DeviceOptions = {}): Promise<GpuContext> {
+  const limits = opts.limits ?? parseLimitProfile(process.env.RINGSIDE_LIMITS, 'RINGSIDE_LIMITS');
   const drivers = process.platform === 'linux' ? findVulkanDrivers() : undefined;
   // a driver the user chose with VK_ICD_FILENAMES or VK_DRIVER_FILES is never replaced
   const lavapipe = drivers && !drivers.variable ? cachedLavapipe() : undefined;
@@ -52,7 +56,7 @@ export async function nodeGpuContext(opts: DeviceOptions = {}): Promise<GpuConte
   const platform = `node ${process.version} ${os.platform()} ${os.arch()} (Dawn, npm webgpu)`;
   let ctx: GpuContext;
   try {
-    ctx = await createGpuContext(nodeGpu(), { platform, ...opts });
+    ctx = await createGpuContext(nodeGpu(), { platform, ...opts, limits });
   } catch (e) {
     if (!isGpuError(e) || e.kind !== 'no-adapter') throw e;
     if (!drivers || software || !lavapipe) throw new GpuError('no-adapter', noAdapterMessage(e.detail, drivers), '');

@@ -1,9 +1,13 @@
 import { GpuError } from './errors.ts';
+import { prepareWgslFuzz } from './wgsl-fuzz/config.ts';
+import { cappedLimits, capDeviceLimits, limitProfile, type LimitProfileName } from './limit-profiles.ts';
 
 /**
  * Adapter + device acquisition. Asks for the adapter's *real* limits (the WebGPU defaults of
  * 256 MiB buffers / 128 MiB bindings are far too small for a 262144-row embedding) and for the
- * optional features Ringside can use, and records everything a report needs for provenance.
+ * optional features Ringside can use, and records everything a report needs for provenance. Under a browser limit
+ * profile (src/gpu/limit-profiles.ts) it asks for no more than that browser grants, and the device reports the
+ * profile's limits to the engine.
  */
 
 /** Limits Ringside raises to the adapter's maximum. */
@@ -39,6 +43,8 @@ export interface AdapterReport {
   platform: string;
   /** The backend ("metal", "vulkan", "d3d12"), where the browser reports it (Chrome's WebGPU developer features). */
   backend?: string;
+  /** The browser limit profile the device was capped to (limits and features); absent: the adapter's own. */
+  limitProfile?: LimitProfileName;
 }
 
 export interface GpuContext {
@@ -83,9 +89,13 @@ export interface DeviceOptions {
   /** Leave optional features off (tests of fallback paths). */
   disableFeatures?: OptionalFeature[];
   platform?: string;
+  /** Cap the device to a browser's limits and features (RINGSIDE_LIMITS, the page's ?limits=). */
+  limits?: LimitProfileName;
 }
 
 export async function createGpuContext(gpu: GPU | undefined, opts: DeviceOptions = {}): Promise<GpuContext> {
+  // The compiler fuzzer's parser, where RINGSIDE_WGSL_FUZZ turns it on: pipelines are created synchronously.
+  await prepareWgslFuzz();
   if (!gpu || typeof gpu.requestAdapter !== 'function') {
     throw new GpuError('no-webgpu', 'WebGPU is not available in this environment (navigator.gpu is missing).');
   }
@@ -97,13 +107,18 @@ export async function createGpuContext(gpu: GPU | undefined, opts: DeviceOptions
   }
   if (!adapter) throw new GpuError('no-adapter', 'No WebGPU adapter was found (requestAdapter() returned null).');
 
+  const adapterLimits = limitsToRecord(adapter.limits);
+  const profile = opts.limits !== undefined ? limitProfile(opts.limits) : undefined;
+  const caps = profile?.caps(adapterLimits) ?? {};
   const requiredLimits: Record<string, number> = {};
   for (const name of RAISED_LIMITS) {
-    const v = (adapter.limits as unknown as Record<string, number>)[name];
-    if (typeof v === 'number') requiredLimits[name] = v;
+    const v = adapterLimits[name];
+    if (typeof v === 'number') requiredLimits[name] = name in caps ? Math.min(v, caps[name]) : v;
   }
   const disabled = new Set(opts.disableFeatures ?? []);
-  const requiredFeatures = OPTIONAL_FEATURES.filter((f) => adapter.features.has(f) && !disabled.has(f));
+  const requiredFeatures = OPTIONAL_FEATURES.filter(
+    (f) => adapter.features.has(f) && !disabled.has(f) && (!profile || profile.features.includes(f)),
+  );
 
   let device: GPUDevice;
   try {
@@ -111,10 +126,11 @@ export async function createGpuContext(gpu: GPU | undefined, opts: DeviceOptions
   } catch (e) {
     throw new GpuError(
       'device-failed',
-      `requestDevice() failed with features [${requiredFeatures.join(', ')}]: ${(e as Error).message}.`,
+      `requestDevice() failed with features [${requiredFeatures.join(', ')}]${profile ? ` under the ${profile.name} limit profile` : ''}: ${(e as Error).message}.`,
     );
   }
 
+  if (profile) capDeviceLimits(device, cappedLimits(profile, adapterLimits, limitsToRecord(device.limits)));
   const info = adapterInfoFields(adapter);
   const report: AdapterReport = {
     vendor: info.vendor,
@@ -129,6 +145,7 @@ export async function createGpuContext(gpu: GPU | undefined, opts: DeviceOptions
     isFallbackAdapter: info.isFallbackAdapter,
     ...(info.backend ? { backend: info.backend } : {}),
     platform: opts.platform ?? (typeof navigator !== 'undefined' ? navigator.userAgent : 'unknown'),
+    ...(profile ? { limitProfile: profile.name } : {}),
   };
   let destroyed = false;
   const lost = device.lost.then(

@@ -1,8 +1,10 @@
 import { shaderSource } from './shaders.ts';
 import { GpuError } from './errors.ts';
 import { detectKernelClass, type KernelClass } from './kernel-class.ts';
+import { faultedSource, faultShaders, type KernelFault } from './kernel-fault.ts';
 import type { ParamArena } from './recorder.ts';
 import { pipelineCreation } from './pipeline-creation.ts';
+import { fuzzedPipelineSource, wgslFuzzSpec } from './wgsl-fuzz/config.ts';
 
 /**
  * Compute pipelines, compiled once per (shader, entry point, override constants) and cached per
@@ -31,21 +33,53 @@ export class KernelCache {
   /** Software adapter or hardware GPU (src/gpu/kernel-class.ts): picks the matvec family. */
   readonly kernelClass: KernelClass;
 
-  constructor(readonly device: GPUDevice) {
+  /** A fault injected into this cache's kernels (src/gpu/kernel-fault.ts; the exactness self-test's proof only). */
+  readonly fault: KernelFault | undefined;
+  private readonly pool: PipelinePool | undefined;
+
+  constructor(
+    readonly device: GPUDevice,
+    opts: KernelCacheOptions = {},
+  ) {
     const info = (
       device as GPUDevice & { adapterInfo?: GPUAdapterInfo & { subgroupMinSize?: number; isFallbackAdapter?: boolean } }
     ).adapterInfo;
     this.subgroupsOf8 = device.features.has('subgroups') && (info?.subgroupMinSize ?? 0) >= 8;
-    this.kernelClass = detectKernelClass(info, device.limits);
+    this.kernelClass = opts.kernelClass ?? detectKernelClass(info, device.limits);
+    this.fault = opts.fault;
+    this.pool = opts.pool;
+  }
+
+  /** The shader's module's name in a pool: the file, and the fault where it rewrites that file. */
+  private moduleKey(shader: string): string {
+    return this.fault && faultShaders(this.fault).includes(shader) ? `${shader} (fault ${this.fault})` : shader;
   }
 
   module(shader: string): GPUShaderModule {
     let m = this.modules.get(shader);
     if (!m) {
-      m = this.device.createShaderModule({ label: shader, code: shaderSource(shader) });
+      const key = this.moduleKey(shader);
+      m = this.pool?.modules.get(key);
+      if (!m) {
+        const source = shaderSource(shader);
+        const code = this.fault ? faultedSource(this.fault, shader, source) : source;
+        m = this.device.createShaderModule({ label: key, code });
+        this.pool?.modules.set(key, m);
+      }
       this.modules.set(shader, m);
     }
     return m;
+  }
+
+  /**
+   * The module a pipeline is made from: the shader's (one per shader), or under the compiler fuzzer
+   * (src/gpu/wgsl-fuzz/config.ts) one of its own, rewritten for this entry point and these constants.
+   */
+  private pipelineModule(shader: string, entryPoint: string, constants: Record<string, number>): GPUShaderModule {
+    if (!wgslFuzzSpec()) return this.module(shader);
+    const source = this.fault ? faultedSource(this.fault, shader, shaderSource(shader)) : shaderSource(shader);
+    const code = fuzzedPipelineSource(shader, source, entryPoint, constants);
+    return this.device.createShaderModule({ label: `${shader}#${entryPoint} (fuzzed)`, code });
   }
 
   pipeline(shader: string, constants: Record<string, number> = {}, entryPoint = 'main'): GPUComputePipeline {
@@ -56,18 +90,24 @@ export class KernelCache {
     let variants = byEntry.get(entryPoint);
     if (!variants) byEntry.set(entryPoint, (variants = []));
     for (const v of variants) if (sameConstants(v.constants, constants)) return v.pipeline;
-    const t0 = performance.now();
-    const pipeline = this.device.createComputePipeline({
-      label: `${shader}#${entryPoint}#${Object.entries(constants)
-        .map(([k, n]) => `${k}=${n}`)
-        .join(',')}`,
-      layout: 'auto',
-      compute: { module: this.module(shader), entryPoint, constants },
-    });
+    // The label names what the pipeline is (the profiler shows it); it is the pool's key too.
+    const label = `${this.moduleKey(shader)}#${entryPoint}#${Object.entries(constants)
+      .map(([k, n]) => `${k}=${n}`)
+      .join(',')}`;
+    let pipeline = this.pool?.pipelines.get(label);
+    if (!pipeline) {
+      const t0 = performance.now();
+      pipeline = this.device.createComputePipeline({
+        label,
+        layout: 'auto',
+        compute: { module: this.pipelineModule(shader, entryPoint, constants), entryPoint, constants },
+      });
+      this.count++;
+      pipelineCreation.created++;
+      pipelineCreation.ms += performance.now() - t0;
+      this.pool?.pipelines.set(label, pipeline);
+    }
     variants.push({ constants: { ...constants }, pipeline });
-    this.count++;
-    pipelineCreation.created++;
-    pipelineCreation.ms += performance.now() - t0;
     return pipeline;
   }
 
@@ -97,6 +137,28 @@ export class KernelCache {
     this.scratchBuffers.set(name, buf);
     return buf;
   }
+}
+
+/**
+ * What a cache may be told instead of reading it from the device: the kernel class (the exactness self-test runs
+ * both classes on one device), and a fault to inject (kernel-fault.ts). Engines leave both unset.
+ */
+export interface KernelCacheOptions {
+  kernelClass?: KernelClass;
+  fault?: KernelFault;
+  /** Modules and pipelines shared with other caches of the same device that are given the same pool. */
+  pool?: PipelinePool;
+}
+
+/**
+ * Shader modules and pipelines several KernelCaches of one device share, by name (the file, the fault where it
+ * rewrites that file, the entry point and the override constants). The exactness self-test's models share one, so
+ * that a run with a fault compiles only the kernels the fault rewrites (llvmpipe takes minutes for the GPU class's
+ * pipelines). Engines keep their own: what a decode reports of its pipeline compiles stays its own.
+ */
+export interface PipelinePool {
+  modules: Map<string, GPUShaderModule>;
+  pipelines: Map<string, GPUComputePipeline>;
 }
 
 /** Whether two sets of override constants name the same values (the same keys, whatever their order). */

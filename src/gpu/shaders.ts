@@ -84,3 +84,8 @@ export function expandIncludes(text: string, seen = new Set<string>()): string {
     seen.has(inc) ? '' : shaderSource(inc, seen),
   );
 }
+
+/** Every WGSL file of this build by name (the exactness self-test's cache key hashes them). */
+export function shaderFiles(): Readonly<Record<string, string>> {
+  return FILES;
+}

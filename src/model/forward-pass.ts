@@ -40,6 +40,13 @@ export interface ForwardEngine {
   stats: TargetStats;
 }
 
+/**
+ * The prefix of the op-level capture names (`op:xn.3`): each kernel's output between the stages (the input norm,
+ * the raw q / k / v projections, attention before o_proj, the pre-feedforward norm, gate_up). Only named captures
+ * take them (ForwardPass.want).
+ */
+export const OP_CAPTURE = 'op:';
+
 /** Layers recorded per submit within one forward (see endLayer()). */
 const SUBMIT_LAYERS = 6;
 
@@ -96,15 +103,25 @@ export class ForwardPass {
     this.ws = e.work.buf;
   }
 
+  /**
+   * Whether the capture `name` is wanted. The op-level captures (OP_CAPTURE prefix: the output of each kernel
+   * between the stages, which the exactness self-test reads to name a kernel) only when named: 'all' means the
+   * stages localization reads.
+   */
   want(name: string): boolean {
+    if (name.startsWith(OP_CAPTURE)) return this.o.captures instanceof Set && this.o.captures.has(name);
     return this.o.captures === 'all' || (this.o.captures?.has(name) ?? false);
   }
 
-  /** Copies `floats` values of `src` out when the capture `name` is wanted; never changes the arithmetic. */
-  capture(name: string, src: GPUBuffer, floats: number): void {
+  /**
+   * Copies `floats` values of `src` (a buffer, or a range of one) out when the capture `name` is wanted; never
+   * changes the arithmetic.
+   */
+  capture(name: string, src: GPUBuffer | Binding, floats: number): void {
     if (!this.want(name)) return;
     const buf = storageBuffer(this.e.device, floats * 4, `cap.${name}`); // destroyed after readback
-    this.rec.copy(src, 0, buf, 0, floats * 4);
+    if ('buffer' in src) this.rec.copy(src.buffer, src.offset ?? 0, buf, 0, floats * 4);
+    else this.rec.copy(src, 0, buf, 0, floats * 4);
     this.captures.set(name, { buf, floats });
   }
 
@@ -159,6 +176,7 @@ export class ForwardPass {
     const { M, ws } = this;
     const kvw = l.numKvHeads * l.headDim;
     const xs = this.attentionInput(i);
+    this.capture(`${OP_CAPTURE}xn.${i}`, ws.xn, M * this.e.desc.hidden);
     // A sliding layer's step or block rows go straight to its staging rows (KvCache: attention reads
     // them there, commit() moves the accepted ones into the ring); a buffer copy would end the pass.
     const staged = l.type === 'sliding' && this.kind !== 'prefill';
@@ -169,6 +187,7 @@ export class ForwardPass {
     this.capture(`v.${i}`, vOut, M * kvw);
     if (l.type === 'full') this.writeFullRows(i, kv);
     const oSums = this.attend(i, kv, ws.k, ws.v);
+    this.capture(`${OP_CAPTURE}attention.${i}`, ws.attn, M * l.numHeads * l.headDim);
     if (l.type === 'sliding' && this.kind === 'prefill')
       this.e.cache.commitPrefillRows(this.rec, i, ws.k, ws.v, this.p, M);
     return this.attentionOut(i, oSums);
@@ -197,9 +216,11 @@ export class ForwardPass {
       const views = op.stackedQkvMatmul(this.rec, w.qkv, ws.xn, ws.qkvraw, this.rows, xs);
       [qSrc, kSrc] = views;
       vSrc = views[2] ?? kSrc; // k_eq_v: V = v_norm(raw K projection)
+      this.captureProjections(i, qSrc, kSrc, vSrc);
     } else {
       this.qMatmul(i, xs);
       vSrc = this.kvMatmuls(i, xs);
+      this.captureProjections(i, qSrc, kSrc, vSrc);
     }
     const kvRows = this.M * l.numKvHeads;
     op.qkvNorm(this.rec, this.e.work.dummy, {
@@ -211,6 +232,14 @@ export class ForwardPass {
       v: { x: vSrc, out: vOut, rows: kvRows },
       rope: { table: this.e.work.ropes.get(l.rope, l.headDim), pos0: this.p },
     });
+  }
+
+  /** The op-level captures of layer i's raw q, k and v projections (before their norms). */
+  private captureProjections(i: number, q: GPUBuffer | Binding, k: GPUBuffer | Binding, v: GPUBuffer | Binding): void {
+    const l = this.e.desc.layers[i];
+    this.capture(`${OP_CAPTURE}qproj.${i}`, q, this.M * l.numHeads * l.headDim);
+    this.capture(`${OP_CAPTURE}kproj.${i}`, k, this.M * l.numKvHeads * l.headDim);
+    this.capture(`${OP_CAPTURE}vproj.${i}`, v, this.M * l.numKvHeads * l.headDim);
   }
 
   /** Layer i's q: q_proj (into ws.attn, free until attention), q_norm and RoPE into ws.q. */
@@ -350,7 +379,9 @@ export class ForwardPass {
   mlp(i: number, xs: op.GroupSums | undefined): void {
     const w = this.e.weights.layers[i];
     const { ws, rows } = this;
+    this.capture(`${OP_CAPTURE}ffn_in.${i}`, ws.xn, this.M * this.e.desc.hidden);
     const downSums = op.gateUp(this.rec, w.gate, w.up, ws.xn, ws.g, ws.u, rows, xs, w.down);
+    this.capture(`${OP_CAPTURE}gate_up.${i}`, ws.g, this.M * w.down.desc.inFeatures);
     op.matmul(this.rec, w.down, ws.g, ws.a, rows, undefined, undefined, undefined, downSums);
     this.capture(`mlp.${i}`, ws.a, this.M * this.e.desc.hidden);
   }

@@ -17,7 +17,9 @@ import {
   type TargetDescription,
   type TensorRef,
 } from '../format/model-description.ts';
+import type { GpuContext } from '../gpu/device.ts';
 import { GpuError } from '../gpu/errors.ts';
+import { limitProfile, type LimitProfileName } from '../gpu/limit-profiles.ts';
 import { bindingLimit, rowsPerBinding, widestRowBytes, type BindingLimits } from '../gpu/upload.ts';
 import { kMajorFits, type AffineLayout } from '../gpu/weight-layout.ts';
 import { modelTensors } from './model-tensors.ts';
@@ -36,6 +38,19 @@ export interface MemoryOptions {
    * k-major one holds a tensor part in both layouts while it rewrites it (MemoryPlan.rewrite).
    */
   layout?: AffineLayout;
+}
+
+/**
+ * The per-buffer limits a plan is made under, and the browser limit profile they come from (src/gpu/limit-profiles.ts)
+ * where the device was capped to one: a refusal then names the browser whose limit it is.
+ */
+export type PlanLimits = BindingLimits & { profile?: LimitProfileName };
+
+/** The limits of the device `ctx` holds, as a plan takes them (with its limit profile, if any). */
+export function planLimitsOf(ctx: GpuContext): PlanLimits {
+  const { maxBufferSize, maxStorageBufferBindingSize } = ctx.device.limits;
+  const profile = ctx.report?.limitProfile;
+  return { maxBufferSize, maxStorageBufferBindingSize, ...(profile ? { profile } : {}) };
 }
 
 export interface OversizeBuffer {
@@ -64,7 +79,7 @@ export interface MemoryPlan {
   largest: { what: string; bytes: number };
   /** Buffers (or single rows of a weight) larger than one buffer may be on this adapter. */
   oversize: OversizeBuffer[];
-  limits: BindingLimits;
+  limits: PlanLimits;
   options: MemoryOptions;
 }
 
@@ -77,7 +92,7 @@ export class Planner {
   private readonly limit: number;
   private readonly limitName: OversizeBuffer['limitName'];
 
-  constructor(limits: BindingLimits, options: MemoryOptions) {
+  constructor(limits: PlanLimits, options: MemoryOptions) {
     this.limit = bindingLimit(limits);
     this.limitName =
       limits.maxStorageBufferBindingSize <= limits.maxBufferSize ? 'maxStorageBufferBindingSize' : 'maxBufferSize';
@@ -248,7 +263,7 @@ function assistantWorkspace(p: Planner, d: AssistantDescription, o: MemoryOption
 export function planMemory(
   desc: ModelDescription,
   options: MemoryOptions,
-  limits: BindingLimits,
+  limits: PlanLimits,
   assistant?: AssistantDescription,
 ): MemoryPlan {
   for (const k of ['maxContext', 'maxBlock', 'prefillChunk'] as const) {
@@ -269,6 +284,34 @@ export function planMemory(
   return p.plan;
 }
 
+/**
+ * The longest context (maxContext) in [1, most] at which `planAt` gives a plan with every buffer within the limits,
+ * or 0 where none does: caches, RoPE tables and attention scratch only grow with the context, so a bisection finds
+ * it. The plan of the next context up names the buffer that stops it (its oversize list).
+ */
+export function longestContext(planAt: (maxContext: number) => MemoryPlan, most = 1 << 22): number {
+  if (planAt(1).oversize.length > 0) return 0;
+  let lo = 1;
+  let hi = most;
+  if (planAt(hi).oversize.length === 0) return hi;
+  while (hi - lo > 1) {
+    const mid = lo + Math.floor((hi - lo) / 2);
+    if (planAt(mid).oversize.length === 0) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** Whose limits a plan's are, in a message: "this adapter's", or the browser's whose profile capped the device. */
+function limitsOwner(limits: PlanLimits): string {
+  return limits.profile ? `${limitProfile(limits.profile).browser}'s` : "this adapter's";
+}
+
+/** " (limit profile safari)" after a limit of a capped device, to say where the number comes from. */
+function profileNote(limits: PlanLimits): string {
+  return limits.profile ? ` (limit profile ${limits.profile})` : '';
+}
+
 /** "18.41 GB" / "512.0 MB" (decimal units, as disk sizes are shown). */
 export function fmtBytes(n: number): string {
   return n >= 1e8 ? `${(n / 1e9).toFixed(2)} GB` : `${(n / 1e6).toFixed(1)} MB`;
@@ -286,7 +329,8 @@ function needs(p: MemoryPlan): string {
  */
 export function checkMemory(plan: MemoryPlan, availableBytes?: number): MemoryPlan {
   const who = plan.models.join(' + ');
-  const adapter = `this adapter allows buffers of at most ${fmtBytes(plan.limits.maxBufferSize)} (maxBufferSize) and bindings of at most ${fmtBytes(plan.limits.maxStorageBufferBindingSize)} (maxStorageBufferBindingSize)`;
+  const owner = plan.limits.profile ? limitProfile(plan.limits.profile).browser : 'this adapter';
+  const adapter = `${owner} allows buffers of at most ${fmtBytes(plan.limits.maxBufferSize)} (maxBufferSize) and bindings of at most ${fmtBytes(plan.limits.maxStorageBufferBindingSize)} (maxStorageBufferBindingSize)${profileNote(plan.limits)}`;
   if (plan.oversize.length > 0) {
     const o = plan.oversize[0];
     const more =
@@ -305,7 +349,7 @@ export function checkMemory(plan: MemoryPlan, availableBytes?: number): MemoryPl
       .join(' ');
     throw new GpuError(
       'out-of-memory',
-      `${who}: ${o.what} needs ${o.bytes} bytes in one buffer, over this adapter's ${o.limitName} of ${o.limit} bytes${more}; ` +
+      `${who}: ${o.what} needs ${o.bytes} bytes in one buffer, over ${limitsOwner(plan.limits)} ${o.limitName} of ${o.limit} bytes${profileNote(plan.limits)}${more}; ` +
         `the model needs ${needs(plan)} in all.`,
       remedy,
     );

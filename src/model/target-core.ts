@@ -66,7 +66,7 @@ export abstract class TargetCore<O extends TargetOptions = TargetOptions> {
   ) {
     this.device = ctx.device;
     const d = (this.desc = weights.desc);
-    this.kernels = new KernelCache(this.device);
+    this.kernels = opts.kernels instanceof KernelCache ? opts.kernels : new KernelCache(this.device, opts.kernels);
     this.round = opts.precision === 'bf16';
     // KvCache reads only the window and the cache owners' geometry.
     const cacheDesc =

@@ -1,5 +1,6 @@
 import { familyFeatures, type TargetDescription } from '../format/model-description.ts';
 import type { GpuContext } from '../gpu/device.ts';
+import type { KernelCache, KernelCacheOptions } from '../gpu/kernels.ts';
 import type { ForwardPass } from './forward-pass.ts';
 import type { GpuWeights } from './gpu-weights.ts';
 import type * as op from './ops.ts';
@@ -22,6 +23,12 @@ export interface TargetOptions {
   /** Prefill chunk size (rows per forward during prefill). */
   prefillChunk: number;
   precision: Precision;
+  /**
+   * This engine's kernels: a cache to share (its class and fault included), or the options of its own
+   * (KernelCacheOptions); unset, a cache of the device's class without a fault. Only the exactness self-test sets
+   * it (src/parity/exactness-selftest.ts).
+   */
+  kernels?: KernelCache | KernelCacheOptions;
 }
 
 /** Capture names: q.i k.i v.i (after norm + RoPE), attn.i (after o_proj), mlp.i (before post-FF norm), layer.i, final_norm, logits. */

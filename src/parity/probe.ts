@@ -13,6 +13,7 @@ import {
   type Stage,
   type CheckpointInfo,
   type DrawResult,
+  type ExactnessSelfTestSummary,
   type ProbeReport,
   type RingView,
   type RowDiff,
@@ -52,6 +53,8 @@ export interface ProbeEnv {
   platform: string;
   onProgress?: ProgressFn;
   cancel?: CancelToken;
+  /** The exactness self-test run on this adapter before the probe, for the provenance. */
+  exactnessSelfTest?: ExactnessSelfTestSummary;
 }
 
 /**
@@ -205,6 +208,7 @@ export async function runProbe(env: ProbeEnv, opts: ProbeOptions): Promise<Probe
       draftPosition: opts.draftPosition,
       target: env.target,
       assistant: env.assistant,
+      ...(env.exactnessSelfTest ? { exactnessSelfTest: env.exactnessSelfTest } : {}),
     }),
     draws,
     timings: { totalMs: performance.now() - t0 },

@@ -1,5 +1,6 @@
 import type { AdapterReport } from '../gpu/device.ts';
 import { compilerHere } from './compiler-provenance.ts';
+import { wgslFuzzRecord } from '../gpu/wgsl-fuzz/config.ts';
 import type { Provenance } from './report.ts';
 import { APP_VERSION } from './version.ts';
 
@@ -9,6 +10,7 @@ export function provenance(
   platform: string,
   settings: Omit<Provenance, 'app' | 'createdAt' | 'adapter' | 'platform'>,
 ): Provenance {
+  const wgslFuzz = wgslFuzzRecord();
   return {
     app: { name: 'ringside', version: APP_VERSION },
     createdAt: new Date().toISOString(),
@@ -16,5 +18,7 @@ export function provenance(
     platform,
     compiler: compilerHere(adapter.backend),
     ...settings,
+    // made under the compiler fuzzer (RINGSIDE_WGSL_FUZZ): its mode, seed and the sites it rewrote
+    ...(wgslFuzz ? { wgslFuzz } : {}),
   };
 }

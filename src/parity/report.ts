@@ -3,10 +3,12 @@
  * same from a file, a share link or a live run, without the model. Everything in it is plain JSON
  * data; the page renders strings only as text (never HTML).
  */
+import type { WgslFuzzRecord } from '../gpu/wgsl-fuzz/config.ts';
 import type { AdapterReport } from '../gpu/device.ts';
 import { COMPILER_FIELDS, type CompilerProvenance } from './compiler-provenance.ts';
 import { probeProblems, traceProblems } from './report-consistency.ts';
 import { type TraceJudgement, validateJudgement } from './trace-judgement.ts';
+import { LIMIT_PROFILES } from '../gpu/limit-profiles.ts';
 
 export const REPORT_SCHEMA = 'ringside-report/1';
 
@@ -93,6 +95,33 @@ export interface Provenance {
   draftPosition?: 'hf' | 'mlxcel';
   target: CheckpointInfo;
   assistant?: CheckpointInfo;
+  /** The exactness self-test run on this adapter before the run (absent in reports made before it existed). */
+  exactnessSelfTest?: ExactnessSelfTestSummary;
+  /** Present when the kernels were compiled under the compiler fuzzer (src/gpu/wgsl-fuzz/config.ts). */
+  wgslFuzz?: WgslFuzzRecord;
+}
+
+/**
+ * What a report records of the exactness self-test (src/parity/exactness-selftest.ts): whether this adapter's
+ * shader compiler kept a built-in model's verify blocks equal to its chain, byte for byte. When it did not, the
+ * `exact` verdicts of the run are not a reference, and `warning` says so.
+ */
+export interface ExactnessSelfTestSummary {
+  ok: boolean;
+  /** Checks run, and how many of them differed. */
+  checks: number;
+  failed: number;
+  /** Whether the result came from an earlier run on the same adapter and shader build (then `ms` is that run's). */
+  cached: boolean;
+  ms: number;
+  kernelClasses: string[];
+  /** The first 16 hex digits of the SHA-256 of the build's WGSL sources. */
+  shaderBuild: string;
+  /** The first kernel whose block rows differed, in words (a failed test). */
+  kernel?: string;
+  /** A fault injected into the kernels for a test of the self-test itself. */
+  fault?: string;
+  warning?: string;
 }
 
 /** Differences between the two arms' values for one row (position). */
@@ -281,6 +310,12 @@ export function validateReport(x: unknown): string[] {
     need(typeof p.block === 'number', 'provenance.block must be a number');
     need(Array.isArray(p.drawLengths), 'provenance.drawLengths must be an array');
     need(obj(p.adapter), 'provenance.adapter missing');
+    // the browser limit profile the device was capped to (src/gpu/limit-profiles.ts), where there was one
+    const profile = obj(p.adapter) ? p.adapter.limitProfile : undefined;
+    need(
+      profile === undefined || (LIMIT_PROFILES as readonly unknown[]).includes(profile),
+      `provenance.adapter.limitProfile must be one of ${LIMIT_PROFILES.join(', ')} (found ${JSON.stringify(profile)})`,
+    );
     need(
       obj(p.target) && typeof (p.target as Record<string, unknown>).digest === 'string',
       'provenance.target.digest missing',
@@ -291,6 +326,7 @@ export function validateReport(x: unknown): string[] {
       if (!obj(c)) errs.push('provenance.compiler must be an object');
       else for (const k of COMPILER_FIELDS) need(typeof c[k] === 'string', `provenance.compiler.${k} must be a string`);
     }
+    if (p.exactnessSelfTest !== undefined) errs.push(...exactnessSelfTestProblems(p.exactnessSelfTest));
   }
   if (x.kind === 'trace') {
     errs.push(...traceProblems(x));
@@ -302,6 +338,34 @@ export function validateReport(x: unknown): string[] {
   return errs.length > MAX_PROBLEMS
     ? [...errs.slice(0, MAX_PROBLEMS - 1), `and ${errs.length - MAX_PROBLEMS + 1} more problems`]
     : errs;
+}
+
+/**
+ * Problems of a report's provenance.exactnessSelfTest (optional: reports made before the self-test have none). A
+ * failed self-test must carry its warning, which the page shows where the verdict is.
+ */
+export function exactnessSelfTestProblems(x: unknown): string[] {
+  const at = 'provenance.exactnessSelfTest';
+  if (typeof x !== 'object' || x === null || Array.isArray(x)) return [`${at} must be an object`];
+  const t = x as Record<string, unknown>;
+  const errs: string[] = [];
+  if (typeof t.ok !== 'boolean') errs.push(`${at}.ok must be true or false`);
+  if (typeof t.cached !== 'boolean') errs.push(`${at}.cached must be true or false`);
+  for (const k of ['checks', 'failed', 'ms'] as const)
+    if (typeof t[k] !== 'number' || !Number.isFinite(t[k]) || (t[k] as number) < 0)
+      errs.push(`${at}.${k} must be a number of at least 0`);
+  if (!Array.isArray(t.kernelClasses) || t.kernelClasses.some((c) => typeof c !== 'string'))
+    errs.push(`${at}.kernelClasses must be a list of kernel class names`);
+  if (typeof t.shaderBuild !== 'string') errs.push(`${at}.shaderBuild must be a string`);
+  for (const k of ['kernel', 'fault', 'warning'] as const)
+    if (t[k] !== undefined && typeof t[k] !== 'string') errs.push(`${at}.${k} must be a string`);
+  if (typeof t.failed === 'number' && typeof t.checks === 'number' && t.failed > t.checks)
+    errs.push(`${at}.failed (${t.failed}) exceeds its checks (${t.checks})`);
+  if (typeof t.ok === 'boolean' && typeof t.failed === 'number' && t.ok !== (t.failed === 0))
+    errs.push(`${at}.ok (${t.ok}) contradicts its ${t.failed} failed checks`);
+  if (t.ok === false && typeof t.warning !== 'string')
+    errs.push(`${at}.warning missing: a failed self-test carries it`);
+  return errs;
 }
 
 // ---- the teacher-forced trace's report (src/parity/trace.ts produces it) --------------------------

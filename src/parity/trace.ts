@@ -8,6 +8,7 @@ import { compareRows } from './compare.ts';
 import {
   REPORT_SCHEMA,
   type CheckpointInfo,
+  type ExactnessSelfTestSummary,
   type TraceMetrics,
   type TracePosition,
   type TraceReport,
@@ -132,6 +133,8 @@ export interface TraceEnv {
   platform: string;
   onProgress?: ProgressFn;
   cancel?: CancelToken;
+  /** The exactness self-test run on this adapter before the trace, for the provenance. */
+  exactnessSelfTest?: ExactnessSelfTestSummary;
 }
 
 /** What the trace needs from a target model (TargetModel's contract; QwenTargetModel, ETargetModel, MoETargetModel). */
@@ -250,6 +253,7 @@ export async function runTrace(env: TraceEnv, opts: TraceOptions): Promise<Trace
           drawLengths: [],
           prefillChunk: chunk,
           target: env.target,
+          ...(env.exactnessSelfTest ? { exactnessSelfTest: env.exactnessSelfTest } : {}),
         }),
         prefix: opts.prefix,
         traced: opts.traced,

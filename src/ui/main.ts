@@ -17,6 +17,10 @@ import { fetchDemo } from './intake/demo.ts';
 import { createGenerationView } from './generation/generation-view.ts';
 
 const { engine } = startEngineWorker();
+// ?limits=safari|safari-subgroups|chrome-mac caps the device to that browser's limits (src/gpu/limit-profiles.ts):
+// named before any other call, so the device is made under it.
+const limitSetting = new URLSearchParams(location.search).get('limits');
+if (limitSetting !== null) void engine.useLimitProfile(limitSetting);
 const main = byId('app');
 
 // The report card (probe or trace, with its share bar) and the generation card.
@@ -74,6 +78,16 @@ function fromHash(): void {
 }
 window.addEventListener('hashchange', fromHash);
 fromHash();
+
+// A test hook: `?selftest-fault=matmul` (or attention) injects that kernel fault into the exactness self-test
+// (src/gpu/kernel-fault.ts), so that a test sees the warning a failed self-test puts where the verdict is.
+const selfTestFault = new URLSearchParams(location.search).get('selftest-fault');
+if (selfTestFault !== null)
+  engine
+    .setSelfTestFault(selfTestFault)
+    .catch((e: Error) =>
+      append(problemBox, el('p', { class: 'card problem error', role: 'alert' }, `Page address: ${e.message}`)),
+    );
 
 // Opening a saved JSON report.
 const openInput = byId<HTMLInputElement>('open-report');

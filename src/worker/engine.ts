@@ -4,7 +4,9 @@
  * GPU steps) and a progress callback (a comlink proxy).
  */
 import { createGpuContext, type AdapterReport, type GpuContext } from '../gpu/device.ts';
+import { parseLimitProfile } from '../gpu/limit-profiles.ts';
 import { runSelfTest, type SelfTestResult } from '../gpu/selftest.ts';
+import { parseWgslFuzz, setWgslFuzz } from '../gpu/wgsl-fuzz/config.ts';
 import { CancelToken, type Progress, type ProgressFn } from '../util/cancel.ts';
 import { blobSource } from '../format/bytesource.ts';
 import { checkCompatibility } from '../format/compat.ts';
@@ -36,6 +38,10 @@ import {
 } from './loaded-checkpoint.ts';
 import { attachQwen35Drafter, QWEN35_MTP_DRAFTER_TYPE } from '../format/qwen3_5/drafter.ts';
 import { attachedTo, attachPageDrafter, configModelType, draftingWeights, openPageDrafter } from './qwen-drafter.ts';
+import { parseKernelFault, type KernelFault } from '../gpu/kernel-fault.ts';
+import { exactnessSelfTestFor } from '../parity/exactness-gate.ts';
+import type { ExactnessSelfTestSummary } from '../parity/report.ts';
+import { indexedDbExactnessStore } from './exactness-store.ts';
 
 export type Role = 'target' | 'assistant';
 
@@ -72,6 +78,35 @@ export class Engine {
   private ctx: GpuContext | undefined;
   private readonly jobs = new Map<string, { token: CancelToken; kind: JobKind }>();
   protected checkpoints: { target?: LoadedTarget; assistant?: LoadedCheckpoint } = {};
+  /** The page's ?limits= value: the browser limit profile the device is to be capped to (src/gpu/limit-profiles.ts). */
+  private limitSetting: string | undefined;
+
+  /**
+   * Names the browser limit profile the device is created under (the page passes its ?limits= parameter before
+   * anything else). Checked when the device is made, so that an unknown name is refused where the adapter shows.
+   */
+  useLimitProfile(name: string): void {
+    if (this.ctx && name !== this.limitSetting)
+      throw new Error(
+        `the limit profile must be chosen before the GPU device is created (it was, under "${this.limitSetting ?? 'none'}")`,
+      );
+    this.limitSetting = name;
+  }
+
+  /**
+   * Turns the compiler fuzzer on (MODE:SEED, as RINGSIDE_WGSL_FUZZ in Node) for the pipelines created from now on;
+   * the page passes its `?wgsl-fuzz=` parameter here before anything else (src/ui/common/engine-client.ts).
+   */
+  async setWgslFuzz(spec: string): Promise<void> {
+    try {
+      await setWgslFuzz(parseWgslFuzz(spec, 'the page parameter wgsl-fuzz'));
+    } catch (e) {
+      // the device is then refused with this message (gpu()), rather than run without the fuzzer asked for
+      this.wgslFuzzError = e as Error;
+      throw e;
+    }
+  }
+  private wgslFuzzError: Error | undefined;
 
   /** Acquires the adapter and device (once). Throws a GpuError with an actionable message. */
   async init(): Promise<AdapterReport> {
@@ -79,9 +114,11 @@ export class Engine {
   }
 
   protected async gpu(): Promise<GpuContext> {
+    if (this.wgslFuzzError) throw this.wgslFuzzError;
     if (!this.ctx) {
       const gpu = (globalThis.navigator as Navigator | undefined)?.gpu;
-      const ctx = await createGpuContext(gpu);
+      const limits = parseLimitProfile(this.limitSetting, "the page's ?limits= parameter");
+      const ctx = await createGpuContext(gpu, { limits });
       this.ctx = ctx;
       void ctx.lost.then((e) => {
         if (this.ctx === ctx) this.ctx = undefined;
@@ -97,6 +134,38 @@ export class Engine {
 
   async selfTest(): Promise<SelfTestResult> {
     return runSelfTest(await this.gpu());
+  }
+
+  /** A fault the exactness self-test injects (the page's `?selftest-fault=` test hook; undefined: none). */
+  private selfTestFault: KernelFault | undefined;
+
+  /**
+   * Injects `name` (src/gpu/kernel-fault.ts) into the exactness self-test's kernels from now on, so that a test can
+   * see the page's warning; undefined removes it. Refuses a name it does not know.
+   */
+  setSelfTestFault(name: string | undefined): void {
+    this.selfTestFault = name === undefined ? undefined : parseKernelFault(name, 'selftest-fault');
+  }
+
+  /**
+   * The exactness self-test before a verdict: run on this adapter's first probe, trace or generation of the visit
+   * (its result kept in memory and in IndexedDB, per adapter, browser and shader build; exactness-gate.ts), read
+   * from there after. Its progress is one line of the run's phases.
+   */
+  private async exactnessSelfTest(
+    ctx: GpuContext,
+    token: CancelToken,
+    onProgress?: ProgressFn,
+  ): Promise<ExactnessSelfTestSummary> {
+    const { summary } = await exactnessSelfTestFor(ctx, {
+      compiler: "this browser's shader compiler",
+      fault: this.selfTestFault,
+      store: indexedDbExactnessStore(),
+      cancel: token,
+      onProgress: (p) =>
+        onProgress?.({ phase: p.phase, done: p.done, total: p.total, detail: 'exactness self-test of this adapter' }),
+    });
+    return summary;
   }
 
   /**
@@ -344,9 +413,11 @@ export class Engine {
     const token = this.startJob(jobId);
     try {
       const ctx = await this.gpu();
+      const exactnessSelfTest = await this.exactnessSelfTest(ctx, token, onProgress);
       const report = await runProbe(
         {
           ctx,
+          exactnessSelfTest,
           weights: this.targetWeights(target),
           target: loadedInfo(target),
           // The assistant or split drafter that drafts for this target, recorded in the provenance (a Gemma
@@ -372,9 +443,11 @@ export class Engine {
     const token = this.startJob(jobId);
     try {
       const ctx = await this.gpu();
+      const exactnessSelfTest = await this.exactnessSelfTest(ctx, token, onProgress);
       return await runTrace(
         {
           ctx,
+          exactnessSelfTest,
           weights: this.targetWeights(target),
           target: loadedInfo(target),
           platform: navigator.userAgent,
@@ -432,6 +505,7 @@ export class Engine {
     const token = this.startJob(jobId);
     try {
       const ctx = await this.gpu();
+      const exactnessSelfTest = await this.exactnessSelfTest(ctx, token, onProgress);
       const tokenizer = await checkpointTokenizer(target.ck);
       let prompt: number[];
       if (typeof opts.prompt === 'string') {
@@ -496,6 +570,7 @@ export class Engine {
               compiler: compilerHere(ctx.report.backend),
               target: loadedInfo(target),
               ...(oracle ? {} : { assistant: this.drafterInfoFor(target) }),
+              exactnessSelfTest,
             },
           };
         } finally {
@@ -581,7 +656,7 @@ export class Engine {
 /** A generation run's provenance: a report's (src/parity/report.ts Provenance) without the probe's settings. */
 export type GenerationProvenance = Pick<
   Provenance,
-  'app' | 'createdAt' | 'adapter' | 'platform' | 'compiler' | 'target' | 'assistant'
+  'app' | 'createdAt' | 'adapter' | 'platform' | 'compiler' | 'target' | 'assistant' | 'exactnessSelfTest'
 >;
 
 /** What drafted in a generation run, as the page shows it. */

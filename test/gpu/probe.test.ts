@@ -6,6 +6,7 @@ import { validateReport } from '../../src/parity/report.ts';
 import { checkpointInfo } from '../../src/parity/summary.ts';
 import { tinyTarget } from '../support/fixtures.ts';
 import type { GpuContext } from '../../src/gpu/device.ts';
+import { wgslFuzzSpec } from '../../src/gpu/wgsl-fuzz/config.ts';
 
 /**
  * The parity lab on tiny-a (window 16, so the long draw is min(16 + 32, 1536) = 48 tokens: the ring
@@ -33,6 +34,11 @@ describe('block-versus-chain probe', () => {
         ).toEqual(['equal', 'equal', 'equal', 'equal']);
         expect(r.verdict).toBe('equal');
         expect(r.consequence).toMatch(/enabled/);
+        // under the compiler fuzzer (scripts/test.sh's fuzz pass) the report says so, with the sites it rewrote
+        const fuzz = wgslFuzzSpec();
+        if (fuzz) expect(r.provenance.wgslFuzz).toEqual({ ...fuzz, sites: expect.any(Number) });
+        if (fuzz && fuzz.mode !== 'identity') expect(r.provenance.wgslFuzz!.sites).toBeGreaterThan(0);
+        if (!fuzz) expect(r.provenance.wgslFuzz).toBeUndefined();
       }
       // The first test of the file compiles every pipeline of the forward at every block size. With a
       // cold Mesa shader cache the GPU family's unrolled fused attention kernels cost lavapipe ~10 s of

@@ -26,6 +26,7 @@ import { validateReport } from '../../src/parity/report.ts';
 
 /** A report as its JSON file gives it back. */
 const asFile = (r: unknown): unknown => JSON.parse(JSON.stringify(r));
+import { wgslFuzzSpec } from '../../src/gpu/wgsl-fuzz/config.ts';
 
 const PREFIX = 40;
 const TRACED = 48;
@@ -117,7 +118,11 @@ describe('teacher-forced trace (chain vs block)', () => {
       expect(p.blockTop, `position ${p.position}`).toEqual(p.chainTop);
       expect([p.agree, p.bytesDiffering, p.nllBlock], `position ${p.position}`).toEqual([true, 0, p.nllChain]);
     }
-    expectNearReference(r, 'chain');
+    // Under the compiler fuzzer (scripts/test.sh's fuzz pass) the engine is compiled as a relaxed-math compiler may
+    // compile it, compensation terms dropped included: the rows must still be exact, not as close to the reference.
+    const fuzz = wgslFuzzSpec();
+    if (!fuzz) expectNearReference(r, 'chain');
+    expect(r.provenance.wgslFuzz).toEqual(fuzz ? { ...fuzz, sites: expect.any(Number) } : undefined);
     const decided = r.positions.filter((p) => p.gap >= DECIDED_GAP).length;
     expect(r.metrics.decidedPositions).toBe(decided);
     console.log(`exact trace: ${decided} of ${TRACED} positions decided; f32 yardstick ${yard.toExponential(2)}`);

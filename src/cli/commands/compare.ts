@@ -12,11 +12,11 @@ import { choice, intOption, jsonFileOption, requireOutputFile, requireString } f
 import type { Command } from '../command.ts';
 import { chatFormNote } from './generate.ts';
 import { checkPositions, MAX_NEW } from '../bounds.ts';
+import { EXACTNESS_FAILED_EXIT, exactnessBeforeVerdict, exitAfterSelfTest } from '../exactness.ts';
 
 export const compare: Command = {
   name: 'compare',
-  summary:
-    'Free-generation comparison: for N prompts, classic vs MTP greedy output (identical, or the first differing token).',
+  summary: `Free-generation comparison: for N prompts, classic vs MTP greedy output (identical, or the first differing token). Exit 0 all identical, 3 one differs, ${EXACTNESS_FAILED_EXIT} when the exactness self-test run first failed on this adapter.`,
   usage:
     'compare --target DIR|ORG/NAME --draft DIR|ORG/NAME --prompts FILE.json [--chat] [--max-new N] [--block K] [--policy NAME] [--draft-position hf|mlxcel] [--precision f32|bf16] [--router mlx|transformers] --json FILE',
   options: {
@@ -82,6 +82,7 @@ export const compare: Command = {
       });
     });
     try {
+      const selfTest = await exactnessBeforeVerdict(m.ctx, io);
       const weights = { family: 'gemma4' as const, target: m.targetWeights, assistant: m.assistantWeights };
       const results = [];
       let policy = '';
@@ -133,13 +134,15 @@ export const compare: Command = {
             identical,
             total: results.length,
             results,
+            exactnessSelfTest: selfTest,
           },
           null,
           1,
         ),
       );
       io.out(`${identical} of ${results.length} prompts identical; written to ${out}`);
-      return identical === results.length ? 0 : 3;
+      if (selfTest.warning) io.out(`warning: ${selfTest.warning}`);
+      return exitAfterSelfTest(selfTest, identical === results.length ? 0 : 3);
     } finally {
       m.close();
     }

@@ -19,6 +19,8 @@ import { isQwenDir, loadQwenTarget } from '../qwen-target.ts';
 import { choice, intList, intOption, requireOutputFile, requireString } from '../args.ts';
 import { checkPositions, MAX_NEW, MAX_POSITIONS, MAX_VOCAB } from '../bounds.ts';
 import type { Command } from '../command.ts';
+import type { ExactnessSelfTestSummary } from '../../parity/report.ts';
+import { EXACTNESS_FAILED_EXIT, exactnessBeforeVerdict, exitAfterSelfTest } from '../exactness.ts';
 
 /**
  * The `generate --json` document: the GenerateResult (src/model/generate.ts documents its fields; MTP
@@ -35,7 +37,7 @@ export function generateJsonText(json: Record<string, unknown>): string {
 
 export const generate: Command = {
   name: 'generate',
-  summary: 'Greedy generation, classic (chain decode) or MTP (draft, verify, accept, roll back), with counters.',
+  summary: `Greedy generation, classic (chain decode) or MTP (draft, verify, accept, roll back), with counters. Exit ${EXACTNESS_FAILED_EXIT} when the exactness self-test run first failed on this adapter.`,
   usage:
     'generate --target DIR|ORG/NAME [--draft DIR|ORG/NAME] (--tokens CSV | --prompt TEXT [--chat]) --max-new N --mode classic|mtp [--block K] [--policy NAME] [--draft-source assistant|oracle] [--draft-position hf|mlxcel] [--oracle-mismatch CSV] [--precision f32|bf16] [--router mlx|transformers] --json FILE',
   options: {
@@ -110,7 +112,13 @@ export const generate: Command = {
         label,
       );
     };
-    const run = async (g: GenerationModels, prompt: number[], tokenizer?: TextCodec, mtpHead?: string) => {
+    const run = async (
+      g: GenerationModels,
+      prompt: number[],
+      selfTest: ExactnessSelfTestSummary,
+      tokenizer?: TextCodec,
+      mtpHead?: string,
+    ) => {
       for (const t of prompt) if (t >= g.vocab) throw new Error(`token ${t} is outside the vocabulary (${g.vocab})`);
       const policy = g.policy;
       const opts = {
@@ -142,6 +150,7 @@ export const generate: Command = {
         precision,
         ...(g.router ? { router: g.router } : {}),
         text: tokenizer?.decode(result.tokens),
+        exactnessSelfTest: selfTest,
       };
       // which MTP head drafted (Qwen3.5: the target's own mtp.* head or a split drafter folder)
       if (mtpHead && mode === 'mtp' && source === 'assistant') Object.assign(json, { mtpHead });
@@ -161,6 +170,7 @@ export const generate: Command = {
         );
       }
       if (json.text !== undefined) io.out(`text: ${json.text}`);
+      if (selfTest.warning) io.out(`warning: ${selfTest.warning}`);
     };
     const setup = (prompt: number[]) => ({
       promptLength: prompt.length,
@@ -186,13 +196,14 @@ export const generate: Command = {
         // which head drafts (without one, generation's mtpDrafter() says why)
         if (mode === 'mtp' && source === 'assistant' && q.checkpoint.description.mtp)
           io.out(`MTP head: ${q.checkpoint.mtpHead}`);
+        const selfTest = await exactnessBeforeVerdict(q.ctx, io);
         const g = generationModels(q.ctx, { family: 'qwen3_5', target: q.weights }, setup(prompt));
         try {
-          await run(g, prompt, q.tokenizer, q.checkpoint.mtpHead);
+          await run(g, prompt, selfTest, q.tokenizer, q.checkpoint.mtpHead);
         } finally {
           g.destroy();
         }
-        return 0;
+        return exitAfterSelfTest(selfTest, 0);
       } finally {
         q.close();
       }
@@ -206,11 +217,12 @@ export const generate: Command = {
       promptOf(o.tokenizer, o.target.label, o.target.description.vocab, o.target.description.config.maxPositions);
     });
     try {
+      const selfTest = await exactnessBeforeVerdict(m.ctx, io);
       const weights = { family: 'gemma4' as const, target: m.targetWeights, assistant: m.assistantWeights };
       const g = generationModels(m.ctx, weights, setup(prompt));
-      await run(g, prompt, m.tokenizer);
+      await run(g, prompt, selfTest, m.tokenizer);
       g.destroy();
-      return 0;
+      return exitAfterSelfTest(selfTest, 0);
     } finally {
       m.close();
     }

@@ -6,7 +6,13 @@ import type { AssistantDescription } from '../../format/model-description.ts';
 import { openFamilyCheckpoint, type FamilyCheckpoint } from '../../format/open-target.ts';
 import { nodeFolderSources } from '../../node/file-source.ts';
 import { defaultLayout, uploadWeights } from '../../model/gpu-weights.ts';
-import { checkMemory, planMemory, type MemoryOptions, type MemoryPlan } from '../../model/memory-budget.ts';
+import {
+  checkMemory,
+  planLimitsOf,
+  planMemory,
+  type MemoryOptions,
+  type MemoryPlan,
+} from '../../model/memory-budget.ts';
 import { planQwenMemory } from '../../model/qwen/memory.ts';
 import { uploadQwenWeights } from '../../model/qwen/weights.ts';
 import type { ProgressFn } from '../../util/cancel.ts';
@@ -65,10 +71,7 @@ export const loadBench: Command = {
     const viaSource = await sourceRead(cks.flatMap(tensors));
 
     const ctx = await nodeGpuContext();
-    const limits = {
-      maxBufferSize: ctx.device.limits.maxBufferSize,
-      maxStorageBufferBindingSize: ctx.device.limits.maxStorageBufferBindingSize,
-    };
+    const limits = planLimitsOf(ctx); // under RINGSIDE_LIMITS, the browser's
     const opts: MemoryOptions = { maxContext, maxBlock: 8, prefillChunk: 64, layout: defaultLayout(ctx.device) };
     let plan: MemoryPlan;
     if (cks[0].family === 'qwen3_5') plan = planQwenMemory(cks[0].checkpoint.description, opts, limits);
@@ -112,6 +115,7 @@ export const loadBench: Command = {
         {
           model: dirs,
           adapter: ctx.report.description || ctx.report.vendor,
+          ...(ctx.report.limitProfile ? { limitProfile: ctx.report.limitProfile } : {}),
           bytes,
           fileBytes: raw.bytes,
           rawReadMBps: round(raw.MBps),

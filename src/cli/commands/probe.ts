@@ -14,10 +14,11 @@ import { defaultReportPath, ensureReportFolder } from '../report-path.ts';
 import { defaultDrawLengths, QWEN_DRAW_LENGTHS } from '../../parity/draws.ts';
 import type { Command } from '../command.ts';
 import { checkPolicyName } from '../../model/family-policies.ts';
+import { EXACTNESS_FAILED_EXIT, exactnessBeforeVerdict, exitAfterSelfTest } from '../exactness.ts';
 
 export const probe: Command = {
   name: 'probe',
-  summary: 'Run the block-versus-chain probe (mlxcel startup guard), print its summary and write a JSON report.',
+  summary: `Run the block-versus-chain probe (mlxcel startup guard) print its summary and write a JSON report. Exit 0 equal, 3 diverges, ${EXACTNESS_FAILED_EXIT} when the exactness self-test run first (selftest --exactness) failed on this adapter.`,
   usage:
     'probe --target DIR|ORG/NAME [--draft DIR|ORG/NAME] [--block K] [--lengths CSV] [--prefill-chunk N] [--policy NAME] [--precision f32|bf16] [--no-localize] [--report FILE]',
   options: {
@@ -63,6 +64,7 @@ export const probe: Command = {
       qwen ? qwen.label : target!.label,
     );
     const ctx = await nodeGpuContext();
+    const exactnessSelfTest = await exactnessBeforeVerdict(ctx, io);
     const weights: ProbeEnv['weights'] = qwen
       ? await uploadQwenWeights(ctx.device, qwen.description)
       : await uploadWeights(ctx.device, target!.description as TargetDescription);
@@ -74,6 +76,7 @@ export const probe: Command = {
         assistant: qwen ? qwenDrafterInfo(qwen) : assistant ? checkpointInfo(assistant) : undefined,
         platform: ctx.report.platform,
         onProgress: (p) => io.err(`[probe] ${p.detail ?? p.phase}`),
+        exactnessSelfTest,
       },
       {
         block,
@@ -94,9 +97,10 @@ export const probe: Command = {
       if (d.firstDivergence?.cause) io.out(`    ${d.firstDivergence.cause}`);
     }
     io.out(report.consequence);
+    if (exactnessSelfTest.warning) io.out(`warning: ${exactnessSelfTest.warning}`);
     io.out(`report written to ${reportPath}`);
     weights.destroy();
     ctx.destroy();
-    return report.verdict === 'equal' ? 0 : 3;
+    return exitAfterSelfTest(exactnessSelfTest, report.verdict === 'equal' ? 0 : 3);
   },
 };

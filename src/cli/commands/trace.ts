@@ -13,6 +13,7 @@ import { defaultReportPath, ensureReportFolder } from '../report-path.ts';
 import type { Command } from '../command.ts';
 import { checkPolicyName } from '../../model/family-policies.ts';
 import { judgementLines } from '../judgement-text.ts';
+import { EXACTNESS_FAILED_EXIT, exactnessBeforeVerdict, exitAfterSelfTest } from '../exactness.ts';
 
 /** The folder `--tsv` names, made if missing; refused when it is a file. Checked before any model is read. */
 async function tsvFolder(dir: string): Promise<string> {
@@ -54,8 +55,7 @@ function textStream(
 
 export const trace: Command = {
   name: 'trace',
-  summary:
-    'Teacher-forced trace: chain vs block logits over traced positions after an untraced prefix (JSON report, mlxcel logit-trace TSVs).',
+  summary: `Teacher-forced trace: chain vs block logits over traced positions after an untraced prefix (JSON report, mlxcel logit-trace TSVs). Exit 0 equal, 3 diverges, ${EXACTNESS_FAILED_EXIT} when the exactness self-test run first failed on this adapter.`,
   usage:
     'trace --target DIR|ORG/NAME [--prefix 1536] [--traced 256] [--block K] [--policy NAME] [--precision f32|bf16] [--stream FILE.json | --text FILE] [--report FILE] [--tsv DIR]',
   options: {
@@ -177,6 +177,7 @@ export const trace: Command = {
           limit.label,
         );
       }
+      const exactnessSelfTest = await exactnessBeforeVerdict(m.ctx, io);
       const report = await runTrace(
         {
           ctx: m.ctx,
@@ -184,6 +185,7 @@ export const trace: Command = {
           target: m.info,
           platform: m.ctx.report.platform,
           onProgress: (p) => io.err(`[trace] ${p.phase} ${p.done}/${p.total}`),
+          exactnessSelfTest,
         },
         opts,
       );
@@ -203,11 +205,12 @@ export const trace: Command = {
         for (const line of judgementLines(report.judgement, DECIDED_GAP)) io.out(line);
         io.out('');
       }
+      if (exactnessSelfTest.warning) io.out(`warning: ${exactnessSelfTest.warning}`);
       io.out(`report written to ${out}`);
       if (tsvDir)
         io.out(`logit traces written to ${path.join(tsvDir, 'chain.tsv')} and ${path.join(tsvDir, 'block.tsv')}`);
-      // as probe: 0 when every block row equals the chain, 3 when one differs
-      return report.verdict === 'equal' ? 0 : 3;
+      // as probe: 0 when every block row equals the chain, 3 when one differs, 4 when the self-test failed
+      return exitAfterSelfTest(exactnessSelfTest, report.verdict === 'equal' ? 0 : 3);
     } finally {
       m.close();
     }

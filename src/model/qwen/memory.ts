@@ -15,8 +15,7 @@ import type { Qwen35Description } from '../../format/qwen3_5/description.ts';
 import { linearTensors, type Linear } from '../../format/model-description.ts';
 import type { TensorRef } from '../../format/safetensors.ts';
 import { attentionScratchBytes } from '../attention-op.ts';
-import type { BindingLimits } from '../../gpu/upload.ts';
-import { type MemoryOptions, type MemoryPlan, Planner } from '../memory-budget.ts';
+import { type MemoryOptions, type MemoryPlan, type PlanLimits, Planner } from '../memory-budget.ts';
 import type { Qwen35Layer } from '../../format/qwen3_5/description.ts';
 
 function weights(p: Planner, d: Qwen35Description): void {
@@ -128,7 +127,7 @@ function workspace(p: Planner, d: Qwen35Description, o: MemoryOptions): void {
 }
 
 /** Plans every buffer of a Qwen3.5 target (weights, state, workspace) on an adapter with `limits`. */
-export function planQwenMemory(d: Qwen35Description, options: MemoryOptions, limits: BindingLimits): MemoryPlan {
+export function planQwenMemory(d: Qwen35Description, options: MemoryOptions, limits: PlanLimits): MemoryPlan {
   for (const k of ['maxContext', 'maxBlock', 'prefillChunk'] as const) {
     if (!Number.isSafeInteger(options[k]) || options[k] < 1)
       throw new Error(`planQwenMemory: ${k} must be a positive integer, found ${options[k]}`);

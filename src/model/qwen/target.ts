@@ -6,7 +6,7 @@ import { EXACT, type Policy } from '../policy.ts';
 import type { Captures, ForwardResult, PrefillOptions, Precision } from '../target.ts';
 import { CaptureSet, type Phase, QwenEngine } from './engine.ts';
 import { concatF32 } from '../../util/concat.ts';
-import { checkMemory } from '../memory-budget.ts';
+import { checkMemory, planLimitsOf } from '../memory-budget.ts';
 import { planQwenMemory } from './memory.ts';
 import { qwenPolicyByName } from './policies.ts';
 import type { StageStep } from '../stages.ts';
@@ -57,7 +57,7 @@ export class QwenTargetModel {
     // Every buffer planned first: one over the adapter's limits (or a total over the budget) is refused here
     // with the numbers, before the state (maxBlock copies of each recurrent state) is allocated. The weights are
     // uploaded by now, so the plan leaves out the k-major rewrite's extra part (MemoryOptions.layout): it is freed.
-    checkMemory(planQwenMemory(this.desc, opts, ctx.device.limits), opts.memoryBudget);
+    checkMemory(planQwenMemory(this.desc, opts, planLimitsOf(ctx)), opts.memoryBudget);
     this.state = new QwenState(ctx.device, this.desc.config, opts.maxContext, opts.maxBlock);
     this.engine = new QwenEngine(ctx.device, this.desc, {
       maxContext: opts.maxContext,

@@ -2,6 +2,7 @@
 import type { EngineProxy } from '../common/engine-client.ts';
 import { byId, clear, el, append } from '../common/dom.ts';
 import type { AdapterReport } from '../../gpu/device.ts';
+import { limitProfile } from '../../gpu/limit-profiles.ts';
 
 function describeAdapter(r: AdapterReport): HTMLElement {
   const mb = (n: number | undefined) => (n === undefined ? '?' : `${Math.round(n / 2 ** 20)} MiB`);
@@ -21,6 +22,16 @@ function describeAdapter(r: AdapterReport): HTMLElement {
       `${r.limits.maxComputeInvocationsPerWorkgroup} invocations, ${r.limits.maxComputeWorkgroupStorageSize} B shared` +
         (r.subgroupMinSize ? `, subgroups ${r.subgroupMinSize}–${r.subgroupMaxSize}` : ''),
     ),
+    ...(r.limitProfile
+      ? [
+          el('dt', {}, 'Limit profile'),
+          el(
+            'dd',
+            { 'data-testid': 'limit-profile' },
+            `${limitProfile(r.limitProfile).browser}'s limits and features (?limits=${r.limitProfile})`,
+          ),
+        ]
+      : []),
   );
 }
 

@@ -9,7 +9,13 @@ export function startEngineWorker(): { engine: EngineProxy; worker: Worker } {
     type: 'module',
     name: 'ringside-engine',
   });
-  return { engine: Comlink.wrap<Engine>(worker), worker };
+  const engine = Comlink.wrap<Engine>(worker);
+  // The compiler fuzzer for page tests (?wgsl-fuzz=MODE:SEED, src/gpu/wgsl-fuzz/config.ts): sent before any other
+  // call, so the Worker compiles every pipeline under it. A malformed value makes the engine refuse the device with
+  // the parameter's message (Engine.gpu), which the adapter panel shows.
+  const fuzz = typeof location !== 'undefined' ? new URLSearchParams(location.search).get('wgsl-fuzz') : null;
+  if (fuzz) engine.setWgslFuzz(fuzz).catch(() => {});
+  return { engine, worker };
 }
 
 export { Comlink };

@@ -7,6 +7,7 @@ import type { GenerateResult } from '../../model/generate.ts';
 import { append, clear, el } from '../common/dom.ts';
 import { fmtInt, fmtMs, fmtPercent, plural } from '../common/format.ts';
 import { downloadBlob } from '../share/share.ts';
+import { exactnessNodes } from '../common/exactness-view.ts';
 import {
   generationFileStem,
   generationJson,
@@ -321,6 +322,7 @@ export function createGenerationView(): { root: HTMLElement; show(run: Generatio
         el(
           'div',
           { class: 'verdict-card', 'data-testid': 'generation-verdict', 'data-verdict': v.verdict },
+          ...exactnessNodes(r.provenance?.exactnessSelfTest),
           el(
             'div',
             { class: 'verdict-head' },

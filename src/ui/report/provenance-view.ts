@@ -2,7 +2,9 @@
 import { familyName, type CheckpointInfo, type Provenance } from '../../parity/report.ts';
 import type { CompilerProvenance } from '../../parity/compiler-provenance.ts';
 import { el } from '../common/dom.ts';
+import { limitProfile } from '../../gpu/limit-profiles.ts';
 import { fmtBytes, fmtInt, fmtList, shortDigest } from '../common/format.ts';
+import { exactnessText } from '../common/exactness-view.ts';
 
 // A Qwen3.5 target has no sliding window (its CheckpointInfo says 0): say so rather than "window 0".
 const windowText = (c: CheckpointInfo) =>
@@ -30,7 +32,11 @@ export function provenanceList(p: Provenance, testid: string, settings?: [string
         (a.isFallbackAdapter ? ' (fallback adapter)' : '') || 'unknown',
     ],
     ['Features', a.features.join(', ') || 'none'],
-    ['Limits', `max buffer ${lim('maxBufferSize')}, binding ${lim('maxStorageBufferBindingSize')}`],
+    [
+      'Limits',
+      `max buffer ${lim('maxBufferSize')}, binding ${lim('maxStorageBufferBindingSize')}` +
+        (a.limitProfile ? `, capped to ${limitProfile(a.limitProfile).browser}'s (profile ${a.limitProfile})` : ''),
+    ],
     ['Platform', p.platform],
     ...compilerRows(p.compiler),
     ['Policy', p.policy],
@@ -41,6 +47,7 @@ export function provenanceList(p: Provenance, testid: string, settings?: [string
     ...(p.draftPosition ? [['Draft position', p.draftPosition] as [string, string]] : []),
     ['Target', ck(p.target)],
     ...(p.assistant ? [['Assistant', ck(p.assistant)] as [string, string]] : []),
+    ...(p.exactnessSelfTest ? [['Exactness self-test', exactnessText(p.exactnessSelfTest)] as [string, string]] : []),
     ['Created', `${p.createdAt} by ringside ${p.app.version}`],
   ];
   return el(

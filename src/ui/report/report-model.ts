@@ -15,6 +15,7 @@ import {
   validateReport,
   type CheckpointInfo,
   type DrawResult,
+  type ExactnessSelfTestSummary,
   type FirstDivergence,
   type LayerKind,
   type LensLayer,
@@ -28,6 +29,7 @@ import {
 } from '../../parity/report.ts';
 import type { AdapterReport } from '../../gpu/device.ts';
 import { type COMPILER_FIELDS, MATH_MODES, type CompilerProvenance } from '../../parity/compiler-provenance.ts';
+import { LIMIT_PROFILES, type LimitProfileName } from '../../gpu/limit-profiles.ts';
 import { count, num, str } from '../common/format.ts';
 import { normalizePerformance } from '../adapter/performance-view.ts';
 
@@ -115,6 +117,9 @@ function adapter(a: Obj): AdapterReport {
     isFallbackAdapter: a.isFallbackAdapter === true,
     platform: str(a.platform, 200),
     ...(typeof a.backend === 'string' ? { backend: str(a.backend, 100) } : {}),
+    ...((LIMIT_PROFILES as readonly unknown[]).includes(a.limitProfile)
+      ? { limitProfile: a.limitProfile as LimitProfileName }
+      : {}),
   };
 }
 
@@ -151,6 +156,25 @@ export function normalizeProvenance(p: Obj): Provenance {
     ...(p.draftPosition === 'hf' || p.draftPosition === 'mlxcel' ? { draftPosition: p.draftPosition } : {}),
     target: checkpoint(obj(p.target)),
     ...(p.assistant !== undefined && p.assistant !== null ? { assistant: checkpoint(obj(p.assistant)) } : {}),
+    ...(p.exactnessSelfTest !== undefined ? { exactnessSelfTest: exactnessSelfTest(obj(p.exactnessSelfTest)) } : {}),
+  };
+}
+
+/** A typed copy of the exactness self-test's summary (validateReport has checked its fields' types). */
+export function exactnessSelfTest(e: Obj): ExactnessSelfTestSummary {
+  const text = (k: 'kernel' | 'fault' | 'warning') =>
+    typeof e[k] === 'string' ? { [k]: str(e[k], LIMITS.strings) } : {};
+  return {
+    ok: e.ok === true,
+    checks: num(e.checks),
+    failed: num(e.failed),
+    cached: e.cached === true,
+    ms: num(e.ms),
+    kernelClasses: arr(e.kernelClasses, 8).map((c) => str(c, 20)),
+    shaderBuild: str(e.shaderBuild, 64),
+    ...text('kernel'),
+    ...text('fault'),
+    ...text('warning'),
   };
 }
 

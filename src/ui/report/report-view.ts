@@ -15,6 +15,7 @@ import { createRingView } from './ring-view.ts';
 import { defaultDetailDraw, firstDivergenceOf, longRing, longState } from './report-model.ts';
 import { createStateView } from './state-view.ts';
 import { provenanceList } from './provenance-view.ts';
+import { exactnessNodes } from '../common/exactness-view.ts';
 import { performanceList } from '../adapter/performance-view.ts';
 import { reportPng } from '../share/png-export.ts';
 import { reportFileStem, reportMarkdown } from '../share/share-codec.ts';
@@ -218,6 +219,7 @@ function renderVerdict(box: HTMLElement, r: ProbeReport): void {
   const fd = firstDivergenceOf(r);
   append(
     box,
+    ...exactnessNodes(r.provenance.exactnessSelfTest),
     el(
       'div',
       { class: 'verdict-head' },

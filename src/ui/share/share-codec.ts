@@ -4,7 +4,7 @@
  * it), so a shared link carries the report without uploading it anywhere.
  */
 import { deflateSync, Inflate, strFromU8, strToU8 } from 'fflate';
-import type { ProbeReport } from '../../parity/report.ts';
+import type { ProbeReport, Provenance } from '../../parity/report.ts';
 import type { TraceReport } from '../../parity/trace.ts';
 import { fmtInt, fmtList, fmtMs, fmtSci, shortDigest } from '../common/format.ts';
 import { bucketLabel, DECIDED_GAP, traceConsequence, traceSetup } from '../trace/trace-model.ts';
@@ -89,6 +89,12 @@ export function mdEscape(s: string): string {
 }
 
 /** A Markdown summary for an issue or chat: verdict, draws, first divergence, provenance. */
+/** The failed exactness self-test's warning, first under the heading (nothing when it passed or did not run). */
+function selfTestWarning(p: Provenance): string[] {
+  const w = p.exactnessSelfTest?.warning;
+  return w ? [`> **Warning:** ${mdEscape(w)}`, ''] : [];
+}
+
 export function reportMarkdown(r: ProbeReport, link?: string): string {
   const p = r.provenance;
   const fd = r.draws.find((d) => d.firstDivergence)?.firstDivergence;
@@ -97,6 +103,7 @@ export function reportMarkdown(r: ProbeReport, link?: string): string {
   const lines = [
     `### Ringside block-versus-chain probe: **${r.verdict === 'equal' ? 'EQUAL' : 'DIVERGES'}**`,
     '',
+    ...selfTestWarning(p),
     mdEscape(r.summary),
     '',
     `_${mdEscape(r.consequence)}_`,
@@ -142,6 +149,7 @@ export function traceMarkdown(r: TraceReport, link?: string): string {
   const lines = [
     `### Ringside teacher-forced trace: **${r.verdict === 'equal' ? 'EQUAL' : 'DIVERGES'}**`,
     '',
+    ...selfTestWarning(p),
     mdEscape(r.summary),
     '',
     `_${mdEscape(traceConsequence(r))}_`,

@@ -7,6 +7,7 @@ import type { TracePosition } from '../../parity/trace.ts';
 import { append, clear, el } from '../common/dom.ts';
 import { fmtInt, fmtMs, fmtPercent, fmtSci, plural } from '../common/format.ts';
 import { provenanceList } from '../report/provenance-view.ts';
+import { exactnessNodes } from '../common/exactness-view.ts';
 import { traceFileStem, traceMarkdown } from '../share/share-codec.ts';
 import type { Shareable } from '../share/share.ts';
 import { createTraceChart } from './trace-chart-view.ts';
@@ -127,6 +128,7 @@ export function createTraceView(): {
       );
     append(
       verdictBox,
+      ...exactnessNodes(r.provenance.exactnessSelfTest),
       el(
         'div',
         { class: 'verdict-head' },

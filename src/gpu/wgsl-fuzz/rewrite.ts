@@ -1,0 +1,664 @@
+/**
+ * The rewrites of one function body: at each site a relaxed compiler may transform, the fuzzer's decision
+ * (a hash of the seed, the pipeline, the call path and the site) says whether it does. Sites, all in f32 or
+ * vecN<f32> arithmetic (types.ts; integer and index arithmetic is never a site):
+ *   contract  `a * b + c`, `c + a * b`, `a * b - c`, `c - a * b`, `x += a * b`, `x -= a * b` into a fused
+ *             multiply-add (keyed by the product: a sum of two products fuses the first whose decision says so;
+ *             computed by a helper, pipeline-source.ts fusedMultiplyAdd, not WGSL's fma());
+ *   reassoc   a sum of three or more terms (through `+`, `-` and parentheses, which a compiler does not see)
+ *             or a product of three or more factors rebuilt in another order and grouping, `x += a + b`
+ *             taking x as a term;
+ *   recip     `x / y` into `x * (1.0 / y)`, `x /= y` likewise (arcp; with the reassoc mode);
+ *   drop      a compensation term that is algebraically zero replaced by zero (with the reassoc mode):
+ *             `(X - t) + Y`, `Y + (X - t)` (Neumaier) or `(t - X) - Y` (Kahan) where `let t = X + Y` (or
+ *             Y + X), seen through a function whose body is one `return` (ksum_value); X and Y are the same
+ *             expressions (the same bindings), and either read only immutable names (let, parameters,
+ *             constants) or the `let` and the use are in one block with only `let`s between them.
+ * Not modelled: contraction or reassociation across a `let`, a call or a loop iteration (splitting an
+ * accumulator), approximate builtins.
+ * Each rewrite is exact algebra, written back into the source text in place: the text outside the rewritten
+ * expressions is unchanged.
+ */
+import { childExpressions, type ParsedModule, W } from './parse.ts';
+import { type Binding, concretize, floatTypeName, isFloat, type ModuleTypes, Scope, type Ty } from './types.ts';
+
+export type SiteKind = 'contract' | 'reassoc' | 'recip' | 'drop';
+
+export interface RewriteOptions {
+  contract: boolean;
+  /** Reassociation, reciprocals and dropped compensation terms. */
+  reassoc: boolean;
+  /** Decision for a site: a 32-bit hash; odd rewrites. `offset` is the site's offset within the function. */
+  decide(kind: SiteKind, offset: number): number;
+  /** The name a call to user function `callee` at `offset` within the function takes (a clone's), if renamed. */
+  callName(callee: string, offset: number): string | undefined;
+  /** The function that computes a fused multiply-add of type `ty` (f32 or vecN<f32>; pipeline-source.ts). */
+  fmaName(ty: Ty): string;
+}
+
+interface Edit {
+  start: number;
+  end: number;
+  text: string;
+}
+
+interface Term {
+  neg: boolean;
+  node: W.Expression;
+}
+type Tree = { t: 'term'; term: Term } | { t: 'op'; op: '+' | '*'; l: Tree; r: Tree };
+
+/** What `let t = X + Y` binds, for the compensation pattern: the canonical forms of X and Y. */
+interface SumOf {
+  x: string;
+  y: string;
+  pure: boolean;
+  block: W.Statement[];
+  index: number;
+}
+
+/** Rewrites one function; `sites` counts the rewrites made, `candidates` every site seen (rewritten or not). */
+export class FunctionRewriter {
+  sites = 0;
+  candidates = 0;
+  private readonly edits: Edit[] = [];
+  private readonly scope: Scope;
+  private readonly sums = new WeakMap<W.Let, SumOf>();
+  private readonly ids = new WeakMap<Binding, number>();
+  /** The block and statement index being walked (for the compensation pattern's adjacency). */
+  private block: W.Statement[] = [];
+  private index = 0;
+
+  constructor(
+    private readonly mod: ParsedModule,
+    types: ModuleTypes,
+    private readonly fn: W.Function,
+    private readonly opts: RewriteOptions,
+  ) {
+    this.scope = new Scope(types);
+  }
+
+  /** The function's text from its `fn` keyword to its closing brace, rewritten, named `name`. */
+  run(name: string): string {
+    const fnTok = this.tokenAt(this.fn.start, (t) => t.lexeme === 'fn');
+    const nameTok = this.tokenAt(fnTok.end, (t) => t.lexeme === this.fn.name);
+    if (name !== this.fn.name) this.edits.push({ start: nameTok.start, end: nameTok.end, text: name });
+    this.scope.push();
+    for (const a of this.fn.args) this.scope.bind(a.name, { ty: this.scope.mod.type(a.type), kind: 'param' });
+    this.statements(this.fn.body);
+    this.scope.pop();
+    return this.apply(fnTok.start, this.fn.end);
+  }
+
+  private apply(start: number, end: number): string {
+    const src = this.mod.source;
+    const edits = [...this.edits].sort((a, b) => a.start - b.start);
+    let out = '';
+    let at = start;
+    for (const e of edits) {
+      if (e.start < at) throw new Error(`overlapping rewrites in ${this.fn.name} at offset ${e.start}`);
+      out += src.slice(at, e.start) + e.text;
+      at = e.end;
+    }
+    return out + src.slice(at, end);
+  }
+
+  /** The first token at or after `offset` that `pred` accepts. */
+  private tokenAt(offset: number, pred: (t: W.Token) => boolean): W.Token {
+    const toks = this.mod.tokens;
+    let lo = 0;
+    let hi = toks.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (toks[mid].start < offset) lo = mid + 1;
+      else hi = mid;
+    }
+    for (let i = lo; i < toks.length; i++) if (pred(toks[i])) return toks[i];
+    throw new Error(`no token found after offset ${offset} in ${this.fn.name}`);
+  }
+
+  private rel(offset: number): number {
+    return offset - this.fn.start;
+  }
+
+  // ---- statements ----
+
+  private statements(list: W.Statement[]): void {
+    const outer = this.block;
+    const outerIndex = this.index;
+    this.block = list;
+    for (let i = 0; i < list.length; i++) {
+      this.index = i;
+      this.statement(list[i]);
+    }
+    this.block = outer;
+    this.index = outerIndex;
+  }
+
+  private scoped(list: W.Statement[] | null | undefined): void {
+    if (!list) return;
+    this.scope.push();
+    this.statements(list);
+    this.scope.pop();
+  }
+
+  /** Rewrites the expression root e where it stands (an edit when its text changes). */
+  private root(e: W.Expression | null | undefined): void {
+    if (!e) return;
+    const [s, t] = this.mod.range(e);
+    if (s >= t) return; // the library's stand-in value of a bare `return;`
+    const text = this.emit(e);
+    if (text !== this.mod.source.slice(s, t)) this.edits.push({ start: s, end: t, text });
+  }
+
+  private statement(st: W.Statement): void {
+    if (Array.isArray(st)) {
+      this.scoped(st as W.Statement[]);
+    } else if (st instanceof W.Let || st instanceof W.Var || st instanceof W.Const) {
+      // a const is evaluated by the compiler, not the GPU (and a call of a helper is no constant expression)
+      if (!(st instanceof W.Const)) this.root(st.value);
+      const ty = this.scope.mod.type(st.type) ?? concretize(this.scope.typeOf(st.value));
+      const kind = st instanceof W.Var ? 'var' : st instanceof W.Let ? 'let' : 'const';
+      if (st instanceof W.Let && st.value) this.noteSum(st);
+      this.scope.bind(st.name, { ty, kind, decl: st instanceof W.Let ? st : undefined });
+    } else if (st instanceof W.Assign) {
+      this.assign(st);
+    } else if (st instanceof W.Call) {
+      const name = this.opts.callName(st.name, this.rel(st.start));
+      if (name) {
+        const tok = this.tokenAt(st.start, (t) => t.lexeme === st.name);
+        this.edits.push({ start: tok.start, end: tok.end, text: name });
+      }
+      for (const a of st.args ?? []) this.root(a);
+    } else if (st instanceof W.Return) {
+      this.root(st.value);
+    } else if (st instanceof W.If) {
+      this.root(st.condition);
+      this.scoped(st.body);
+      for (const e of st.elseif ?? []) {
+        this.root(e.condition);
+        this.scoped(e.body);
+      }
+      this.scoped(st.else);
+    } else if (st instanceof W.For) {
+      this.scope.push();
+      if (st.init) this.statement(st.init);
+      this.root(st.condition);
+      if (st.increment) this.statement(st.increment);
+      this.scoped(st.body);
+      this.scope.pop();
+    } else if (st instanceof W.While) {
+      this.root(st.condition);
+      this.scoped(st.body);
+    } else if (st instanceof W.Loop) {
+      this.scope.push();
+      this.statements(st.body);
+      if (st.continuing) this.statements(st.continuing.body);
+      this.scope.pop();
+    } else if (st instanceof W.Switch) {
+      this.root(st.condition);
+      for (const c of st.cases) this.scoped(c.body);
+    } else if (st instanceof W.Break) {
+      this.root((st as W.Break & { condition?: W.Expression }).condition);
+    } else if (st instanceof W.Increment) {
+      this.root(st.variable);
+    }
+  }
+
+  /** `x op= v`: contraction (`+=`, `-=` of a product), reassociation with x as a term, or a reciprocal. */
+  private assign(st: W.Assign): void {
+    const op = st.operator as string;
+    const ty = this.scope.typeOf(st.variable);
+    if (op !== '=' && isFloat(ty) && ty && this.duplicable(st.variable)) {
+      const [ls] = this.mod.range(st.variable);
+      const [, ve] = this.mod.range(st.value);
+      const lv = this.emit(st.variable);
+      const at = this.rel(ls);
+      let text: string | undefined;
+      if ((op === '+=' || op === '-=') && this.isProduct(st.value)) {
+        const p = st.value as W.BinaryOperator;
+        this.candidates++;
+        if (this.opts.contract && this.yes('contract', this.rel(this.mod.range(p)[0]))) {
+          this.sites++;
+          const a = op === '-=' ? `-(${this.emit(p.left)})` : this.emit(p.left);
+          text = `${lv} = ${this.fma(a, p.left, this.emit(p.right), p.right, lv, st.variable, ty)}`;
+        }
+      }
+      if (!text && (op === '+=' || op === '-=')) {
+        const terms: Term[] = [{ neg: false, node: st.variable }, ...this.flatten(st.value, ty, '+', op === '-=')];
+        if (terms.length >= 3) {
+          this.candidates++;
+          if (this.opts.reassoc) {
+            const h = this.opts.decide('reassoc', at);
+            const tree = h & 1 ? shuffledTree(terms, '+', h) : undefined;
+            // the original grouping: x op (v's own tree)
+            if (tree && treeKey(tree) !== treeKey(originalAssignTree(terms))) {
+              this.sites++;
+              text = `${lv} = ${this.print(tree, ty, lv, st.variable)}`;
+            }
+          }
+        }
+      }
+      if (!text && (op === '*=' || op === '/=')) {
+        if (op === '/=') {
+          this.candidates++;
+          if (this.opts.reassoc && this.yes('recip', at)) {
+            this.sites++;
+            text = `${lv} = ${lv} * (1.0 / (${this.emit(st.value)}))`;
+          }
+        }
+      }
+      if (text) {
+        this.edits.push({ start: ls, end: ve, text });
+        return;
+      }
+    }
+    this.root(st.variable);
+    this.root(st.value);
+  }
+
+  /** Whether an lvalue can be written twice (`x = x + ...`): names, members, indices without calls. */
+  private duplicable(e: W.Expression): boolean {
+    let base: W.Expression = e;
+    if (e instanceof W.UnaryOperator && e.operator === '*' && e.right instanceof W.VariableExpr) base = e.right;
+    else if (!(e instanceof W.VariableExpr)) return false;
+    const callFree = (x: W.Expression): boolean =>
+      !(x instanceof W.CallExpr) && childExpressions(x).every(callFree) && !(x instanceof W.CreateExpr);
+    for (let p = base.postfix ?? e.postfix; p; p = p.postfix)
+      if (p instanceof W.ArrayIndex && !callFree(p.index)) return false;
+    return true;
+  }
+
+  // ---- expressions ----
+
+  private yes(kind: SiteKind, offset: number): boolean {
+    return (this.opts.decide(kind, offset) & 1) === 1;
+  }
+
+  /** The float type of a +, -, *, / node that can be a site (no postfix access on it), else null. */
+  private siteType(e: W.Expression): Ty | null {
+    if (!(e instanceof W.BinaryOperator) || e.postfix) return null;
+    if (!['+', '-', '*', '/'].includes(e.operator)) return null;
+    const ty = this.scope.baseType(e);
+    return isFloat(ty) ? ty : null;
+  }
+
+  private isProduct(e: W.Expression): boolean {
+    return e instanceof W.BinaryOperator && e.operator === '*' && !!this.siteType(e);
+  }
+
+  /** The text of e with its sites rewritten. */
+  emit(e: W.Expression): string {
+    const ty = this.siteType(e);
+    if (ty) {
+      const b = e as W.BinaryOperator;
+      const zero = this.compensation(b, ty);
+      if (zero !== undefined) return zero;
+      if (b.operator === '+' || b.operator === '-') return this.sum(b, ty);
+      if (b.operator === '*') return this.product(b, ty);
+      return this.division(b);
+    }
+    return this.splice(e, (c) => this.emit(c));
+  }
+
+  /** e's source text with its children's texts (and a renamed callee) put in. */
+  private splice(e: W.Expression, child: (c: W.Expression) => string): string {
+    const [s, t] = this.mod.range(e);
+    const src = this.mod.source;
+    const parts: Edit[] = [];
+    if (e instanceof W.CallExpr) {
+      const name = this.opts.callName(e.name, this.rel(s));
+      if (name) {
+        const tok = this.tokenAt(s, (k) => k.lexeme === e.name);
+        parts.push({ start: tok.start, end: tok.end, text: name });
+      }
+    }
+    for (const c of childExpressions(e)) {
+      const [cs, ct] = this.mod.range(c);
+      parts.push({ start: cs, end: ct, text: child(c) });
+    }
+    parts.sort((a, b) => a.start - b.start);
+    let out = '';
+    let at = s;
+    for (const p of parts) {
+      out += src.slice(at, p.start) + p.text;
+      at = p.end;
+    }
+    return out + src.slice(at, t);
+  }
+
+  /** The terms of a sum (op '+') or factors of a product (op '*') through nodes of the same float type. */
+  private flatten(e: W.Expression, ty: Ty, op: '+' | '*', neg: boolean): Term[] {
+    const b = e as W.BinaryOperator;
+    const member =
+      this.siteType(e) &&
+      floatTypeName(this.scope.baseType(e)!) === floatTypeName(ty) &&
+      (op === '+' ? b.operator === '+' || b.operator === '-' : b.operator === '*') &&
+      this.compensationOf(b) === undefined;
+    if (!member) return [{ neg, node: e }];
+    return [
+      ...this.flatten(b.left, ty, op, neg),
+      ...this.flatten(b.right, ty, op, op === '+' && b.operator === '-' ? !neg : neg),
+    ];
+  }
+
+  private sum(e: W.BinaryOperator, ty: Ty): string {
+    const terms = this.flatten(e, ty, '+', false);
+    if (terms.length >= 3) {
+      this.candidates++;
+      if (this.opts.reassoc) {
+        const h = this.opts.decide('reassoc', this.rel(this.mod.range(e)[0]));
+        if (h & 1) {
+          const tree = shuffledTree(terms, '+', h);
+          if (treeKey(tree) !== treeKey(this.originalTree(e, ty, '+'))) {
+            this.sites++;
+            return this.print(tree, ty);
+          }
+        }
+      }
+    }
+    return this.sumNode(e, ty);
+  }
+
+  /** One +/- node without reassociation: contraction here, its chain's other nodes likewise. */
+  private sumNode(e: W.BinaryOperator, ty: Ty): string {
+    const fused = this.contractAt(e.left, e.right, e.operator === '-', ty);
+    if (fused !== undefined) return fused;
+    return this.splice(e, (c) => {
+      const ct = this.siteType(c);
+      const cb = c as W.BinaryOperator;
+      if (ct && (cb.operator === '+' || cb.operator === '-') && floatTypeName(ct) === floatTypeName(ty))
+        return this.compensation(cb, ct) ?? this.sumNode(cb, ct);
+      return this.emit(c);
+    });
+  }
+
+  /**
+   * l + r (or l - r) as an fma where an operand is a product whose decision says so (the left one first), else
+   * undefined. `l` and `r` are AST nodes, or pre-printed texts (reassociated trees) with the node they stand for.
+   */
+  private contractAt(l: W.Expression, r: W.Expression, minus: boolean, ty: Ty): string | undefined {
+    for (const [p, other, pNeg, otherNeg] of [
+      [l, r, false, minus],
+      [r, l, minus, false],
+    ] as [W.Expression, W.Expression, boolean, boolean][]) {
+      if (!this.isProduct(p)) continue;
+      this.candidates++;
+      if (!this.opts.contract || !this.yes('contract', this.rel(this.mod.range(p)[0]))) continue;
+      this.sites++;
+      const pb = p as W.BinaryOperator;
+      const a = pNeg ? `-(${this.emit(pb.left)})` : this.emit(pb.left);
+      const c = otherNeg ? `-(${this.emit(other)})` : this.emit(other);
+      return this.fma(a, pb.left, this.emit(pb.right), pb.right, c, other, ty);
+    }
+    return undefined;
+  }
+
+  /**
+   * fma(a, b, c) of result type ty. fma takes one type: with a vector result an operand not known to be that
+   * vector (a scalar, or a subtree of mixed terms) is passed through the vector's constructor (a splat, or the
+   * vector itself).
+   */
+  private fma(
+    a: string,
+    an: W.Expression | null,
+    b: string,
+    bn: W.Expression | null,
+    c: string,
+    cn: W.Expression | null,
+    ty: Ty,
+  ): string {
+    const fit = (text: string, n: W.Expression | null) => {
+      if (ty.k !== 'vec') return text;
+      const t = n ? this.scope.typeOf(n) : null;
+      return t && t.k === 'vec' && t.n === ty.n && t.s === 'f32' ? text : `${floatTypeName(ty)}(${text})`;
+    };
+    return `${this.opts.fmaName(ty)}(${fit(a, an)}, ${fit(b, bn)}, ${fit(c, cn)})`;
+  }
+
+  private product(e: W.BinaryOperator, ty: Ty): string {
+    const factors = this.flatten(e, ty, '*', false);
+    if (factors.length >= 3) {
+      this.candidates++;
+      if (this.opts.reassoc) {
+        const h = this.opts.decide('reassoc', this.rel(this.mod.range(e)[0]));
+        if (h & 1) {
+          const tree = shuffledTree(factors, '*', h);
+          if (treeKey(tree) !== treeKey(this.originalTree(e, ty, '*'))) {
+            this.sites++;
+            return this.print(tree, ty);
+          }
+        }
+      }
+    }
+    return this.splice(e, (c) => this.emit(c));
+  }
+
+  private division(e: W.BinaryOperator): string {
+    // 1 / y is the reciprocal itself
+    const one = e.left instanceof W.LiteralExpr && Number(this.text(e.left)) === 1;
+    if (!one) {
+      this.candidates++;
+      if (this.opts.reassoc && this.yes('recip', this.rel(this.mod.range(e)[0]))) {
+        this.sites++;
+        return `((${this.emit(e.left)}) * (1.0 / (${this.emit(e.right)})))`;
+      }
+    }
+    return this.splice(e, (c) => this.emit(c));
+  }
+
+  private text(e: W.Expression): string {
+    const [s, t] = this.mod.range(e);
+    return this.mod.source.slice(s, t);
+  }
+
+  /** The tree of a chain as written (for telling a shuffled tree apart from it). */
+  private originalTree(e: W.Expression, ty: Ty, op: '+' | '*', neg = false): Tree {
+    const b = e as W.BinaryOperator;
+    const member =
+      this.siteType(e) &&
+      floatTypeName(this.scope.baseType(e)!) === floatTypeName(ty) &&
+      (op === '+' ? b.operator === '+' || b.operator === '-' : b.operator === '*') &&
+      this.compensationOf(b) === undefined;
+    if (!member) return { t: 'term', term: { neg, node: e } };
+    const rneg = op === '+' && b.operator === '-' ? !neg : neg;
+    return { t: 'op', op, l: this.originalTree(b.left, ty, op, neg), r: this.originalTree(b.right, ty, op, rneg) };
+  }
+
+  /**
+   * A tree's text: terms as their own rewritten text (a negated term as -(x)), each operation parenthesised,
+   * `+` nodes contracted where a product operand's decision says so. `lvText` stands for `lvNode` (x of x += ...).
+   */
+  private print(tree: Tree, ty: Ty, lvText?: string, lvNode?: W.Expression): string {
+    const termText = (t: Term) => {
+      const body = t.node === lvNode && lvText !== undefined ? lvText : this.emit(t.node);
+      return t.neg ? `-(${body})` : `(${body})`;
+    };
+    const go = (n: Tree): string => {
+      if (n.t === 'term') return termText(n.term);
+      if (n.op === '+') {
+        for (const [p, other] of [
+          [n.l, n.r],
+          [n.r, n.l],
+        ] as [Tree, Tree][]) {
+          if (p.t !== 'term' || !this.isProduct(p.term.node)) continue;
+          this.candidates++;
+          if (!this.opts.contract || !this.yes('contract', this.rel(this.mod.range(p.term.node)[0]))) continue;
+          this.sites++;
+          const pb = p.term.node as W.BinaryOperator;
+          const a = p.term.neg ? `-(${this.emit(pb.left)})` : this.emit(pb.left);
+          return this.fma(a, pb.left, this.emit(pb.right), pb.right, go(other), treeNode(other) ?? null, ty);
+        }
+      }
+      return `(${go(n.l)} ${n.op} ${go(n.r)})`;
+    };
+    return go(tree);
+  }
+
+  // ---- compensation terms ----
+
+  /** Zero of e's type where e is a compensation term whose decision drops it, else undefined. */
+  private compensation(e: W.BinaryOperator, ty: Ty): string | undefined {
+    if (this.compensationOf(e) === undefined) return undefined;
+    this.candidates++;
+    if (!this.opts.reassoc || !this.yes('drop', this.rel(this.mod.range(e)[0]))) return undefined;
+    this.sites++;
+    return `${floatTypeName(ty)}(0.0)`;
+  }
+
+  /** The `let` whose compensation e is ((X - t) + Y, Y + (X - t), (t - X) - Y), or undefined. */
+  private compensationOf(e: W.BinaryOperator): W.Let | undefined {
+    const diff = (x: W.Expression) =>
+      x instanceof W.BinaryOperator && x.operator === '-' && !x.postfix ? x : undefined;
+    const tOf = (x: W.Expression): SumOf | undefined => {
+      if (!(x instanceof W.VariableExpr) || x.postfix) return undefined;
+      const b = this.scope.lookup(x.name);
+      return b?.kind === 'let' && b.decl ? this.sums.get(b.decl) : undefined;
+    };
+    const letOf = (x: W.Expression) => this.scope.lookup((x as W.VariableExpr).name)!.decl!;
+    const matches = (sum: SumOf, x: W.Expression, y: W.Expression) => {
+      const cx = this.canon(x);
+      const cy = this.canon(y);
+      if (!cx || !cy) return false;
+      if (!((cx.key === sum.x && cy.key === sum.y) || (cx.key === sum.y && cy.key === sum.x))) return false;
+      if (sum.pure && cx.pure && cy.pure) return true;
+      // memory or var reads: only where nothing between the let and here can have changed them
+      if (sum.block !== this.block) return false;
+      for (let i = sum.index + 1; i < this.index; i++) {
+        const s = this.block[i];
+        if (!(s instanceof W.Let || s instanceof W.Const)) return false;
+      }
+      return true;
+    };
+    if (e.operator === '+') {
+      for (const [d, y] of [
+        [diff(e.left), e.right],
+        [diff(e.right), e.left],
+      ] as [W.BinaryOperator | undefined, W.Expression][]) {
+        const sum = d && tOf(d.right);
+        if (d && sum && matches(sum, d.left, y)) return letOf(d.right);
+      }
+    } else if (e.operator === '-') {
+      const d = diff(e.left);
+      const sum = d && tOf(d.left);
+      if (d && sum && matches(sum, d.right, e.right)) return letOf(d.left);
+    }
+    return undefined;
+  }
+
+  /** Records what `let t = X + Y` sums, its initializer seen through a function that only returns a sum. */
+  private noteSum(st: W.Let): void {
+    let value = st.value!;
+    let env: Map<string, W.Expression> | undefined;
+    if (value instanceof W.CallExpr && !value.postfix) {
+      const f = this.scope.mod.functions.get(value.name);
+      const body = f?.body.filter((s) => !Array.isArray(s) || s.length > 0);
+      if (f && body?.length === 1 && body[0] instanceof W.Return && body[0].value) {
+        env = new Map(f.args.map((a, i) => [a.name, (value as W.CallExpr).args![i]]));
+        value = body[0].value;
+      }
+    }
+    if (!(value instanceof W.BinaryOperator) || value.operator !== '+' || value.postfix) return;
+    const x = this.canon(value.left, env);
+    const y = this.canon(value.right, env);
+    if (!x || !y) return;
+    this.sums.set(st, { x: x.key, y: y.key, pure: x.pure && y.pure, block: this.block, index: this.index });
+  }
+
+  /**
+   * A structural key of an expression (names as the bindings they resolve to here; `env` maps a callee's
+   * parameters to argument expressions of this scope) and whether it reads only immutable values. Undefined
+   * for expressions with calls (a call may have effects or differ between evaluations).
+   */
+  private canon(e: W.Expression, env?: Map<string, W.Expression>): { key: string; pure: boolean } | undefined {
+    let pure = true;
+    const go = (x: W.Expression, env?: Map<string, W.Expression>): string | undefined => {
+      let head: string | undefined;
+      if (x instanceof W.VariableExpr || x instanceof W.ConstExpr) {
+        const sub = env?.get(x.name);
+        if (sub) head = go(sub);
+        else {
+          const b = this.scope.lookup(x.name);
+          if (!b) return undefined;
+          if (b.kind === 'var' || b.kind === 'global') pure = false;
+          head = `${x.name}#${this.bindingId(b)}`;
+        }
+      } else if (x instanceof W.LiteralExpr) head = this.text(x);
+      else if (x instanceof W.BinaryOperator) {
+        const l = go(x.left, env);
+        const r = go(x.right, env);
+        if (l === undefined || r === undefined) return undefined;
+        head = `(${l}${x.operator}${r})`;
+      } else if (x instanceof W.UnaryOperator) {
+        if (x.operator === '*') pure = false;
+        const r = go(x.right, env);
+        if (r === undefined) return undefined;
+        head = `${x.operator}(${r})`;
+      } else return undefined;
+      for (let p = x.postfix; p; p = p.postfix) {
+        if (p instanceof W.StringExpr) head += `.${p.value}`;
+        else if (p instanceof W.ArrayIndex) {
+          const i = go(p.index, env);
+          if (i === undefined) return undefined;
+          head += `[${i}]`;
+        } else return undefined;
+      }
+      return head;
+    };
+    const key = go(e, env);
+    return key === undefined ? undefined : { key, pure };
+  }
+
+  private bindingId(b: Binding): number {
+    let id = this.ids.get(b);
+    if (id === undefined) this.ids.set(b, (id = nextBindingId++));
+    return id;
+  }
+}
+let nextBindingId = 1;
+
+/** The node a tree stands for when it is one term (for its type), else undefined. */
+function treeNode(t: Tree): W.Expression | undefined {
+  return t.t === 'term' && !t.term.neg ? t.term.node : undefined;
+}
+
+/** x op (terms 1..n as written): the grouping of `x += a + b + ...`, left to right. */
+function originalAssignTree(terms: Term[]): Tree {
+  let rest: Tree = { t: 'term', term: terms[1] };
+  for (let i = 2; i < terms.length; i++) rest = { t: 'op', op: '+', l: rest, r: { t: 'term', term: terms[i] } };
+  return { t: 'op', op: '+', l: { t: 'term', term: terms[0] }, r: rest };
+}
+
+const termIds = new WeakMap<W.Expression, number>();
+let nextTermId = 1;
+function treeKey(t: Tree): string {
+  if (t.t === 'term') {
+    let id = termIds.get(t.term.node);
+    if (id === undefined) termIds.set(t.term.node, (id = nextTermId++));
+    return `${t.term.neg ? '-' : ''}${id}`;
+  }
+  return `(${treeKey(t.l)}${t.op}${treeKey(t.r)})`;
+}
+
+/** The terms in an order and grouping drawn from the site's hash (mulberry32 seeded with it). */
+function shuffledTree(terms: Term[], op: '+' | '*', h: number): Tree {
+  let s = h >>> 0;
+  const rand = () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let z = s;
+    z = Math.imul(z ^ (z >>> 15), z | 1);
+    z ^= z + Math.imul(z ^ (z >>> 7), z | 61);
+    return ((z ^ (z >>> 14)) >>> 0) / 4294967296;
+  };
+  const order = [...terms];
+  for (let i = order.length - 1; i > 0; i--) {
+    const j = Math.floor(rand() * (i + 1));
+    [order[i], order[j]] = [order[j], order[i]];
+  }
+  const build = (lo: number, hi: number): Tree => {
+    if (hi - lo === 1) return { t: 'term', term: order[lo] };
+    const cut = lo + 1 + Math.floor(rand() * (hi - lo - 1));
+    return { t: 'op', op, l: build(lo, cut), r: build(cut, hi) };
+  };
+  return build(0, order.length);
+}
