@@ -204,6 +204,7 @@ export async function runTrace(env: TraceEnv, opts: TraceOptions): Promise<Trace
   const V = desc.vocab;
   try {
     // Chain arm.
+    env.onProgress?.({ phase: 'prefill', done: 0, total: traced.length * 2 });
     timings.prefillMs += await prefillArm(model, prefix, policy, policy.prefillChunks?.chain ?? chunk, env.cancel);
     const snapshot = policy.prefillChunks ? undefined : model.snapshot();
     let t = performance.now();

@@ -464,12 +464,15 @@ export class Engine {
       try {
         const base = { maxNew: opts.maxNew, eosIds: g.eosIds, policy: g.policy, cancel: token };
         const classicOpts = { ...base, onProgress: (p: Progress) => onProgress?.({ ...p, phase: 'classic decode' }) };
+        // each arm's prefill opens its own progress line, as the result's timings split it (prefill, decode)
+        onProgress?.({ phase: 'classic prefill', done: 0, total: opts.maxNew });
         // oracle drafts replay classic's continuation K - 1 tokens past max-new (the last round drafts that far)
         const { classic, stream } = oracle
           ? await classicWithOracleStream(g.target, prompt, classicOpts, opts.block - 1)
           : { classic: await generateClassic(g.target, prompt, classicOpts), stream: [] };
         const drafter = oracle ? undefined : g.mtpDrafter();
         try {
+          onProgress?.({ phase: 'MTP prefill', done: 0, total: opts.maxNew });
           const mtp = await generateMtp(
             g.target,
             drafter ? drafter.source : pageOracleSource(stream, vocab),

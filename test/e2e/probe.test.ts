@@ -81,7 +81,7 @@ describe('probe in the page on the fixture model', () => {
       );
       expect(await page.getByTestId('consequence').textContent()).toMatch(/^MTP would be declined/);
       expect(await page.getByTestId('draws').locator('li.diverges').textContent()).toMatch(
-        /prompt 48 tokens.*verify block position \d+ differs from the single-token chain in \d+ of 4096 logit bytes/,
+        /prompt 48 tokens.*verify block position \d+ differs from the single-token chain in [\d,]+ of 4,096 logit bytes/,
       );
       expect(await page.getByTestId('detail-draw').inputValue()).toBe('3');
       const heat = page.getByTestId('heatmap');

@@ -3,8 +3,10 @@
  * Generation results are not a report kind (no schema of their own in src/parity): the page shows them
  * live and can save them as JSON.
  */
-import type { Engine } from '../../worker/engine.ts';
-import type { GenerateCounters, MtpRound } from '../../model/generate.ts';
+import type { Engine, GenerationProvenance } from '../../worker/engine.ts';
+import type { GenerateCounters, GenerateTimings, MtpRound } from '../../model/generate.ts';
+import { isSoftwareAdapter } from '../../gpu/kernel-class.ts';
+import { fmtInt } from '../../util/number-format.ts';
 
 export type GenerationResult = Awaited<ReturnType<Engine['runGeneration']>>;
 
@@ -137,6 +139,8 @@ export function generationJson(run: GenerationRun): Record<string, unknown> {
   return {
     schema: 'ringside-generation/1',
     createdAt: run.createdAt,
+    // the run panel's "Done in" (both arms, end to end)
+    elapsedMs: run.elapsedMs,
     options: run.options,
     verdict: generationVerdict(r).verdict,
     diff: r.diff,
@@ -163,4 +167,32 @@ export function generationFileStem(run: GenerationRun): string {
       .replace(/[^0-9a-f]/g, '')
       .slice(0, 12) || 'nosha';
   return `ringside-generation-${generationVerdict(run.result).verdict}-${safe(run.options.policy)}-${run.options.precision}-K${run.options.block}-${run.options.draftPosition}-${sha}`;
+}
+
+/** Whether a run's GPU work was compiled by Dawn in Node (the command line), where pipeline creation is the compile. */
+const ranInNode = (p: GenerationProvenance | undefined) => p?.compiler?.browser.startsWith('Node') === true;
+
+/**
+ * What an arm's decode time includes when the decode created GPU pipelines, or '' when it created none. Every run
+ * creates its own pipelines (its models are built for it), so the count repeats run after run. In Node, Dawn compiles
+ * a pipeline as it is created: the time is the compiles', and the speed without them follows. A browser compiles in
+ * its GPU process, where its shader cache may make a repeat cheaper, and the page cannot see how long that took.
+ */
+export function pipelinesNote(t: GenerateTimings, provenance: GenerationProvenance | undefined): string {
+  const p = t.decodePipelines;
+  if (!p) return '';
+  const made = `its decode created ${fmtInt(p.created)} GPU pipeline${p.created === 1 ? '' : 's'}`;
+  if (ranInNode(provenance))
+    return `${made} in ${Math.round(p.ms)} ms of compiles, which a machine's first run pays (${p.tokensPerSecondWithout.toFixed(2)} tokens/s without them)`;
+  return `${made}, as every run does; the browser compiles them in its GPU process, whose shader cache can make a later run's compiles cheaper, and how long they took is not visible to the page`;
+}
+
+/**
+ * Why MTP's speed on a software adapter (a CPU behind WebGPU) says nothing of a GPU's, or '' on a GPU (or a result
+ * without provenance): there a verify block of K rows costs nearly K single-token steps, so MTP gains little or loses.
+ * Figures: docs/PERFORMANCE.md, reference figures (end to end, a block of 4 against a chain token).
+ */
+export function softwareAdapterNote(provenance: GenerationProvenance | undefined, block: number): string {
+  if (!provenance || !isSoftwareAdapter(provenance.adapter)) return '';
+  return `This adapter is a software one (a CPU behind WebGPU): there a verify block of ${block} rows costs almost as much as ${block} single-token steps (a block of 4 costs 3.14 x a step on lavapipe, 1.39 x on an NVIDIA H200), so MTP gains little or runs slower than classic here; its speed says nothing about a GPU's.`;
 }

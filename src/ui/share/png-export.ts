@@ -116,7 +116,7 @@ export class PngPainter {
   }
 }
 
-export function adapterLine(p: Provenance): string {
+export function adapterLine(p: Pick<Provenance, 'adapter' | 'platform' | 'compiler'>): string {
   const adapter =
     [p.adapter.vendor, p.adapter.architecture, p.adapter.description].filter(Boolean).join(' ') || 'unknown adapter';
   // The compiler's math mode says how a Mac's numbers were computed (Metal relaxed) where the report records it.
