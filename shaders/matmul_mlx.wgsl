@@ -2,8 +2,8 @@
 //#include "affine_layout.wgsl"
 // MLX's quantized matvec kernels, reduction order for reduction order: what a Mac running MLX computes for
 // y[m, n] = sum_k x[m, k] W[n, k] with affine weights (W = scale q + bias per group), so that the
-// parity lab can predict which verify rows differ from decode there (policies mlx-m1, mlx-m3plus,
-// mlx-m3plus-narrow; src/model/mlx-dispatch.ts says which kernel MLX picks for which linear and M).
+// parity lab can predict which verify rows differ from decode there (the per-chip policies mlx-m1, ...,
+// mlx-m5 and their +fma twins; src/model/mlx-dispatch.ts says which kernel MLX picks for which linear and M).
 // Each entry point follows one kernel of mlx/backend/metal/kernels/quantized.h (ml-explore/mlx at
 // 846d17622). CPU twin, operation for operation in float32: src/reference/mlx-orders.ts; the two are
 // compared byte for byte in test/gpu/mlx-policies.test.ts.
@@ -19,8 +19,11 @@
 // which would make the order this file spells out a suggestion.
 //
 // What is modelled and what is assumed (no Apple documentation fixes these):
-// - every * and + rounds to f32 on its own, as MLX compiles its kernels with -fno-fast-math; a Metal
-//   compiler that contracts a * b + c into one fma would change some low bits of MLX's own results;
+// - MLX compiles its kernels with -fno-fast-math, which in clang leaves -ffp-contract=on: within one
+//   expression `a * b + c` may become one fma (clang's front end forms llvm.fmuladd, which the back end
+//   may fuse); across statements nothing fuses. FMA = 0 reads every * and + as rounded on its own; FMA = 1
+//   reads each such expression of the kernels as fused (muladd() below, used where the kernel's source has
+//   one: qdot's products and its `scale * accum + sum * bias`, qmv_wide's `acc += x * w`);
 // - simd_sum (qmv, qmv_fast) and quad_sum (qmv_quad) add the lanes as the shuffle-down ladder that
 //   qmv_wide spells out (offsets n/2, ..., 2, 1): lane 0 ends with ((p0 + p16) + (p8 + p24)) + ...;
 // - in bf16 activations (P.round = 1) load_vector's `x[i] + x[i+1] + x[i+2] + x[i+3]` adds bfloat
@@ -28,6 +31,8 @@
 // Codes with 2, 4 or 8 bits (power-of-two packs, as every Gemma 4 MLX checkpoint has); ops refuses others.
 override BITS: u32 = 4u;
 override WG: u32 = 64u;
+// 1: MLX's a * b + c expressions fused (policies mlx-...+fma, MlxMachine.fma), 0: rounded twice.
+override FMA: u32 = 0u;
 
 // matmul_affine_io.wgsl's fields (ops fills them alike) and _zero, the opaque 0 of mul() and add().
 struct Params {
@@ -56,6 +61,46 @@ fn bias_at(i: u32) -> f32 { return bf16_to_f32(u16_at(biases[i >> 1u], i)); }
 fn pin(v: f32) -> f32 { return bitcast<f32>(bitcast<u32>(v) ^ P._zero); }
 fn mul(a: f32, b: f32) -> f32 { return pin(a * b); }
 fn add(a: f32, b: f32) -> f32 { return pin(a + b); }
+fn sub(a: f32, b: f32) -> f32 { return pin(a - b); }
+
+// ---- a * b + c as MLX's compile may leave it: fused (FMA = 1) or two roundings ---------------------
+// The fused value is built here rather than taken from WGSL's fma(), whose accuracy WGSL only inherits
+// from e1 * e2 + e3 (an implementation may round twice). From error-free transforms on pinned operations,
+// after Boldo and Melquiond ("Emulation of a FMA and correctly rounded sums: proved algorithms using
+// rounding to odd", IEEE Trans. Computers 57(4), 2008): a b = p + e exactly (Dekker's product with
+// Veltkamp's split), c + p = t + t' exactly (2Sum), v = t' + e rounded to odd, and t + v rounded to nearest
+// is a b + c rounded once. Exact as long as nothing underflows (|a b| above about 2^-100) or overflows
+// (|a|, |b| below 2^114): activations, scales and codes are far inside. CPU twin: fmaF32 in
+// src/reference/mlx-orders.ts (exact by another route), compared in test/gpu/mlx-policies.test.ts.
+fn two_sum(a: f32, b: f32) -> vec2<f32> {
+  let s = add(a, b);
+  let bb = sub(s, a);
+  return vec2<f32>(s, add(sub(a, sub(s, bb)), sub(b, bb)));
+}
+fn split(a: f32) -> vec2<f32> {
+  let g = mul(4097.0, a); // 2^12 + 1: two halves of 12 significant bits
+  let hi = sub(g, sub(g, a));
+  return vec2<f32>(hi, sub(a, hi));
+}
+fn fma_rn(a: f32, b: f32, c: f32) -> f32 {
+  let p = mul(a, b);
+  let sa = split(a);
+  let sb = split(b);
+  let e = add(add(add(sub(mul(sa.x, sb.x), p), mul(sa.x, sb.y)), mul(sa.y, sb.x)), mul(sa.y, sb.y));
+  let t = two_sum(c, p);
+  let v = two_sum(t.y, e);
+  var odd = v.x;
+  let vb = bitcast<u32>(v.x);
+  if (v.y != 0.0 && (vb & 1u) == 0u) {
+    // round to odd: the neighbour of v.x on the side of the remainder v.y
+    if (v.x == 0.0) { odd = v.y; } else { odd = bitcast<f32>(select(vb - 1u, vb + 1u, (v.y > 0.0) == (v.x > 0.0))); }
+  }
+  return add(t.x, odd);
+}
+fn muladd(a: f32, b: f32, c: f32) -> f32 {
+  if (FMA == 1u) { return fma_rn(a, b, c); }
+  return add(mul(a, b), c);
+}
 
 // qmv family: SIMD lanes per output and values per lane and block (mlx-dispatch.ts mlxKernel).
 override LANES: u32 = 32u;
@@ -99,21 +144,26 @@ fn lane_block(m: u32, n: u32, k0: u32, count: u32) -> f32 {
   var accum = 0.0;
   if (BITS == 8u) {
     for (var i = 0u; i < count; i++) { sum = add(sum, x[xr + k0 + i]); }
-    for (var i = 0u; i < count; i++) { accum = add(accum, mul(x[xr + k0 + i], f32(code(n, k0 + i)))); }
+    // accum += x * w: accum = x w + accum
+    for (var i = 0u; i < count; i++) { accum = muladd(x[xr + k0 + i], f32(code(n, k0 + i)), accum); }
   } else {
     for (var i = 0u; i < count; i += 4u) {
       let k = k0 + i;
       let x0 = x[xr + k]; let x1 = x[xr + k + 1u]; let x2 = x[xr + k + 2u]; let x3 = x[xr + k + 3u];
       sum = add(sum, t_add(t_add(t_add(x0, x1), x2), x3));
       // code j of the pack masked in place (q_j << BITS j), x_j divided by 2^(BITS j): exact rescalings
-      let p0 = mul(x0, f32(code(n, k)));
-      let p1 = mul(pin(x1 / f32(1u << BITS)), f32(code(n, k + 1u) << BITS));
-      let p2 = mul(pin(x2 / f32(1u << (2u * BITS))), f32(code(n, k + 2u) << (2u * BITS)));
-      let p3 = mul(pin(x3 / f32(1u << (3u * BITS))), f32(code(n, k + 3u) << (3u * BITS)));
-      accum = add(accum, add(add(add(p0, p1), p2), p3));
+      let c0 = f32(code(n, k));
+      let x1d = pin(x1 / f32(1u << BITS));
+      let x2d = pin(x2 / f32(1u << (2u * BITS)));
+      let x3d = pin(x3 / f32(1u << (3u * BITS)));
+      let c1 = f32(code(n, k + 1u) << BITS);
+      let c2 = f32(code(n, k + 2u) << (2u * BITS));
+      let c3 = f32(code(n, k + 3u) << (3u * BITS));
+      // ((x0 c0 + x1' c1) + x2' c2) + x3' c3: contracted, fma(x3', c3, fma(x2', c2, fma(x0, c0, x1' c1)))
+      accum = add(accum, muladd(x3d, c3, muladd(x2d, c2, muladd(x0, c0, mul(x1d, c1)))));
     }
   }
-  return add(mul(scale, accum), mul(sum, bias));
+  return muladd(scale, accum, mul(sum, bias));
 }
 
 // The shuffle-down ladder over `count` partials (a power of two): p[l] += p[l + h] for h = count/2 .. 1.
@@ -169,8 +219,10 @@ fn qmv_wide(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg:
         let k0 = g * P.group_size + sc * SUB;
         var acc = 0.0;
         for (var i = 0u; i < SUB; i++) {
+          // dequantize's scale * q + bias: a bf16 scale (8 significant bits) times a code of at most 8 bits
+          // is exact in f32, so the fused and the unfused expression agree
           let wq = add(mul(scale, f32(code(n, k0 + i))), bias);
-          acc = add(acc, mul(x[xr + k0 + i], wq));
+          acc = muladd(x[xr + k0 + i], wq, acc);
         }
         r = add(r, acc);
       }

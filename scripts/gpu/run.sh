@@ -16,7 +16,7 @@ if [ ! -e /tmp/.ringside-gpu-ready ] || [ ! -d node_modules/webgpu ]; then
 [ "${1:-}" = run ] || { echo "npm shim: only 'npm run cli|bench' is available here" >&2; exit 2; }
 shift; [ "${1:-}" = --silent ] && shift; s=${1:-}; shift || true; [ "${1:-}" = -- ] && shift
 case $s in cli) ;; bench) set -- bench "$@" ;; *) echo "npm shim: unknown script $s" >&2; exit 2 ;; esac
-exec node --import tsx --import ./scripts/wgsl-hooks.mjs src/cli/main.ts "$@"
+exec node src/cli/launch.mjs "$@"
 SH
   chmod +x /usr/local/bin/npm; touch /tmp/.ringside-gpu-ready
 fi

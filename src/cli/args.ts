@@ -13,31 +13,59 @@ const INTEGER = /^-?\d+$/;
 export const parseInteger = (s: string | boolean | undefined): number =>
   typeof s === 'string' && INTEGER.test(s) ? Number(s) : Number.NaN;
 
-export function intOption(
-  values: Record<string, unknown>,
-  name: string,
-  min = 0,
-  max = Number.MAX_SAFE_INTEGER,
-): number | undefined {
+/** The value as typed, for a message: long values (a list of thousands of token ids) cut to keep the message one line. */
+export function shown(v: unknown): string {
+  const s = String(v);
+  return JSON.stringify(s.length > 48 ? `${s.slice(0, 45)}...` : s);
+}
+
+/**
+ * An integer option between `min` and `max` (both required: every numeric option states its range, src/cli/bounds.ts
+ * has the shared ones), or undefined without the option. A value outside is refused naming the option and the range.
+ */
+export function intOption(values: Record<string, unknown>, name: string, min: number, max: number): number | undefined {
   const v = values[name];
   if (v === undefined) return undefined;
   const n = parseInteger(String(v));
-  if (!Number.isInteger(n) || n < min || n > max)
-    throw new Error(`--${name} must be an integer between ${min} and ${max} (got "${String(v)}")`);
+  if (!Number.isSafeInteger(n) || n < min || n > max)
+    throw new Error(`--${name} must be an integer between ${min} and ${max} (got ${shown(v)})`);
   return n;
 }
 
-export function intList(values: Record<string, unknown>, name: string): number[] | undefined {
+/** The bounds of a list option: each item's range and the most items. */
+export interface ListBounds {
+  min: number;
+  max: number;
+  count: number;
+}
+
+/** A comma-separated list of integers, each within `b`, at most `b.count` of them; undefined without the option. */
+export function intList(values: Record<string, unknown>, name: string, b: ListBounds): number[] | undefined {
   const v = values[name];
   if (v === undefined) return undefined;
   const parts = String(v)
     .split(',')
     .map((x) => x.trim())
     .filter(Boolean);
+  if (parts.length > b.count) throw new Error(`--${name} lists ${parts.length} values, more than ${b.count}`);
   const out = parts.map(parseInteger);
-  if (!out.length || out.some((n) => !Number.isInteger(n) || n < 0))
-    throw new Error(`--${name} must be a comma-separated list of non-negative integers (got "${String(v)}")`);
+  if (!out.length || out.some((n) => !Number.isSafeInteger(n) || n < b.min || n > b.max))
+    throw new Error(
+      `--${name} must be a comma-separated list of integers between ${b.min} and ${b.max} (got ${shown(v)})`,
+    );
   return out;
+}
+
+/**
+ * A decimal number option in (0, max] (sizes in GB, seconds), or undefined without the option. Number() alone takes
+ * "0x10", "1e3" and "" (0), so the value must be digits with one optional point.
+ */
+export function positiveNumberOption(values: Record<string, unknown>, name: string, max: number): number | undefined {
+  const v = values[name];
+  if (v === undefined) return undefined;
+  const n = typeof v === 'string' && /^(\d+\.?\d*|\.\d+)$/.test(v) ? Number(v) : Number.NaN;
+  if (!(n > 0 && n <= max)) throw new Error(`--${name} must be a number above 0 and at most ${max} (got ${shown(v)})`);
+  return n;
 }
 
 export function choice<T extends string>(
@@ -47,7 +75,7 @@ export function choice<T extends string>(
 ): T | undefined {
   const v = values[name];
   if (v === undefined) return undefined;
-  if (!allowed.includes(v as T)) throw new Error(`--${name} must be one of ${allowed.join(', ')} (got "${String(v)}")`);
+  if (!allowed.includes(v as T)) throw new Error(`--${name} must be one of ${allowed.join(', ')} (got ${shown(v)})`);
   return v as T;
 }
 

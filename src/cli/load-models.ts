@@ -1,4 +1,3 @@
-import path from 'node:path';
 import { nodeFolderSources } from '../node/file-source.ts';
 import { nodeGpuContext } from './node-gpu.ts';
 import { uploadWeights, type GpuWeights } from '../model/gpu-weights.ts';
@@ -10,6 +9,7 @@ import { openCheckpoint, type Checkpoint } from '../format/checkpoint.ts';
 import { checkpointFamily } from '../format/open-target.ts';
 import type { GpuContext } from '../gpu/device.ts';
 import { checkpointTokenizer, type TextCodec } from '../format/tokenizer.ts';
+import { checkpointLabel } from './checkpoint-dir.ts';
 
 /**
  * Opens a Gemma 4 folder for one role and refuses a folder of another family or of the other role, saying which
@@ -22,7 +22,7 @@ export async function openGemmaDir(
   role: 'target' | 'assistant',
   targetLabel?: string,
 ): Promise<Checkpoint> {
-  const label = path.basename(dir);
+  const label = checkpointLabel(dir);
   return namingFolder(dir, label, () => openGemmaRole(dir, label, role, targetLabel));
 }
 
@@ -97,14 +97,30 @@ export interface LoadedModels {
   close(): void;
 }
 
-export async function loadModels(targetDir: string, draftDir?: string): Promise<LoadedModels> {
+/** What loadModels has opened, before it uploads anything: for checks that need the config or the tokenizer. */
+export interface OpenedModels {
+  target: Checkpoint;
+  assistant?: Checkpoint;
+  tokenizer?: TextCodec;
+}
+
+/**
+ * Opens a target and optionally its assistant, checks them, runs `beforeUpload` (a command's checks that need the
+ * config or the tokenizer, such as the positions a prompt will reach), and only then asks for a GPU and uploads.
+ */
+export async function loadModels(
+  targetDir: string,
+  draftDir?: string,
+  beforeUpload?: (opened: OpenedModels) => void,
+): Promise<LoadedModels> {
   const { target, assistant } = await openGemmaPair(targetDir, draftDir);
+  const tokenizer = await checkpointTokenizer(target);
+  beforeUpload?.({ target, assistant, tokenizer });
   const ctx = await nodeGpuContext();
   const targetWeights = await uploadWeights(ctx.device, target.description as TargetDescription);
   const assistantWeights = assistant
     ? await uploadWeights(ctx.device, assistant.description as AssistantDescription)
     : undefined;
-  const tokenizer = await checkpointTokenizer(target);
   return {
     ctx,
     target,

@@ -2,7 +2,6 @@
  * Ringside command line: the same engine as the page, headless, through Dawn.
  *   npm run cli -- <command> [options]
  */
-import { parseArgs } from 'node:util';
 import type { Command, CommandIO } from './command.ts';
 import { info } from './commands/info.ts';
 import { selftest } from './commands/selftest.ts';
@@ -15,9 +14,12 @@ import { forward } from './commands/forward.ts';
 import { generate } from './commands/generate.ts';
 import { compare } from './commands/compare.ts';
 import { trace } from './commands/trace.ts';
+import { compareTraces } from './commands/compare-traces.ts';
 import { bench } from './commands/bench.ts';
 import { isGpuError } from '../gpu/errors.ts';
 import { setVerbose } from './node-gpu.ts';
+import { parseCommandOptions, UsageError, type OptionValues } from './parse-options.ts';
+import { resolveCheckpointOption } from './checkpoint-dir.ts';
 
 const COMMANDS: Command[] = [
   info,
@@ -29,6 +31,7 @@ const COMMANDS: Command[] = [
   probe,
   routers,
   trace,
+  compareTraces,
   synth,
   loadBench,
   bench,
@@ -42,10 +45,11 @@ function help(): string {
     '',
     'commands:',
   ];
-  for (const c of COMMANDS) lines.push(`  ${c.name.padEnd(12)} ${c.summary}`);
+  for (const c of COMMANDS) lines.push(`  ${c.name.padEnd(14)} ${c.summary}`);
   lines.push('', 'npm run cli -- <command> --help  shows the options of one command.');
   lines.push(
-    '--verbose (any command; or RINGSIDE_VERBOSE=1)  asks Dawn for an adapter even without a Vulkan driver, to show its own messages.',
+    "--verbose (any command; or RINGSIDE_VERBOSE=1)  shows Dawn's own messages: its warnings, held back otherwise, and its loader's errors where no Vulkan driver gives an adapter.",
+    'Checkpoint options (--target, --draft, --model) take a folder, or a Hub id ORG/NAME found in the local Hugging Face cache (HF_HUB_CACHE, HF_HOME/hub or ~/.cache/huggingface/hub); nothing is downloaded.',
   );
   return lines.join('\n');
 }
@@ -70,46 +74,45 @@ export async function main(argv: string[], io: CommandIO): Promise<number> {
   }
   const cmd = COMMANDS.find((c) => c.name === name);
   if (!cmd) {
-    io.err(`Unknown command "${name}".\n\n${help()}`);
+    io.err(
+      `unknown command "${name}"; the commands are ${COMMANDS.map((c) => c.name).join(', ')}; see npm run cli -- --help`,
+    );
     return 2;
   }
   if (rest.includes('--help') || rest.includes('-h')) {
     io.out(commandHelp(cmd));
     return 0;
   }
-  // biome-ignore lint/suspicious/noImplicitAnyLet: typed by the parseArgs overload at the assignment below
-  let args;
+  let values: OptionValues;
+  const positionals: string[] = [];
   try {
-    args = parseArgs({
-      args: rest,
-      options: Object.fromEntries(Object.entries(cmd.options).map(([k, o]) => [k, { type: o.type }])),
-      allowPositionals: true,
-      strict: true,
-    });
+    values = parseCommandOptions(cmd, rest, positionals);
+    resolveCheckpointOptions(cmd, values);
   } catch (e) {
-    io.err(`${(e as Error).message}\n\n${commandHelp(cmd)}`);
-    return 2;
+    io.err(e instanceof UsageError ? (e as Error).message : `error: ${(e as Error).message}`);
+    return e instanceof UsageError ? 2 : 1;
   }
-  // No command takes positional arguments: a stray word (or a second "--", after which parseArgs reads every
-  // option as a word) would otherwise be dropped without a sound and the run go on without the options it carried.
-  if (args.positionals.length) {
-    io.err(
-      `unexpected argument${args.positionals.length > 1 ? 's' : ''} ${args.positionals.map((p) => `"${p}"`).join(' ')}: ${cmd.name} takes only --options (with npm run, one "--" before all of them)\n\n${commandHelp(cmd)}`,
-    );
-    return 2;
-  }
-  for (const [k, o] of Object.entries(cmd.options)) {
-    if (args.values[k] === undefined && o.default !== undefined)
-      (args.values as Record<string, unknown>)[k] = o.default;
-  }
+  for (const [k, o] of Object.entries(cmd.options))
+    if (values[k] === undefined && o.default !== undefined) values[k] = o.default;
+  const args = { values, positionals };
   try {
-    return await cmd.run(args as never, io);
+    return await cmd.run(args, io);
   } catch (e) {
     const err = e as Error;
     io.err(`error: ${err.message}`);
     if (!isGpuError(e) && !(err.name === 'FormatError' || err.name === 'CancelledError') && process.env.RINGSIDE_DEBUG)
       io.err(String(err.stack));
     return 1;
+  }
+}
+
+/** The checkpoint options of `cmd` (OptionSpec.checkpoint) replaced by the folders they name (checkpoint-dir.ts). */
+function resolveCheckpointOptions(cmd: Command, values: OptionValues): void {
+  const draftOption = Object.entries(cmd.options).find(([, o]) => o.checkpoint === 'draft')?.[0];
+  for (const [k, o] of Object.entries(cmd.options)) {
+    const v = values[k];
+    if (o.checkpoint && typeof v === 'string' && v)
+      values[k] = resolveCheckpointOption(k, v, o.checkpoint, draftOption);
   }
 }
 

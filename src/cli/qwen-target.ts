@@ -1,4 +1,3 @@
-import path from 'node:path';
 import { namingFolder } from './load-models.ts';
 import { checkpointFamily } from '../format/open-target.ts';
 import {
@@ -16,6 +15,7 @@ import type { CheckpointInfo } from '../parity/report.ts';
 import { type QwenGpuWeights, uploadQwenWeights } from '../model/qwen/weights.ts';
 import { nodeFolderSources } from '../node/file-source.ts';
 import { nodeGpuContext } from './node-gpu.ts';
+import { checkpointLabel } from './checkpoint-dir.ts';
 
 /**
  * The Qwen3.5 branch of the commands that open a target folder: whether its config.json declares a Qwen3.5
@@ -43,10 +43,10 @@ export interface QwenTargetCheckpoint extends Qwen35Checkpoint {
  * layout, src/format/qwen3_5/drafter.ts) checked against it; the drafter's head then drafts.
  */
 export async function openQwenTargetDir(dir: string, draftDir?: string): Promise<QwenTargetCheckpoint> {
-  const label = path.basename(dir);
+  const label = checkpointLabel(dir);
   const ck = await namingFolder(dir, label, async () => openQwen35Checkpoint(await nodeFolderSources(dir), label));
   if (!draftDir) return { ...ck, mtpHead: qwenMtpHeadText(ck.description, ck.label, false) };
-  const draftLabel = path.basename(draftDir);
+  const draftLabel = checkpointLabel(draftDir);
   const drafter = await namingFolder(draftDir, draftLabel, async () =>
     openQwen35Drafter(await nodeFolderSources(draftDir), draftLabel),
   );
@@ -90,13 +90,18 @@ export interface LoadedQwenTarget {
 
 /**
  * Opens a Qwen3.5 target folder and uploads it with its MTP head: the split drafter's when `draftDir` is given,
- * else its own when it has one (as loadModels does for Gemma and its assistant).
+ * else its own when it has one (as loadModels does for Gemma and its assistant); `beforeUpload` runs in between.
  */
-export async function loadQwenTarget(dir: string, draftDir?: string): Promise<LoadedQwenTarget> {
+export async function loadQwenTarget(
+  dir: string,
+  draftDir?: string,
+  beforeUpload?: (checkpoint: QwenTargetCheckpoint, tokenizer: TextCodec | undefined) => void,
+): Promise<LoadedQwenTarget> {
   const checkpoint = await openQwenTargetDir(dir, draftDir);
+  const tokenizer = await checkpointTokenizer(checkpoint);
+  beforeUpload?.(checkpoint, tokenizer);
   const ctx = await nodeGpuContext();
   const weights = await uploadQwenWeights(ctx.device, checkpoint.description);
-  const tokenizer = await checkpointTokenizer(checkpoint);
   return {
     ctx,
     checkpoint,

@@ -2,8 +2,9 @@
  * Which Vulkan drivers Dawn can find in Node on Linux, read the way the Vulkan loader reads them: the
  * ICD manifests (JSON files naming a driver library) listed by VK_DRIVER_FILES or, older,
  * VK_ICD_FILENAMES, else those in the standard icd.d folders. The CLI checks this before it asks Dawn
- * for an adapter, so that a machine without a driver gets one message that names what is missing and
- * scripts/provision-webgpu.sh, instead of Dawn's own loader errors (which Dawn prints to stderr itself;
+ * for an adapter: without a driver it takes the lavapipe scripts/provision-webgpu.sh provisioned
+ * (software-adapter.ts), and without that a machine gets one message that names what is missing and
+ * the script, instead of Dawn's own loader errors (which Dawn prints to stderr itself;
  * --verbose / RINGSIDE_VERBOSE=1 lets Dawn try anyway and shows them).
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
@@ -82,8 +83,9 @@ export function findVulkanDrivers(env: NodeJS.ProcessEnv = process.env): VulkanD
 
 /** What to run or install (the same for every no-driver case). */
 const REMEDY =
-  'On Linux without a GPU, run `eval "$(bash scripts/provision-webgpu.sh)"` in this shell first: it provides ' +
-  "Mesa's lavapipe, a software Vulkan driver, and points VK_ICD_FILENAMES at its ICD (.cache/lavapipe/lvp_icd.json). " +
+  "On Linux without a GPU, run `bash scripts/provision-webgpu.sh` once: it puts Mesa's lavapipe, a software Vulkan " +
+  'driver, in .cache/lavapipe, where the CLI finds it by itself while VK_ICD_FILENAMES and VK_DRIVER_FILES are unset ' +
+  '(`eval "$(bash scripts/provision-webgpu.sh)"` also points them at it in this shell, as the tests need). ' +
   'With a GPU, install its Vulkan driver (its ICD manifest goes to /usr/share/vulkan/icd.d).';
 
 /** One message for "Dawn found no adapter" in Node on Linux: which driver is missing, and what to do. */

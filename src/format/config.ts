@@ -95,6 +95,8 @@ export interface ModelConfig {
   centroidHead: CentroidHeadConfig | null;
   /** Targets with enable_moe_block (every layer has the block); null otherwise. */
   moe: MoeConfig | null;
+  /** max_position_embeddings: the positions the model declares it was built for; null when config.json omits it. */
+  maxPositions: number | null;
 }
 
 /** docs/MODEL.md section 9: <eos> and <turn|>. */
@@ -145,8 +147,8 @@ export function parseConfig(json: unknown, file = 'config.json', generationConfi
   // As in transformers: num_global_key_value_heads only applies to full layers when attention_k_eq_v is set.
   const globalKv = (kEqV ? optPosInt(ctx, tc, 'num_global_key_value_heads') : undefined) ?? kvHeads;
   const eps = optPosNumber(ctx, tc, 'rms_norm_eps', 1e-6);
-  // Not used (the context the engine plans for is the user's choice), but a value of 0 or below is a broken config.
-  optPosInt(ctx, tc, 'max_position_embeddings');
+  // The engine plans the context the user asks for; the CLI refuses a run whose positions go past this.
+  const maxPositions = optPosInt(ctx, tc, 'max_position_embeddings') ?? null;
 
   const types = layerTypes(ctx, tc, numLayers);
   const rope = ropeSpecs(ctx, tc);
@@ -219,6 +221,7 @@ export function parseConfig(json: unknown, file = 'config.json', generationConfi
     doubleWideMlp: family.doubleWideMlp,
     centroidHead: family.centroidHead,
     moe: role === 'target' ? moeConfig(ctx, tc) : null,
+    maxPositions,
   };
 }
 

@@ -19,6 +19,12 @@ export interface TextCodec {
    * when the folder has no template and Gemma 4's turn form is used.
    */
   readonly chatTemplate: string | null;
+  /**
+   * The id a text starts with (mlxcel's traces put it before a text's tokens): the first token the tokenizer adds
+   * when asked for special tokens (its post-processor: Gemma 4's adds `<bos>`), else its `<bos>` token (Gemma's
+   * id 2, which the chat form spells out), else null (Qwen3.5's tokenizer has none).
+   */
+  bos: number | null;
 }
 
 /** The tokenizer files of a checkpoint folder (checkpoint-files.ts finds them). */
@@ -63,7 +69,9 @@ export async function loadTokenizer(
   // Parsed at load, so a broken template is refused when the folder is opened rather than on the first --chat.
   const renderer: ChatRenderer | null = template ? chatRenderer(template, specialTokenStrings(config)) : null;
   const chatText = (text: string) => (renderer ? renderer.userPrompt(text) : GEMMA4_TURN_FORM(text));
+  const added = tok.encode('', { add_special_tokens: true }).ids;
   return {
+    bos: added.length ? added[0] : (tok.token_to_id('<bos>') ?? null),
     encode: (text, chat) => tok.encode(chat ? chatText(text) : text, { add_special_tokens: false }).ids,
     decode: (ids) => decodeLenient(tok, ids),
     chatTemplate: renderer?.source ?? null,

@@ -11,9 +11,12 @@
  *  2. else K == 64 or 128 and power-of-two bits: `qmv_quad` (a quadgroup per output, for any M).
  *  3. else M >= 2 and (mode != affine or architecture generation >= 15, i.e. M3 and newer): `qmv_wide`.
  *  4. else `qmv_fast` if N % 8 == 0 and K % (pack_factor * (bits == 2 ? 1 : 2) * 32) == 0, else `qmv`.
- * So on M1 and M2 a row is reduced the same way for every M below the batch limit, and on M3 and newer
- * M = 1 (qmv or qmv_fast) and 2 <= M < limit (qmv_wide) reduce it differently (mlxcel #1188).
- * mlxcel's MLXCEL_QMV_WIDE=0 skips rule 3 (the narrow pin).
+ * So on M1 and M2 (Ultra or not) a row is reduced the same way for every M below the batch limit, and on M3
+ * and newer M = 1 (qmv or qmv_fast) and 2 <= M < limit (qmv_wide) reduce it differently (mlxcel #1188).
+ * mlxcel's MLXCEL_QMV_WIDE=0 skips rule 3 (the narrow pin). The batch limit is the one rule that tells an
+ * M5 from an M3 or M4, and an Ultra (architecture name ending in 'd') from the rest of its generation.
+ * Nothing else in these rules depends on the chip for affine weights (qmv's narrower tile on M5 Max is for
+ * nvfp4 weights only; the NAX kernels of M5 serve qmm, not modelled).
  */
 import type { AffineBits } from '../format/quantization.ts';
 
@@ -29,10 +32,17 @@ export interface AppleGpu {
   label: string;
 }
 
-/** What a policy that predicts MLX needs: the GPU, and whether qmv_wide is pinned off (MLXCEL_QMV_WIDE=0). */
+/**
+ * What a policy that predicts MLX needs: the GPU, whether qmv_wide is pinned off (MLXCEL_QMV_WIDE=0), and
+ * whether MLX's compiled kernels contract `a * b + c` within one expression into an fma. MLX builds its
+ * Metal kernels with -fno-fast-math, which in clang leaves -ffp-contract=on: the compiler may fuse, and
+ * whether the Mac's does is not documented, so both readings are policies (shaders/matmul_mlx.wgsl says
+ * which operations fuse).
+ */
 export interface MlxMachine {
   gpu: AppleGpu;
   narrowPin: boolean;
+  fma: boolean;
 }
 
 /** The linear's properties MLX's dispatch reads. */

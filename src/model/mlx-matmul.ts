@@ -1,7 +1,8 @@
 /**
- * The MLX-predicting matmul (policies mlx-m1, mlx-m3plus, mlx-m3plus-narrow): for a decode step or
+ * The MLX-predicting matmul (the mlx-* policies of src/model/mlx-policies.ts): for a decode step or
  * verify block of M rows, run the kernel MLX would run for this linear and this M on the policy's Apple
- * GPU (src/model/mlx-dispatch.ts), with that kernel's reduction order (shaders/matmul_mlx.wgsl). Both
+ * GPU (src/model/mlx-dispatch.ts), with that kernel's reduction order and the policy's reading of MLX's
+ * a * b + c contraction (shaders/matmul_mlx.wgsl). Both
  * arms of a comparison use it, so a row differs between them exactly where MLX switches kernels with M.
  * ops.matmul calls it for affine linears when Rows.mlx is set; dense linears keep the exact kernels.
  */
@@ -52,6 +53,7 @@ export function mlxMatmul(
   const wide = choice.kernel === 'qmv_wide';
   const constants: Record<string, number> = {
     ...(wide ? { BITS: d.bits } : { BITS: d.bits, LANES: choice.lanes, VPT: choice.valuesPerThread }),
+    FMA: machine.fma ? 1 : 0,
     ...layoutConstants(lin.layout),
   };
   lin.weight.parts.forEach((part, i) => {

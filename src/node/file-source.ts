@@ -1,5 +1,5 @@
 /** Node implementations of ByteSource (for the CLI and tests); the browser uses blobSource. */
-import { open, readdir, stat, type FileHandle } from 'node:fs/promises';
+import { open, readdir, readlink, stat, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { ByteSource } from '../format/bytesource.ts';
 import { checkRange } from '../format/bytesource.ts';
@@ -54,6 +54,17 @@ export async function nodeFolderSources(dir: string): Promise<ByteSource[]> {
       const rel = sub ? `${sub}/${e.name}` : e.name;
       if (e.isDirectory()) await walk(rel);
       else if (e.isFile()) out.push(await nodeFileSource(path.join(dir, rel), rel));
+      else if (e.isSymbolicLink()) {
+        // A Hugging Face cache snapshot holds links into its blobs/ folder: a link to a file is that file. Links to
+        // folders are not followed (a link back up would never end).
+        const full = path.join(dir, rel);
+        const target = await stat(full).catch(() => undefined);
+        if (!target)
+          throw new Error(
+            `${dir}: ${rel} is a link to ${await readlink(full)}, which does not exist (an interrupted download?)`,
+          );
+        if (target.isFile()) out.push(await nodeFileSource(full, rel));
+      }
     }
   };
   await walk('');

@@ -89,9 +89,11 @@ export function narrowPinCost(
 const shortName = (x: AffineLinear) => (/embed_tokens$/.test(x.name) ? 'LM head' : x.name.split('.').pop()!);
 
 /**
- * "MLX on M3/M4, not Ultra (applegpu_g15): gate_proj, up_proj: qmv (M = 1) vs qmv_wide (M = 4); narrow
- * pin (MLXCEL_QMV_WIDE=0): ..." for a first divergence at (layer, stage) of a block of M rows; undefined
- * when no linear of that stage switches kernels between M = 1 and M.
+ * "MLX on M3/M4, not Ultra (applegpu_g15, g16): gate_proj, up_proj: qmv (M = 1) vs qmv_wide (M = 4); narrow
+ * pin (MLXCEL_QMV_WIDE=0): ..." for a first divergence at (layer, stage) of a block of M rows (", a * b + c
+ * fused" after the GPU under a +fma policy); undefined when no linear of that stage switches kernels between
+ * M = 1 and M. The kernel pair depends on the chip class only through the batch limit and qmv_wide, so the
+ * same divergence is blamed alike under a policy and its +fma twin.
  */
 export function explainMlx(
   machine: MlxMachine,
@@ -115,5 +117,6 @@ export function explainMlx(
       `${c.pinned.threadgroups} threadgroups instead of ${c.now.threadgroups}, ` +
       `weights streamed ${c.pinned.weightPasses} times instead of ${c.now.weightPasses}`
     : '';
-  return `MLX on ${machine.gpu.label}: ${pairs}${pin}`;
+  const fused = machine.fma ? ', a * b + c fused' : '';
+  return `MLX on ${machine.gpu.label}${fused}: ${pairs}${pin}`;
 }

@@ -6,6 +6,7 @@
 import type { AdapterReport } from '../gpu/device.ts';
 import { COMPILER_FIELDS, type CompilerProvenance } from './compiler-provenance.ts';
 import { probeProblems, traceProblems } from './report-consistency.ts';
+import { type TraceJudgement, validateJudgement } from './trace-judgement.ts';
 
 export const REPORT_SCHEMA = 'ringside-report/1';
 
@@ -291,8 +292,13 @@ export function validateReport(x: unknown): string[] {
       else for (const k of COMPILER_FIELDS) need(typeof c[k] === 'string', `provenance.compiler.${k} must be a string`);
     }
   }
-  if (x.kind === 'trace') errs.push(...traceProblems(x));
-  else if (x.kind === 'probe') errs.push(...probeProblems(x));
+  if (x.kind === 'trace') {
+    errs.push(...traceProblems(x));
+    // written by every trace since the judgement was added; a report from before has none
+    if (x.judgement !== undefined)
+      for (const e of validateJudgement(x.judgement, obj(x.metrics) ? x.metrics : undefined))
+        errs.push(`judgement: ${e}`);
+  } else if (x.kind === 'probe') errs.push(...probeProblems(x));
   return errs.length > MAX_PROBLEMS
     ? [...errs.slice(0, MAX_PROBLEMS - 1), `and ${errs.length - MAX_PROBLEMS + 1} more problems`]
     : errs;
@@ -334,6 +340,11 @@ export interface TraceReport {
   summary: string;
   provenance: Provenance & { prefix: number; traced: number };
   metrics: TraceMetrics;
+  /**
+   * mlxcel's judgement of the block arm (candidate) against the chain (reference), from the positions' top-k lists
+   * (src/parity/trace-judgement.ts); absent from reports written before it was added.
+   */
+  judgement?: TraceJudgement;
   positions: TracePosition[];
   timings: { totalMs: number; prefillMs: number; chainMs: number; blockMs: number };
 }

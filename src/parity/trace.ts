@@ -36,13 +36,19 @@ export interface TraceOptions {
   traced: number;
   policy: string;
   precision: Precision;
+  /** Entries of each row's top list (default 8, as mlxcel's logit traces list). */
   topK?: number;
   /** The stream: prefix + traced + 1 tokens. Default: a deterministic pseudo-random stream. */
   stream?: number[];
 }
 
 import { DECIDED_GAP, GAP_BUCKETS } from './trace-thresholds.ts';
+import { judgeTraces } from './trace-judgement.ts';
+import { armRows } from './trace-files.ts';
 export { DECIDED_GAP, GAP_BUCKETS };
+
+/** Entries of each row's top list: mlxcel's logit traces list 8 (its `topk` default), and so does a report. */
+export const TRACE_TOP_K = 8;
 
 export function defaultStream(n: number, vocab: number): number[] {
   let s = 0x2545f491;
@@ -231,7 +237,7 @@ export async function runTrace(env: TraceEnv, opts: TraceOptions): Promise<Trace
       env.onProgress?.({ phase: 'block', done: traced.length + i + rows.length, total: traced.length * 2 });
     }
     timings.blockMs = performance.now() - t;
-    const topk = opts.topK ?? 5;
+    const topk = opts.topK ?? TRACE_TOP_K;
     const positions: TracePosition[] = chainRows.map((c, i) => {
       const b = blockRows[i];
       const next = stream[opts.prefix + i + 1];
@@ -252,6 +258,8 @@ export async function runTrace(env: TraceEnv, opts: TraceOptions): Promise<Trace
       };
     });
     const metrics = traceMetrics(positions);
+    // the judgement reads the chain's top two for its gap: a trace asked for a shorter list carries none
+    const judgement = topk >= 2 ? judgeTraces(armRows(positions, 'chain'), armRows(positions, 'block')) : undefined;
     timings.totalMs = performance.now() - t0;
     return {
       schema: REPORT_SCHEMA,
@@ -270,6 +278,7 @@ export async function runTrace(env: TraceEnv, opts: TraceOptions): Promise<Trace
         traced: opts.traced,
       },
       metrics,
+      ...(judgement ? { judgement } : {}),
       positions,
       timings,
     };

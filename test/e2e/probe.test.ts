@@ -215,7 +215,32 @@ describe('probe in the page on the fixture model', () => {
       const policy = mlx.getByTestId('policy');
       await expect
         .poll(() => policy.locator('option').allTextContents())
-        .toEqual(expect.arrayContaining(['mlx-m1', 'mlx-m3plus', 'mlx-m3plus-narrow']));
+        .toEqual(
+          expect.arrayContaining([
+            'mlx-m1',
+            'mlx-m1-ultra',
+            'mlx-m3plus',
+            'mlx-m3plus-ultra',
+            'mlx-m5',
+            'mlx-m5+fma',
+            'mlx-m3plus-narrow',
+          ]),
+        );
+      // which policy is which Mac: the chip table under the menu, and why mlx-metal differs
+      const chips = mlx.getByTestId('policy-chips');
+      await chips.locator('summary').click();
+      expect(await mlx.getByTestId('policy-chips-table').locator('tbody tr').allInnerTexts()).toEqual([
+        'M1, M2 (base, Pro, Max)\tapplegpu_g13?, applegpu_g14? (? not d)\tmlx-m1',
+        'M1 Ultra, M2 Ultra\tapplegpu_g13d, applegpu_g14d\tmlx-m1-ultra',
+        'M3, M4 (base, Pro, Max)\tapplegpu_g15?, applegpu_g16? (? not d)\tmlx-m3plus',
+        'M3 Ultra\tapplegpu_g15d\tmlx-m3plus-ultra',
+        'M5 (base, Pro, Max)\tapplegpu_g17? (? not d)\tmlx-m5',
+      ]);
+      expect(await mlx.getByTestId('policy-chips-metal').textContent()).toMatch(/^mlx-metal stacks generic mechanisms/);
+      await policy.selectOption('mlx-m5');
+      expect(await mlx.getByTestId('policy-help').textContent()).toMatch(/^MLX on M5: .*33\/25\/13/);
+      await screenshot(mlx, '27-policy-chip-table');
+      await chips.locator('summary').click();
       await policy.selectOption('mlx-m1');
       expect(await mlx.getByTestId('policy-help').textContent()).toMatch(/^MLX on M1\/M2: /);
       await policy.selectOption('mlx-m3plus-narrow');

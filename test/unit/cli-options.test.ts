@@ -4,7 +4,7 @@
  * relative to where `npm run cli` was typed, another family's policy named as such, prompts that hold tokens, and
  * option combinations that would otherwise be ignored without a word. Every case here fails before a GPU is asked for.
  */
-import { mkdtempSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -12,7 +12,11 @@ import { intList, intOption, outputFileOption } from '../../src/cli/args.ts';
 import { checkPolicyName, familyPolicy } from '../../src/model/family-policies.ts';
 import { generateClassic, generateMtp, type GenerateTarget } from '../../src/model/generate.ts';
 import { cliRun } from '../support/cli-run.ts';
-import { GEMMA4_MOE_TINY, TINY_A } from '../support/fixtures.ts';
+import { DEMO, GEMMA4_MOE_TINY, TINY_A } from '../support/fixtures.ts';
+import { parseCommandOptions, UsageError } from '../../src/cli/parse-options.ts';
+import { resolveCheckpointOption } from '../../src/cli/checkpoint-dir.ts';
+import { defaultReportPath } from '../../src/cli/report-path.ts';
+import type { Command } from '../../src/cli/command.ts';
 
 /** `npm run cli` from `cwd`, quick to fail: every case here is refused before a GPU is asked for. */
 const cli = (args: string[], cwd?: string) => cliRun(args, cwd, 120_000);
@@ -25,9 +29,10 @@ describe('CLI options', () => {
         `--block must be an integer between 1 and 16 (got "${bad}")`,
       );
     expect(() => intOption({ block: '-2' }, 'block', 1, 16)).toThrow('between 1 and 16 (got "-2")');
-    expect(intList({ lengths: '8, 20' }, 'lengths')).toEqual([8, 20]);
-    expect(() => intList({ lengths: '8,1e1' }, 'lengths')).toThrow(
-      '--lengths must be a comma-separated list of non-negative integers (got "8,1e1")',
+    const b = { min: 1, max: 100, count: 8 };
+    expect(intList({ lengths: '8, 20' }, 'lengths', b)).toEqual([8, 20]);
+    expect(() => intList({ lengths: '8,1e1' }, 'lengths', b)).toThrow(
+      '--lengths must be a comma-separated list of integers between 1 and 100 (got "8,1e1")',
     );
   });
 
@@ -73,6 +78,73 @@ describe('CLI options', () => {
     expect(s.out).toContain('unexpected argument "extra"');
   }, 60_000);
 
+  it("mistyped options get one line in the CLI's words, naming the option and the command's --help", () => {
+    const probeCmd = {
+      name: 'probe',
+      summary: '',
+      usage: '',
+      options: { block: { type: 'string', help: 'block width K' }, 'no-localize': { type: 'boolean', help: '' } },
+      run: async () => 0,
+    } as Command;
+    const refusal = (argv: string[]) => {
+      try {
+        parseCommandOptions(probeCmd, argv);
+      } catch (e) {
+        expect(e).toBeInstanceOf(UsageError);
+        return (e as Error).message;
+      }
+      throw new Error(`${argv.join(' ')} was taken`);
+    };
+    const help = 'see npm run cli -- probe --help';
+    expect(refusal(['--foo', '1'])).toBe(`unknown option --foo for probe; ${help}`);
+    expect(refusal(['--blok', '3'])).toBe(`unknown option --blok for probe (did you mean --block?); ${help}`);
+    expect(refusal(['-x'])).toBe(`unknown option -x for probe; ${help}`);
+    const needs = `--block needs a value (block width K); write --block=VALUE for one that starts with "--"; ${help}`;
+    expect(refusal(['--block'])).toBe(needs);
+    expect(refusal(['--block', '--no-localize'])).toBe(needs);
+    expect(refusal(['--no-localize=yes'])).toBe(`--no-localize is a switch and takes no value; ${help}`);
+    expect(parseCommandOptions(probeCmd, ['--block=5', '--no-localize'])).toEqual({ block: '5', 'no-localize': true });
+  });
+
+  it('the CLI prints those refusals alone: no parseArgs text, no help page after them', async () => {
+    for (const [args, line] of [
+      [['probe', '--foo'], 'unknown option --foo for probe; see npm run cli -- probe --help'],
+      [['prob'], 'unknown command "prob"; the commands are info, selftest, '],
+    ] as const) {
+      const r = await cli([...args]);
+      expect(r.code).toBe(2);
+      expect(r.out.trim().split('\n')).toHaveLength(1);
+      expect(r.out).toContain(line);
+      expect(r.out).not.toMatch(/To specify a positional argument|usage:/);
+    }
+  }, 60_000);
+
+  it('a folder holding target/ and assistant/ is answered with the options to pass (public/demo)', async () => {
+    const demo = path.relative(process.cwd(), DEMO);
+    const r = await cli(['probe', '--target', demo]);
+    expect(r.code).toBe(1);
+    expect(r.out.trim()).toBe(
+      `error: ${demo} holds two checkpoints (target/, assistant/): pass --target ${demo}/target --draft ${demo}/assistant`,
+    );
+    expect(() => resolveCheckpointOption('draft', demo, 'draft', 'draft')).toThrow(
+      `${demo} holds two checkpoints (target/, assistant/): pass --draft ${demo}/assistant (with --target ${demo}/target)`,
+    );
+    expect(() => resolveCheckpointOption('model', demo, 'target')).toThrow(`: pass --model ${demo}/target`);
+    // load-bench measures such a folder whole
+    expect(resolveCheckpointOption('model', demo, 'folder')).toBe(demo);
+    expect(resolveCheckpointOption('target', `${demo}/target`, 'target', 'draft')).toBe(`${demo}/target`);
+  }, 60_000);
+
+  it('probe and trace without --report write to reports/<command>-YYYYMMDD-HHMMSS.json, never over an earlier one', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'ringside-reports-'));
+    const at = new Date(2026, 0, 2, 3, 4, 5);
+    expect(defaultReportPath('probe', at, dir)).toBe(path.join('reports', 'probe-20260102-030405.json'));
+    mkdirSync(path.join(dir, 'reports'));
+    writeFileSync(path.join(dir, 'reports', 'probe-20260102-030405.json'), '{}');
+    expect(defaultReportPath('probe', at, dir)).toBe(path.join('reports', 'probe-20260102-030405-2.json'));
+    expect(defaultReportPath('trace', at, dir)).toBe(path.join('reports', 'trace-20260102-030405.json'));
+  });
+
   it('generate refuses option combinations it would ignore, before reading a model', async () => {
     const base = ['generate', '--target', path.join(TINY_A, 'target'), '--json', path.join(tmpdir(), 'g.json')];
     const cases: [string[], string][] = [
@@ -84,7 +156,7 @@ describe('CLI options', () => {
       ],
       [
         ['--tokens', '1,2', '--mode', 'mtp', '--draft-source', 'oracle', '--oracle-mismatch', 'zz'],
-        '--oracle-mismatch must be a comma-separated list of non-negative integers (got "zz")',
+        '--oracle-mismatch must be a comma-separated list of integers between 0 and 63 (got "zz")',
       ],
     ];
     const qwen = ['generate', '--target', 'test/fixtures/qwen-tiny/target', '--tokens', '1', '--json', 'g.json'];

@@ -37,13 +37,15 @@ function run(values: Record<string, string>): { done: Promise<number>; out: stri
 
 describe('load-bench options', () => {
   it.each([
-    ['max-context', 'abc', '--max-context must be a positive integer, found "abc"'],
-    ['max-context', '0', '--max-context must be a positive integer, found "0"'],
-    ['max-context', '1e3', '--max-context must be a positive integer, found "1e3"'],
-    ['max-context', '', '--max-context must be a positive integer, found ""'],
-    ['memory-budget', 'abc', '--memory-budget must be a positive number, found "abc"'],
-    ['memory-budget', '-1', '--memory-budget must be a positive number, found "-1"'],
-    ['memory-budget', '0', '--memory-budget must be a positive number, found "0"'],
+    ['max-context', 'abc', '--max-context must be an integer between 1 and 1048576 (got "abc")'],
+    ['max-context', '0', '--max-context must be an integer between 1 and 1048576 (got "0")'],
+    ['max-context', '1e3', '--max-context must be an integer between 1 and 1048576 (got "1e3")'],
+    ['max-context', '', '--max-context must be an integer between 1 and 1048576 (got "")'],
+    ['max-context', '99999999999', '--max-context must be an integer between 1 and 1048576 (got "99999999999")'],
+    ['memory-budget', 'abc', '--memory-budget must be a number above 0 and at most 100000 (got "abc")'],
+    ['memory-budget', '-1', '--memory-budget must be a number above 0 and at most 100000 (got "-1")'],
+    ['memory-budget', '0', '--memory-budget must be a number above 0 and at most 100000 (got "0")'],
+    ['memory-budget', '1e9', '--memory-budget must be a number above 0 and at most 100000 (got "1e9")'],
   ])('--%s %j is refused by name before any file is read', async (option, value, message) => {
     // The folder does not exist: the option's message comes first, so nothing was opened.
     await expect(run({ model: path.join(tmp, 'nonexistent'), [option]: value }).done).rejects.toThrow(

@@ -1,6 +1,7 @@
 import { writeFile } from 'node:fs/promises';
 import { nodeGpuContext } from '../node-gpu.ts';
-import { intList, intOption, outputFileOption } from '../args.ts';
+import { intList, intOption, outputFileOption, positiveNumberOption } from '../args.ts';
+import { MAX_LAYERS } from '../bounds.ts';
 import { defaultBenchOptions, formatBench, runBench } from '../../bench/run.ts';
 import type { AffineKernel } from '../../bench/kernels.ts';
 import { checkE2ELayers, defaultE2ELayers, E2E_PRESETS, isE2EPreset } from '../../bench/e2e-model.ts';
@@ -68,7 +69,7 @@ export const bench: Command = {
       o.e2e.preset = preset;
       o.e2e.layers = defaultE2ELayers(preset);
     }
-    const layers = intOption(v, 'e2e-layers', 1, 128) ?? intOption(v, 'layers', 1, 128);
+    const layers = intOption(v, 'e2e-layers', 1, MAX_LAYERS) ?? intOption(v, 'layers', 1, MAX_LAYERS);
     if (layers !== undefined && o.e2e) o.e2e.layers = layers;
     if (o.e2e) checkE2ELayers(o.e2e.preset, o.e2e.layers); // before the kernel figures, not after
     const prompt = intOption(v, 'prompt', 1, 4096);
@@ -86,14 +87,10 @@ export const bench: Command = {
     if (coopT !== undefined) setCoopThreads(coopT);
     const coopR = intOption(v, 'coop-features', 1, 4);
     if (coopR !== undefined) setCoopFeatures(coopR);
-    const rows = intList(v, 'rows');
+    const rows = intList(v, 'rows', { min: 1, max: 8192, count: 64 });
     if (rows) o.matmulRows = rows;
     if (v['no-kernels']) o.models = [];
-    if (v.seconds !== undefined) {
-      const s = Number(v.seconds);
-      if (!(s > 0)) throw new Error('--seconds must be a positive number');
-      o.targetSeconds = s;
-    }
+    o.targetSeconds = positiveNumberOption(v, 'seconds', 600) ?? o.targetSeconds;
     const jsonPath = outputFileOption(v, 'json');
     o.log = (line) => io.err(`bench: ${line}`);
     const ctx = await nodeGpuContext(v['no-subgroups'] ? { disableFeatures: ['subgroups'] } : {});

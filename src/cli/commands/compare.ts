@@ -10,16 +10,21 @@ import { diffGenerations } from '../../parity/generation-diff.ts';
 import { choice, intOption, jsonFileOption, requireOutputFile, requireString } from '../args.ts';
 import type { Command } from '../command.ts';
 import { chatFormNote } from './generate.ts';
+import { checkPositions, MAX_NEW } from '../bounds.ts';
 
 export const compare: Command = {
   name: 'compare',
   summary:
     'Free-generation comparison: for N prompts, classic vs MTP greedy output (identical, or the first differing token).',
   usage:
-    'compare --target DIR --draft DIR --prompts FILE.json [--chat] [--max-new N] [--block K] [--policy NAME] [--draft-position hf|mlxcel] [--precision f32|bf16] --json FILE',
+    'compare --target DIR|ORG/NAME --draft DIR|ORG/NAME --prompts FILE.json [--chat] [--max-new N] [--block K] [--policy NAME] [--draft-position hf|mlxcel] [--precision f32|bf16] --json FILE',
   options: {
-    target: { type: 'string', help: 'target checkpoint folder' },
-    draft: { type: 'string', help: 'assistant checkpoint folder' },
+    target: {
+      type: 'string',
+      help: 'target checkpoint folder, or a Hub id in the local Hugging Face cache',
+      checkpoint: 'target',
+    },
+    draft: { type: 'string', help: 'assistant checkpoint folder, or a Hub id', checkpoint: 'draft' },
     prompts: { type: 'string', help: 'JSON array of prompts: token-id arrays, or strings (needs tokenizer.json)' },
     chat: { type: 'boolean', help: 'wrap text prompts in the Gemma chat template' },
     'max-new': { type: 'string', help: 'tokens per generation', default: '64' },
@@ -34,7 +39,7 @@ export const compare: Command = {
     const out = requireOutputFile(values, 'json');
     requireString(values, 'prompts');
     const K = intOption(values, 'block', 2, 16)!;
-    const maxNew = intOption(values, 'max-new', 1, 100_000)!;
+    const maxNew = intOption(values, 'max-new', 1, MAX_NEW)!;
     const precision = choice(values, 'precision', ['f32', 'bf16'] as const)!;
     const position = choice(values, 'draft-position', ['hf', 'mlxcel'] as const)! as DraftConvention;
     const policyName = String(values.policy);
@@ -48,21 +53,31 @@ export const compare: Command = {
       throw new Error(
         `${targetDir}: compare runs Gemma 4 targets with their assistant; for a Qwen3.5 target compare \`generate --mode classic\` with \`generate --mode mtp\` (same --tokens or --prompt): their JSON carries both SHA-256s`,
       );
-    const m = await loadModels(targetDir, requireString(values, 'draft'));
-    try {
-      const vocab = m.targetWeights.desc.vocab;
-      if (values.chat === true && m.tokenizer) io.err(chatFormNote(m.tokenizer));
-      const prompts = raw.map((p, i) => {
+    // the prompts tokenized and their positions checked against the target's limit before any upload
+    let prompts: number[][] = [];
+    const m = await loadModels(targetDir, requireString(values, 'draft'), ({ target, tokenizer }) => {
+      const vocab = target.description.vocab;
+      if (values.chat === true && tokenizer) io.err(chatFormNote(tokenizer));
+      prompts = raw.map((p, i) => {
         let ids: number[];
         if (typeof p === 'string') {
-          if (!m.tokenizer) throw new Error(`prompt ${i} is text but ${m.target.label} has no tokenizer.json`);
-          ids = m.tokenizer.encode(p, values.chat === true);
+          if (!tokenizer) throw new Error(`prompt ${i} is text but ${target.label} has no tokenizer.json`);
+          ids = tokenizer.encode(p, values.chat === true);
         } else if (!Array.isArray(p) || p.some((t) => !Number.isInteger(t) || t < 0 || t >= vocab))
           throw new Error(`prompt ${i}: not a list of token ids below ${vocab}`);
         else ids = p as number[];
         if (!ids.length) throw new Error(`prompt ${i} has no tokens: every prompt needs at least one`);
+        // an MTP verify block may feed K - 1 drafted tokens past the last one emitted
+        checkPositions(
+          ids.length + maxNew + K - 1,
+          `prompt ${i} (${ids.length} tokens) + --max-new ${maxNew} + --block ${K} - 1`,
+          target.description.config.maxPositions,
+          target.label,
+        );
         return ids;
       });
+    });
+    try {
       const weights = { family: 'gemma4' as const, target: m.targetWeights, assistant: m.assistantWeights };
       const results = [];
       let policy = '';

@@ -7,6 +7,7 @@ import { familyFeatures, type TargetDescription } from '../../format/model-descr
 import { writeSafetensors, type TensorToWrite } from '../../format/safetensors-writer.ts';
 import { choice, intList, intOption, requireOutputFile, requireString } from '../args.ts';
 import type { Command } from '../command.ts';
+import { checkPositions, MAX_POSITIONS, MAX_VOCAB } from '../bounds.ts';
 
 /** Capture names of the engine -> tensor names of the fixtures' golden.safetensors. */
 function activationNames(layers: number): Map<string, string> {
@@ -20,9 +21,13 @@ export const forward: Command = {
   name: 'forward',
   summary: 'Run the target over given tokens and write logits (and activations) to a safetensors file.',
   usage:
-    'forward --model DIR --tokens 1,2,3 --out FILE.safetensors [--precision f32|bf16] [--activations] [--chain | --block K] [--prefill-chunk N]',
+    'forward --model DIR|ORG/NAME --tokens 1,2,3 --out FILE.safetensors [--precision f32|bf16] [--activations] [--chain | --block K] [--prefill-chunk N]',
   options: {
-    model: { type: 'string', help: 'target checkpoint folder (MLX)' },
+    model: {
+      type: 'string',
+      help: 'target checkpoint folder (MLX), or a Hub id in the local Hugging Face cache',
+      checkpoint: 'target',
+    },
     tokens: { type: 'string', help: 'comma-separated token ids' },
     out: {
       type: 'string',
@@ -35,7 +40,7 @@ export const forward: Command = {
     'prefill-chunk': { type: 'string', help: 'default mode: prefill chunk size (default: all tokens)' },
   },
   async run({ values }, io) {
-    const tokens = intList(values, 'tokens');
+    const tokens = intList(values, 'tokens', { min: 0, max: MAX_VOCAB - 1, count: MAX_POSITIONS });
     if (!tokens?.length) throw new Error('--tokens is required');
     const out = requireOutputFile(values, 'out');
     const precision = choice(values, 'precision', ['f32', 'bf16'] as const)!;
@@ -54,10 +59,11 @@ export const forward: Command = {
       );
     for (const t of tokens)
       if (t >= desc.vocab) throw new Error(`token ${t} is outside the vocabulary (${desc.vocab})`);
+    checkPositions(tokens.length, `--tokens ${tokens.length} tokens`, desc.config.maxPositions, ck.label);
     const ctx = await nodeGpuContext();
     const weights = await uploadWeights(ctx.device, desc);
     const rowsPerForward = values.chain ? 1 : (block ?? 0);
-    const chunk = intOption(values, 'prefill-chunk', 1) ?? tokens.length;
+    const chunk = intOption(values, 'prefill-chunk', 1, MAX_POSITIONS) ?? tokens.length;
     const model = new TargetModel(ctx, weights, {
       maxContext: tokens.length,
       maxBlock: Math.max(rowsPerForward, 1),

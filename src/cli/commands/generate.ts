@@ -16,6 +16,7 @@ import { MOE_ONLY_POLICIES } from '../../model/family/moe-policies.ts';
 import type { TextCodec } from '../../format/tokenizer.ts';
 import { isQwenDir, loadQwenTarget } from '../qwen-target.ts';
 import { choice, intList, intOption, requireOutputFile, requireString } from '../args.ts';
+import { checkPositions, MAX_NEW, MAX_POSITIONS, MAX_VOCAB } from '../bounds.ts';
 import type { Command } from '../command.ts';
 
 /**
@@ -35,12 +36,17 @@ export const generate: Command = {
   name: 'generate',
   summary: 'Greedy generation, classic (chain decode) or MTP (draft, verify, accept, roll back), with counters.',
   usage:
-    'generate --target DIR [--draft DIR] (--tokens CSV | --prompt TEXT [--chat]) --max-new N --mode classic|mtp [--block K] [--policy NAME] [--draft-source assistant|oracle] [--draft-position hf|mlxcel] [--oracle-mismatch CSV] [--precision f32|bf16] --json FILE',
+    'generate --target DIR|ORG/NAME [--draft DIR|ORG/NAME] (--tokens CSV | --prompt TEXT [--chat]) --max-new N --mode classic|mtp [--block K] [--policy NAME] [--draft-source assistant|oracle] [--draft-position hf|mlxcel] [--oracle-mismatch CSV] [--precision f32|bf16] --json FILE',
   options: {
-    target: { type: 'string', help: 'target checkpoint folder' },
+    target: {
+      type: 'string',
+      help: 'target checkpoint folder, or a Hub id in the local Hugging Face cache',
+      checkpoint: 'target',
+    },
     draft: {
       type: 'string',
       help: 'assistant checkpoint folder (Gemma 4), or a split Qwen3.5 MTP drafter folder (mlx-vlm qwen3_5_mtp; else a Qwen3.5 target drafts with its own mtp.* head)',
+      checkpoint: 'draft',
     },
     tokens: { type: 'string', help: 'prompt token ids, comma-separated' },
     prompt: { type: 'string', help: 'prompt text (needs tokenizer.json in the target folder)' },
@@ -66,7 +72,7 @@ export const generate: Command = {
     const out = requireOutputFile(values, 'json');
     const mode = choice(values, 'mode', ['classic', 'mtp'] as const)!;
     const K = intOption(values, 'block', 2, 16)!;
-    const maxNew = intOption(values, 'max-new', 1, 100_000)!;
+    const maxNew = intOption(values, 'max-new', 1, MAX_NEW)!;
     const precision = choice(values, 'precision', ['f32', 'bf16'] as const)!;
     const source = choice(values, 'draft-source', ['assistant', 'oracle'] as const)!;
     const position = choice(values, 'draft-position', ['hf', 'mlxcel'] as const)! as DraftConvention;
@@ -75,18 +81,31 @@ export const generate: Command = {
     const oracle = mode === 'mtp' && source === 'oracle';
     if (values['oracle-mismatch'] !== undefined && !oracle)
       throw new Error('--oracle-mismatch applies to --mode mtp --draft-source oracle only');
-    const wrong = new Set(intList(values, 'oracle-mismatch') ?? []);
-    const ids = intList(values, 'tokens');
+    const wrong = new Set(intList(values, 'oracle-mismatch', { min: 0, max: maxNew - 1, count: maxNew }) ?? []);
+    const ids = intList(values, 'tokens', { min: 0, max: MAX_VOCAB - 1, count: MAX_POSITIONS });
     if (ids && values.prompt !== undefined) throw new Error('give --tokens or --prompt, not both');
     if (values.chat && values.prompt === undefined) throw new Error('--chat wraps --prompt TEXT: give --prompt');
     if (!ids && typeof values.prompt !== 'string') throw new Error('give --tokens CSV or --prompt TEXT');
-    const promptOf = (tok?: TextCodec, label = targetDir) => {
-      if (ids) return ids;
-      if (!tok) throw new Error(`${label}: no tokenizer.json in the target folder; use --tokens`);
-      if (values.chat === true) io.err(chatFormNote(tok));
-      const encoded = tok.encode(String(values.prompt), values.chat === true);
-      if (!encoded.length) throw new Error(`--prompt "${String(values.prompt)}" encodes to no tokens: give some text`);
-      return encoded;
+    // The prompt, and the positions the run reaches checked against the model's limit, before any upload.
+    let prompt: number[] = [];
+    const promptOf = (tok: TextCodec | undefined, label: string, vocab: number, maxPositions: number | null) => {
+      if (ids) prompt = ids;
+      else if (!tok) throw new Error(`${label}: no tokenizer.json in the target folder; use --tokens`);
+      else {
+        if (values.chat === true) io.err(chatFormNote(tok));
+        prompt = tok.encode(String(values.prompt), values.chat === true);
+      }
+      if (!prompt.length) throw new Error(`--prompt "${String(values.prompt)}" encodes to no tokens: give some text`);
+      for (const t of prompt) if (t >= vocab) throw new Error(`token ${t} is outside the vocabulary (${vocab})`);
+      const source = ids ? '--tokens' : '--prompt';
+      // an MTP verify block may feed K - 1 drafted tokens past the last one emitted
+      const drafted = mode === 'mtp' ? K - 1 : 0;
+      checkPositions(
+        prompt.length + maxNew + drafted,
+        `${source} ${prompt.length} tokens + --max-new ${maxNew}${drafted ? ` + --block ${K} - 1` : ''}`,
+        maxPositions,
+        label,
+      );
     };
     const run = async (g: GenerationModels, prompt: number[], tokenizer?: TextCodec, mtpHead?: string) => {
       for (const t of prompt) if (t >= g.vocab) throw new Error(`token ${t} is outside the vocabulary (${g.vocab})`);
@@ -148,12 +167,13 @@ export const generate: Command = {
       // the draft position convention is a Gemma 4 assistant's (its frozen position); a Qwen3.5 head has none
       if (position !== 'hf')
         throw new Error('--draft-position applies to Gemma 4 assistants, not to Qwen3.5 MTP heads');
-      const q = await loadQwenTarget(targetDir, values.draft ? String(values.draft) : undefined);
+      const q = await loadQwenTarget(targetDir, values.draft ? String(values.draft) : undefined, (ck, tok) =>
+        promptOf(tok, ck.label, ck.description.vocab, ck.description.config.maxPositions),
+      );
       try {
         // which head drafts (without one, generation's mtpDrafter() says why)
         if (mode === 'mtp' && source === 'assistant' && q.checkpoint.description.mtp)
           io.out(`MTP head: ${q.checkpoint.mtpHead}`);
-        const prompt = promptOf(q.tokenizer, q.checkpoint.label);
         const g = generationModels(q.ctx, { family: 'qwen3_5', target: q.weights }, setup(prompt));
         try {
           await run(g, prompt, q.tokenizer, q.checkpoint.mtpHead);
@@ -169,9 +189,10 @@ export const generate: Command = {
       throw new Error('--mode mtp with --draft-source assistant needs --draft DIR');
     // moe-grouped is checked against the target once loaded (generationModels: MoE targets only)
     if (!MOE_ONLY_POLICIES.has(String(values.policy))) familyPolicy('gemma4', String(values.policy));
-    const m = await loadModels(targetDir, values.draft ? String(values.draft) : undefined);
+    const m = await loadModels(targetDir, values.draft ? String(values.draft) : undefined, (o) =>
+      promptOf(o.tokenizer, o.target.label, o.target.description.vocab, o.target.description.config.maxPositions),
+    );
     try {
-      const prompt = promptOf(m.tokenizer, m.target.label);
       const weights = { family: 'gemma4' as const, target: m.targetWeights, assistant: m.assistantWeights };
       const g = generationModels(m.ctx, weights, setup(prompt));
       await run(g, prompt, m.tokenizer);

@@ -11,8 +11,10 @@ import { planQwenMemory } from '../../model/qwen/memory.ts';
 import { uploadQwenWeights } from '../../model/qwen/weights.ts';
 import type { ProgressFn } from '../../util/cancel.ts';
 import { namingFolder } from '../load-models.ts';
+import { checkpointLabel } from '../checkpoint-dir.ts';
 import { nodeGpuContext } from '../node-gpu.ts';
-import { parseInteger } from '../args.ts';
+import { intOption, positiveNumberOption } from '../args.ts';
+import { MAX_POSITIONS } from '../bounds.ts';
 import type { Command } from '../command.ts';
 
 const CHUNK = 8 << 20;
@@ -22,11 +24,12 @@ export const loadBench: Command = {
   name: 'load-bench',
   summary:
     'Measure raw read vs GPU upload throughput of a checkpoint (Gemma 4 or Qwen3.5), with peak JS heap and RSS (JSON).',
-  usage: 'load-bench --model DIR [--memory-budget GB] [--max-context N]',
+  usage: 'load-bench --model DIR|ORG/NAME [--memory-budget GB] [--max-context N]',
   options: {
     model: {
       type: 'string',
-      help: 'checkpoint folder, or a folder with target/ and assistant/ (as synth writes; a Qwen3.5 target alone)',
+      help: 'checkpoint folder, or a folder with target/ and assistant/ (as synth writes; a Qwen3.5 target alone), or a Hub id in the local Hugging Face cache',
+      checkpoint: 'folder',
     },
     'memory-budget': {
       type: 'string',
@@ -37,13 +40,14 @@ export const loadBench: Command = {
   async run({ values: v }, io) {
     // Every option is checked before a file is read: a typo must not cost a read of a whole checkpoint first.
     if (typeof v.model !== 'string') throw new Error('--model DIR is required');
-    const maxContext = positiveInt('max-context', v['max-context']);
-    const budget =
-      v['memory-budget'] !== undefined ? positiveNumber('memory-budget', v['memory-budget']) * 1e9 : undefined;
+    const maxContext = intOption(v, 'max-context', 1, MAX_POSITIONS)!;
+    // GB; a budget past 100,000 GB (100 TB) is no budget any machine has
+    const gb = positiveNumberOption(v, 'memory-budget', 100_000);
+    const budget = gb !== undefined ? gb * 1e9 : undefined;
     const dirs = modelDirs(path.resolve(v.model));
     const cks: FamilyCheckpoint[] = [];
     for (const d of dirs) {
-      const label = path.basename(d);
+      const label = checkpointLabel(d);
       cks.push(await namingFolder(d, label, async () => openFamilyCheckpoint(await nodeFolderSources(d), label)));
     }
     const qwen = cks.findIndex((c) => c.family === 'qwen3_5');
@@ -136,22 +140,6 @@ export const loadBench: Command = {
     return 0;
   },
 };
-
-/** A positive decimal integer option (args.ts parseInteger: Number() alone would take "", "0x10" or "1e3"). */
-function positiveInt(name: string, s: string | boolean | undefined): number {
-  const n = parseInteger(s);
-  if (!Number.isSafeInteger(n) || n < 1)
-    throw new Error(`--${name} must be a positive integer, found ${JSON.stringify(s)}`);
-  return n;
-}
-
-/** A positive decimal number option (GB may be fractional). */
-function positiveNumber(name: string, s: string | boolean | undefined): number {
-  const n = typeof s === 'string' && /^(\d+\.?\d*|\.\d+)$/.test(s) ? Number(s) : Number.NaN;
-  if (!(n > 0) || !Number.isFinite(n))
-    throw new Error(`--${name} must be a positive number, found ${JSON.stringify(s)}`);
-  return n;
-}
 
 const round = (x: number) => Math.round(x * 10) / 10;
 

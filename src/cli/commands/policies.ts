@@ -2,6 +2,7 @@ import { POLICIES } from '../../model/policy.ts';
 import { QWEN_POLICY_LIST } from '../../model/qwen/policies.ts';
 import { MOE_GROUPED } from '../../model/family/moe-policies.ts';
 import { policyFamilies } from '../../model/family-policies.ts';
+import { MLX_CHIP_NOTE, MLX_CHIP_TABLE, MLX_METAL_NOTE } from '../../model/mlx-policies.ts';
 import type { Command } from '../command.ts';
 
 export { policyFamilies };
@@ -24,6 +25,14 @@ export const policies: Command = {
     io.out(
       '(Gated DeltaNet; no sliding ring, MLX gated-delta kernel not modelled). A policy a family lacks is refused.',
     );
+    io.out('');
+    io.out('Which mlx-* policy is your Mac (MLX reads the GPU\'s architecture: mx.device_info()["architecture"]):');
+    const chipWidth = Math.max(...MLX_CHIP_TABLE.map((r) => r.chips.length));
+    const archWidth = Math.max(...MLX_CHIP_TABLE.map((r) => r.architecture.length));
+    for (const r of MLX_CHIP_TABLE)
+      io.out(`  ${r.chips.padEnd(chipWidth)}  ${r.architecture.padEnd(archWidth)}  ${r.policy}`);
+    io.out(MLX_CHIP_NOTE);
+    io.out(MLX_METAL_NOTE);
     return 0;
   },
 };

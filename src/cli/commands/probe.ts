@@ -8,20 +8,28 @@ import { uploadQwenWeights } from '../../model/qwen/weights.ts';
 import { isQwenDir, openQwenTargetDir, qwenDrafterInfo } from '../qwen-target.ts';
 import { openGemmaPair } from '../load-models.ts';
 import type { ProbeEnv } from '../../parity/probe.ts';
-import { choice, intList, intOption, requireOutputFile, requireString } from '../args.ts';
+import { choice, intList, intOption, outputFileOption, requireString } from '../args.ts';
+import { checkPositions, MAX_POSITIONS } from '../bounds.ts';
+import { defaultReportPath, ensureReportFolder } from '../report-path.ts';
+import { defaultDrawLengths, QWEN_DRAW_LENGTHS } from '../../parity/draws.ts';
 import type { Command } from '../command.ts';
 import { checkPolicyName } from '../../model/family-policies.ts';
 
 export const probe: Command = {
   name: 'probe',
-  summary: 'Run the block-versus-chain probe (mlxcel startup guard) and write a JSON report.',
+  summary: 'Run the block-versus-chain probe (mlxcel startup guard), print its summary and write a JSON report.',
   usage:
-    'probe --target DIR [--draft DIR] [--block K] [--lengths CSV] [--prefill-chunk N] [--policy NAME] [--precision f32|bf16] [--no-localize] --report FILE',
+    'probe --target DIR|ORG/NAME [--draft DIR|ORG/NAME] [--block K] [--lengths CSV] [--prefill-chunk N] [--policy NAME] [--precision f32|bf16] [--no-localize] [--report FILE]',
   options: {
-    target: { type: 'string', help: 'target checkpoint folder (MLX)' },
+    target: {
+      type: 'string',
+      help: 'target checkpoint folder (MLX), or a Hub id in the local Hugging Face cache',
+      checkpoint: 'target',
+    },
     draft: {
       type: 'string',
       help: 'assistant checkpoint folder, or a split Qwen3.5 MTP drafter folder (checked for compatibility, recorded in provenance)',
+      checkpoint: 'draft',
     },
     block: { type: 'string', help: 'block width K', default: '4' },
     lengths: { type: 'string', help: 'draw prompt lengths (default 8,8,8 and min(W+32,1536))' },
@@ -29,22 +37,31 @@ export const probe: Command = {
     precision: { type: 'string', help: 'activation precision f32 | bf16', default: 'f32' },
     'prefill-chunk': { type: 'string', help: 'prefill chunk size (default: whole prompt up to 512)' },
     'no-localize': { type: 'boolean', help: 'skip failure localization' },
-    report: { type: 'string', help: 'where to write the JSON report' },
+    report: { type: 'string', help: 'where to write the JSON report (default reports/probe-YYYYMMDD-HHMMSS.json)' },
   },
   async run({ values }, io) {
-    const reportPath = requireOutputFile(values, 'report');
+    const reportPath = outputFileOption(values, 'report') ?? defaultReportPath('probe');
     const block = intOption(values, 'block', 1, 16)!;
     const precision = choice(values, 'precision', ['f32', 'bf16'] as const)!;
     const targetDir = requireString(values, 'target');
-    const lengths = intList(values, 'lengths');
-    if (lengths?.includes(0)) throw new Error('--lengths: every draw needs a prompt of at least 1 token');
-    const prefillChunk = intOption(values, 'prefill-chunk', 1);
+    const lengths = intList(values, 'lengths', { min: 1, max: MAX_POSITIONS, count: 1024 });
+    const prefillChunk = intOption(values, 'prefill-chunk', 1, MAX_POSITIONS);
     checkPolicyName((await isQwenDir(targetDir)) ? 'qwen3_5' : 'gemma4', String(values.policy));
     // A Qwen3.5 target opens with its family's opener; the probe's draws are pseudo-random tokens, so a split
     // MTP drafter given as --draft is only checked against the target and recorded, as Gemma's assistant is.
     const draftDir = values.draft ? String(values.draft) : undefined;
     const qwen = (await isQwenDir(targetDir)) ? await openQwenTargetDir(targetDir, draftDir) : undefined;
     const { target, assistant } = qwen ? {} : await openGemmaPair(targetDir, draftDir);
+    // the draws' positions against the model's own limit, before any upload (runProbe takes the same defaults)
+    const desc = qwen ? qwen.description : (target!.description as TargetDescription);
+    const drawn = lengths ?? ('window' in desc ? defaultDrawLengths(desc.window) : [...QWEN_DRAW_LENGTHS]);
+    const longest = Math.max(...drawn);
+    checkPositions(
+      longest + block,
+      `${lengths ? `--lengths ${longest}` : `the longest default draw (${longest})`} + --block ${block}`,
+      desc.config.maxPositions,
+      qwen ? qwen.label : target!.label,
+    );
     const ctx = await nodeGpuContext();
     const weights: ProbeEnv['weights'] = qwen
       ? await uploadQwenWeights(ctx.device, qwen.description)
@@ -67,6 +84,7 @@ export const probe: Command = {
         localize: !values['no-localize'],
       },
     );
+    ensureReportFolder(reportPath);
     await writeFile(reportPath, JSON.stringify(report, null, 1));
     io.out(report.summary);
     for (const d of report.draws) {

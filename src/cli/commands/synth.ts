@@ -9,7 +9,8 @@ import { SYNTH_PRESETS, synthGeometry, type SynthGeometry, type SynthPreset } fr
 import type { AffineBits } from '../../format/quantization.ts';
 import { tokenizerIds } from '../../format/synthetic-tokenizer.ts';
 import { writeSynthetic } from '../../node/synthetic.ts';
-import { parseInteger } from '../args.ts';
+import { intOption, parseInteger, positiveNumberOption } from '../args.ts';
+import { MAX_LAYERS, MAX_SEED, MAX_VOCAB } from '../bounds.ts';
 import { SUPPORTED_BITS } from '../../model/gpu-weights.ts';
 import type { Command } from '../command.ts';
 
@@ -56,8 +57,8 @@ export const synth: Command = {
       if (v['mlp-bits'] !== undefined || v['no-assistant'])
         throw new Error('--mlp-bits and --no-assistant are Gemma 4 options (a Qwen3.5 target carries its MTP head)');
       const over: Partial<QwenSynthGeometry> = {};
-      if (v.layers !== undefined) over.layers = int('layers', v.layers, 1);
-      if (v.vocab !== undefined) over.vocab = int('vocab', v.vocab, 1);
+      if (v.layers !== undefined) over.layers = intOption(v, 'layers', 1, MAX_LAYERS);
+      if (v.vocab !== undefined) over.vocab = intOption(v, 'vocab', 1, MAX_VOCAB);
       if (v['no-mtp']) over.mtp = false;
       g = qwenSynthGeometry(preset, over);
     } else {
@@ -67,18 +68,19 @@ export const synth: Command = {
         );
       if (v['no-mtp']) throw new Error('--no-mtp is a Qwen3.5 option');
       const over: Partial<SynthGeometry> = {};
-      if (v.layers !== undefined) over.layers = int('layers', v.layers, 1);
-      if (v.vocab !== undefined) over.vocab = int('vocab', v.vocab, 1);
+      if (v.layers !== undefined) over.layers = intOption(v, 'layers', 1, MAX_LAYERS);
+      if (v.vocab !== undefined) over.vocab = intOption(v, 'vocab', 1, MAX_VOCAB);
       if (v['mlp-bits'] !== undefined) over.mlpBits = engineBits('mlp-bits', v['mlp-bits']);
       if (v['no-assistant']) over.assistant = null;
       g = synthGeometry(preset as SynthPreset, over);
     }
-    const shardGb = Number(v['shard-gb']);
-    if (!(shardGb > 0)) throw new Error('--shard-gb must be a positive number');
+    // a shard larger than the checkpoint is one file; 1000 GB is past every published checkpoint
+    const shardGb = positiveNumberOption(v, 'shard-gb', 1000)!;
+    const seed = intOption(v, 'seed', 0, MAX_SEED)!;
     const t0 = performance.now();
     let last = 0;
     const files = await writeSynthetic(path.resolve(v.out), g, {
-      seed: int('seed', v.seed),
+      seed,
       shardBytes: shardGb * 1e9,
       force: v.force === true,
       onProgress: (p) => {
@@ -108,11 +110,4 @@ function engineBits(name: string, s: string | boolean | undefined): AffineBits {
       `--${name} must be one of ${ENGINE_BITS.join(', ')} (the affine widths the GPU engine runs), found ${JSON.stringify(s)}`,
     );
   return n as AffineBits;
-}
-
-function int(name: string, s: string | boolean | undefined, min = 0): number {
-  const n = Number(s);
-  if (!Number.isSafeInteger(n) || n < min)
-    throw new Error(`--${name} must be an integer >= ${min}, found ${JSON.stringify(s)}`);
-  return n;
 }

@@ -67,6 +67,8 @@ export interface Qwen35Config {
   mtp: { numLayers: number; dedicatedEmbeddings: boolean };
   eosIds: number[];
   quantization: QuantizationConfig | null;
+  /** max_position_embeddings: the positions the model declares it was built for; null when config.json omits it. */
+  maxPositions: number | null;
 }
 
 /** True when config.json declares a Qwen3.5 model (used to pick the family before parsing). */
@@ -132,8 +134,8 @@ export function parseQwen35Config(
       `${where}head_dim`,
     );
   const eps = optPosNumber(ctx, tc, 'rms_norm_eps', 1e-6);
-  // Not used (the context the engine plans for is the user's choice), but a value of 0 or below is a broken config.
-  optPosInt(ctx, tc, 'max_position_embeddings');
+  // The engine plans the context the user asks for; the CLI refuses a run whose positions go past this.
+  const maxPositions = optPosInt(ctx, tc, 'max_position_embeddings') ?? null;
   const rope = ropeSpec(ctx, tc, headDim);
 
   let numLayers = 0;
@@ -173,6 +175,7 @@ export function parseQwen35Config(
     mtp: { numLayers: mtpLayers as number, dedicatedEmbeddings: tc.mtp_use_dedicated_embeddings === true },
     eosIds,
     quantization,
+    maxPositions,
   };
 }
 

@@ -28,6 +28,13 @@ const ROLE_TEXT: Record<Role, { title: string; hint: string }> = {
   },
 };
 
+/**
+ * Where a model fetched from the Hugging Face Hub already is (hf download, mlx-lm and mlx-vlm put it there): the
+ * snapshot folder holds the checkpoint's files. Finder hides ~/.cache, so the way there is said too.
+ */
+const HUB_CACHE_HINT =
+  'From the Hugging Face cache: ~/.cache/huggingface/hub/models--ORG--NAME/snapshots/<commit>/ (on a Mac, Finder’s Go to Folder, Cmd-Shift-G, takes that path; Cmd-Shift-. shows hidden folders).';
+
 export interface Intake {
   root: HTMLElement;
   load(role: Role, folder: PickedFolder): Promise<boolean>;
@@ -197,6 +204,7 @@ function createZone(role: Role, load: (folder: PickedFolder) => Promise<unknown>
     },
     el('h3', {}, t.title),
     el('p', { class: 'hint' }, t.hint),
+    el('p', { class: 'hint', 'data-testid': `${role}-hub-hint` }, HUB_CACHE_HINT),
     el('div', { class: 'row tight' }, choose, input),
     status,
     summaryBox,

@@ -1,5 +1,9 @@
-/** Settings fields the run forms share: block width K, numerics policy with its description, precision. */
+/**
+ * Settings fields the run forms share: block width K, numerics policy with its description (and, while the
+ * menu offers MLX's per-chip policies, which one is which Mac), precision.
+ */
 import { append, clear, el } from '../common/dom.ts';
+import { mlxChipTable } from './mlx-chips.ts';
 
 export type PolicyInfo = { name: string; description: string };
 
@@ -14,6 +18,8 @@ export function blockSelect(testid: string, def = 4): HTMLSelectElement {
 export interface PolicyField {
   select: HTMLSelectElement;
   help: HTMLElement;
+  /** The chip table of the mlx-* policies (hidden while the menu has none); test id `<testid>-chips`. */
+  chips: HTMLElement;
   fill(list: PolicyInfo[]): void;
   /** Selects `name` if it is a known policy. */
   set(name: string | undefined): void;
@@ -22,12 +28,15 @@ export interface PolicyField {
 export function policyField(testid: string): PolicyField {
   const select = el('select', { 'data-testid': testid }, el('option', { value: 'exact' }, 'exact'));
   const help = el('p', { class: 'small muted policy-help', 'data-testid': `${testid}-help` });
+  const chips = mlxChipTable(`${testid}-chips`);
+  chips.show([]);
   const descriptions = new Map<string, string>();
   const show = () => (help.textContent = descriptions.get(select.value) ?? '');
   select.addEventListener('change', show);
   return {
     select,
     help,
+    chips: chips.root,
     fill(list) {
       const keep = select.value;
       clear(select);
@@ -36,6 +45,7 @@ export function policyField(testid: string): PolicyField {
         descriptions.set(p.name, p.description);
         append(select, el('option', { value: p.name }, p.name));
       }
+      chips.show(list.map((p) => p.name));
       if (descriptions.has(keep)) select.value = keep;
       show();
     },

@@ -113,6 +113,7 @@ export function createGenerateForm(
     draftsNote,
     about,
     policy.help,
+    policy.chips,
     job.controls,
     job.phases,
     job.message,

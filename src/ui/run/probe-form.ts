@@ -49,6 +49,7 @@ export function createProbeForm(
     ),
     hint,
     policy.help,
+    policy.chips,
     job.controls,
     job.phases,
     job.message,

@@ -72,6 +72,7 @@ export function createTraceForm(
     ),
     hint,
     policy.help,
+    policy.chips,
     job.controls,
     job.phases,
     job.message,

@@ -8,6 +8,7 @@ import type { TraceMetrics, TracePosition, TraceReport } from '../../parity/trac
 import { count, num, str } from '../common/format.ts';
 import { normalizeProvenance } from '../report/report-model.ts';
 import { DECIDED_GAP } from '../../parity/trace-thresholds.ts';
+import { type JudgementVerdict, type TraceJudgement, VERDICT_TEXT } from '../../parity/trace-judgement.ts';
 
 /** Re-exported for the views: the one definition lives in src/parity/trace-thresholds.ts. */
 export { DECIDED_GAP };
@@ -67,6 +68,39 @@ function metrics(m: Obj): TraceMetrics {
   };
 }
 
+/** A finite number or null (the judgement's percentiles are null where the block arm never lists the choice). */
+const numOrNull = (v: unknown): number | null => (v === null ? null : num(v));
+
+/** The report's judgement, typed and bounded (validateReport checked its shape and counts). */
+function judgement(j: Obj): TraceJudgement {
+  const d = obj(j.delta);
+  const ppl = obj(j.perplexity);
+  return {
+    positions: num(j.positions),
+    disagreements: num(j.disagreements),
+    decided: num(j.decided),
+    decidedDisagreements: num(j.decidedDisagreements),
+    buckets: arr(j.buckets, TRACE_LIMITS.buckets).map((b) => {
+      const o = obj(b);
+      return {
+        from: num(o.from),
+        to: o.to === null ? null : num(o.to),
+        positions: num(o.positions),
+        disagreed: num(o.disagreed),
+      };
+    }),
+    // keys "2".."L" and ">L": L is a top-k length, so no more than TRACE_LIMITS.topK of them are real
+    ranks: Object.fromEntries(
+      Object.entries(obj(j.ranks))
+        .slice(0, TRACE_LIMITS.topK + 1)
+        .map(([k, v]) => [str(k, 8), num(v)]),
+    ),
+    delta: { p50: numOrNull(d.p50), p90: numOrNull(d.p90), p99: numOrNull(d.p99), max: numOrNull(d.max) },
+    perplexity: { reference: num(ppl.reference), candidate: num(ppl.candidate) },
+    verdict: (Object.keys(VERDICT_TEXT).includes(String(j.verdict)) ? j.verdict : 'decided') as JudgementVerdict,
+  };
+}
+
 /** A deep, typed, bounded copy of a report that validateReport accepted as kind "trace". */
 export function normalizeTrace(x: Obj): TraceView {
   const t = obj(x.timings);
@@ -78,6 +112,7 @@ export function normalizeTrace(x: Obj): TraceView {
     summary: str(x.summary, TRACE_LIMITS.strings),
     provenance: { ...normalizeProvenance(p), prefix: count(p.prefix), traced: count(p.traced) },
     metrics: metrics(obj(x.metrics)),
+    ...(x.judgement === undefined ? {} : { judgement: judgement(obj(x.judgement)) }),
     positions: arr(x.positions, TRACE_LIMITS.positions).map((q) => position(obj(q))),
     timings: { totalMs: num(t.totalMs), prefillMs: num(t.prefillMs), chainMs: num(t.chainMs), blockMs: num(t.blockMs) },
     ...(x.linkCompacted === true ? { linkCompacted: true } : {}),
@@ -102,6 +137,13 @@ export function traceSetup(r: TraceReport): string {
   const n = Number.isFinite(p.traced) ? p.traced : r.positions.length;
   return `${n} traced positions after a prefix of ${Number.isFinite(p.prefix) ? p.prefix : '—'} tokens · K = ${Number.isFinite(p.block) ? p.block : '—'} · policy ${p.policy} · ${p.precision}`;
 }
+
+/** The judgement's verdict in words: the chain is the reference, the block arm the candidate. */
+export const JUDGEMENT_TEXT: Record<JudgementVerdict, string> = {
+  identical: "the block arm's top-1 is the chain's at every position",
+  'undecided-only': `the block arm's top-1 differs only where the chain's top-2 gap is under ${DECIDED_GAP.toFixed(1)}`,
+  decided: `the block arm's top-1 differs where the chain's top-2 gap is ${DECIDED_GAP.toFixed(1)} or more`,
+};
 
 /** Positions where the block arm's top-1 differs from the chain's. */
 export const disagreements = (r: TraceReport): TracePosition[] => r.positions.filter((p) => !p.agree);

@@ -14,6 +14,7 @@ import {
   bucketLabel,
   DECIDED_GAP,
   disagreements,
+  JUDGEMENT_TEXT,
   traceConsequence,
   traceSetup,
   type TraceView,
@@ -81,6 +82,7 @@ export function createTraceView(): {
   const chartNote = el('p', { class: 'muted small', 'data-testid': 'trace-chart-note' });
   const metricsBox = el('div', { class: 'table-wrap' });
   const bucketsBox = el('div', { class: 'table-wrap' });
+  const judgementBox = el('div', { 'data-testid': 'trace-judgement' });
   const positionsBox = el('div', { class: 'table-wrap' });
   const timingsBox = el('div', { class: 'table-wrap' });
   const provBox = el('div', {});
@@ -98,6 +100,7 @@ export function createTraceView(): {
       el('div', {}, el('h3', {}, 'Metrics'), metricsBox),
       el('div', {}, el('h3', {}, 'Disagreements by chain gap'), bucketsBox),
     ),
+    judgementBox,
     el('h3', {}, 'Positions'),
     positionsBox,
     el(
@@ -242,6 +245,67 @@ export function createTraceView(): {
     );
   }
 
+  /**
+   * mlxcel's judgement (compare_logit_traces), chain as reference and block as candidate: its verdict, where each
+   * disagreement put the chain's top-1 in the block arm's list, and |Δ logit| of that token where the list has it.
+   * A report written before the judgement existed shows nothing here.
+   */
+  function renderJudgement(r: TraceView) {
+    clear(judgementBox);
+    const j = r.judgement;
+    judgementBox.hidden = !j;
+    if (!j) return;
+    const bad = j.verdict !== 'identical';
+    const d = j.delta;
+    const pct = (v: number | null) => (v === null ? '—' : fmtSci(v));
+    const ranks = Object.entries(j.ranks).filter(([, n]) => n > 0);
+    append(
+      judgementBox,
+      el('h3', {}, 'Judgement, as mlxcel judges two logit traces'),
+      el(
+        'p',
+        { class: 'small', 'data-testid': 'trace-judgement-verdict', 'data-verdict': j.verdict },
+        el('span', { class: `chip ${bad ? 'diverges' : 'equal'}` }, j.verdict),
+        ' ',
+        JUDGEMENT_TEXT[j.verdict],
+      ),
+      ranks.length
+        ? el(
+            'div',
+            { class: 'table-wrap' },
+            el('p', { class: 'muted small' }, "Where each disagreement put the chain's top-1 in the block arm's list:"),
+            el(
+              'table',
+              { class: 'data', 'data-testid': 'trace-ranks' },
+              el(
+                'thead',
+                {},
+                el('tr', {}, ...['rank', 'disagreements', 'share'].map((h) => el('th', { scope: 'col' }, h))),
+              ),
+              el(
+                'tbody',
+                {},
+                ...ranks.map(([k, n]) =>
+                  el(
+                    'tr',
+                    {},
+                    el('td', {}, k.startsWith('>') ? `beyond the list (${k})` : k),
+                    el('td', {}, fmtInt(n)),
+                    el('td', {}, fmtPercent(n, j.disagreements)),
+                  ),
+                ),
+              ),
+            ),
+          )
+        : null,
+      el(
+        'p',
+        { class: 'muted small', 'data-testid': 'trace-judgement-delta' },
+        `|Δ logit| of the chain's top-1 where the block arm lists it (element ⌊p·n⌋ of the sorted list): p50 ${pct(d.p50)} · p90 ${pct(d.p90)} · p99 ${pct(d.p99)} · max ${pct(d.max)}`,
+      ),
+    );
+  }
+
   function renderPositions(r: TraceView) {
     clear(positionsBox);
     const dis = disagreements(r);
@@ -331,6 +395,7 @@ export function createTraceView(): {
       chart.update(r.positions);
       renderMetrics(r);
       renderBuckets(r);
+      renderJudgement(r);
       renderPositions(r);
       renderTimings(r);
       clear(provBox);
