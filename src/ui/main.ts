@@ -16,6 +16,8 @@ import { createRunStore, type RunEntry, type RunOrigin } from './runs/run-store.
 import { createRunListView } from './runs/run-list-view.ts';
 import { downloadJson, runFileStem } from './runs/run-files.ts';
 import { generationJson } from './generation/generation-model.ts';
+import { createCompareView } from './compare/compare-view.ts';
+import { isComparisonDocument, readComparisonDocument, type CompareInput } from './compare/compare-model.ts';
 import { decodeShareFragment } from './share/share-codec.ts';
 import { fetchDemo } from './intake/demo.ts';
 import { createGenerationView } from './generation/generation-view.ts';
@@ -32,7 +34,22 @@ const generation = createGenerationView();
 byId('generation-slot').appendChild(generation.root);
 const problemBox = byId('report-problem');
 
+// The Compare card: two runs of the visit or two files side by side; it takes the place of the run cards.
+const compareView = createCompareView(store);
+byId('compare-slot').appendChild(compareView.root);
+const showCompare = (): HTMLElement => {
+  view.root.hidden = true;
+  generation.root.hidden = true;
+  runList.setOpen(undefined);
+  return compareView.root;
+};
+byId('open-compare').addEventListener('click', () => {
+  compareView.reveal();
+  showCompare().scrollIntoView({ block: 'start', behavior: 'smooth' });
+});
+
 function openRun(entry: RunEntry): HTMLElement {
+  compareView.root.hidden = true;
   const d = entry.doc;
   if (d.kind === 'generation') generation.show(d.run, entry.source, entry.raw);
   else
@@ -50,7 +67,10 @@ function openRun(entry: RunEntry): HTMLElement {
 const runList = createRunListView(store, {
   open: (entry) => openRun(entry).scrollIntoView({ block: 'start', behavior: 'smooth' }),
   download: (entry) => downloadJson(entry.raw, runFileStem(entry.doc)),
-  compare: () => undefined,
+  compare: (a, b) => {
+    compareView.compareRuns(a, b);
+    showCompare().scrollIntoView({ block: 'start', behavior: 'smooth' });
+  },
 });
 byId('runs-slot').appendChild(runList.root);
 
@@ -75,6 +95,19 @@ function showProblems(source: string, problems: string[]): void {
  */
 function showDocument(x: unknown, source: string, origin: RunOrigin): HTMLElement | undefined {
   clear(problemBox);
+  // a comparison is no run: it opens in the Compare card, compared afresh from the inputs it carries
+  if (isComparisonDocument(x)) {
+    let input: CompareInput;
+    try {
+      input = readComparisonDocument(x);
+    } catch (e) {
+      showProblems(source, [(e as Error).message]);
+      return undefined;
+    }
+    compareView.open(input, source);
+    main.classList.toggle('viewing', origin !== 'live');
+    return showCompare();
+  }
   const r = readDocument(x);
   if (!r.ok) {
     showProblems(source, r.problems);

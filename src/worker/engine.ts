@@ -12,8 +12,8 @@ import { checkpointFamily, openFamilyCheckpoint } from '../format/open-target.ts
 import { uploadWeights, type GpuWeights } from '../model/gpu-weights.ts';
 import { uploadQwenWeights } from '../model/qwen/weights.ts';
 import type { AssistantDescription, TargetDescription } from '../format/model-description.ts';
-import type { CheckpointInfo, PerformanceSummary, ProbeReport, Provenance } from '../parity/report.ts';
-import { APP_VERSION } from '../parity/version.ts';
+import type { CheckpointInfo, PerformanceSummary, ProbeReport, Provenance, SelfTestRecord } from '../parity/report.ts';
+import { APP_COMMIT, APP_VERSION } from '../parity/version.ts';
 import { compilerHere } from '../parity/compiler-provenance.ts';
 import { pageBenchOptions, runBench, type BenchReport } from '../bench/run.ts';
 import { runProbe, type ProbeOptions } from '../parity/probe.ts';
@@ -95,8 +95,19 @@ export class Engine {
   /** Set by the host to hear about a lost device (called with the user-facing message). */
   onDeviceLost: ((message: string) => void) | undefined;
 
+  /** The last self-test of this page, which every report made after it names in its provenance. */
+  private lastSelfTest: SelfTestRecord | undefined;
+
   async selfTest(): Promise<SelfTestResult> {
-    return runSelfTest(await this.gpu());
+    const r = await runSelfTest(await this.gpu());
+    this.lastSelfTest = {
+      ok: r.ok,
+      checks: r.checks.length,
+      failed: r.checks.filter((c) => !c.ok).length,
+      skipped: r.checks.filter((c) => c.skipped !== undefined).length,
+      at: new Date().toISOString(),
+    };
+    return r;
   }
 
   /**
@@ -360,6 +371,7 @@ export class Engine {
       );
       report.timings.loadMs = target.loadMs;
       if (this.performance) report.performance = this.performance;
+      if (this.lastSelfTest) report.provenance.selfTest = this.lastSelfTest;
       return report;
     } finally {
       this.endJob(jobId);
@@ -372,7 +384,7 @@ export class Engine {
     const token = this.startJob(jobId);
     try {
       const ctx = await this.gpu();
-      return await runTrace(
+      const report = await runTrace(
         {
           ctx,
           weights: this.targetWeights(target),
@@ -383,6 +395,8 @@ export class Engine {
         },
         opts,
       );
+      if (this.lastSelfTest) report.provenance.selfTest = this.lastSelfTest;
+      return report;
     } finally {
       this.endJob(jobId);
     }
@@ -493,6 +507,8 @@ export class Engine {
             drafter: describeDrafter(target, assistant, this.drafter(), oracle),
             provenance: {
               app: { name: 'ringside' as const, version: APP_VERSION },
+              ...(APP_COMMIT ? { commit: APP_COMMIT } : {}),
+              ...(this.lastSelfTest ? { selfTest: this.lastSelfTest } : {}),
               createdAt: new Date().toISOString(),
               adapter: ctx.report,
               platform: typeof navigator !== 'undefined' ? navigator.userAgent : 'unknown',
@@ -584,7 +600,7 @@ export class Engine {
 /** A generation run's provenance: a report's (src/parity/report.ts Provenance) without the probe's settings. */
 export type GenerationProvenance = Pick<
   Provenance,
-  'app' | 'createdAt' | 'adapter' | 'platform' | 'compiler' | 'target' | 'assistant'
+  'app' | 'commit' | 'selfTest' | 'createdAt' | 'adapter' | 'platform' | 'compiler' | 'target' | 'assistant'
 >;
 
 /** What drafted in a generation run, as the page shows it. */

@@ -151,6 +151,8 @@ function provenance(p: Obj): GenerationProvenance {
   const full = normalizeProvenance(p);
   return {
     app: full.app,
+    ...(full.commit !== undefined ? { commit: full.commit } : {}),
+    ...(full.selfTest !== undefined ? { selfTest: full.selfTest } : {}),
     createdAt: full.createdAt,
     adapter: full.adapter,
     platform: full.platform,
