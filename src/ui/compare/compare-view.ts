@@ -154,7 +154,6 @@ function stripView(c: TraceComparison): HTMLElement {
 
 function renderTraces(c: TraceComparison): HTMLElement[] {
   const j = c.judgement;
-  const bad = j.verdict !== 'identical';
   return [
     el(
       'div',
@@ -162,7 +161,13 @@ function renderTraces(c: TraceComparison): HTMLElement[] {
       el(
         'div',
         { class: 'verdict-head' },
-        el('span', { class: `verdict-label ${bad ? 'diverges' : 'equal'}` }, VERDICT_WORDS[j.verdict].toUpperCase()),
+        el(
+          'span',
+          {
+            class: `verdict-label ${j.verdict === 'identical' ? 'equal' : j.verdict === 'decided' ? 'diverges' : 'undecided'}`,
+          },
+          VERDICT_WORDS[j.verdict].toUpperCase(),
+        ),
         el(
           'div',
           {},
@@ -247,7 +252,7 @@ function renderProbes(c: ProbeComparison): HTMLElement[] {
           { class: 'left' },
           el('span', { class: `chip ${d.verdict}` }, d.verdict),
           ` ${d.text}`,
-          d.firstDivergence ? el('div', { class: 'first-divergence small' }, d.firstDivergence.text) : null,
+          d.firstDivergence ? el('div', { class: 'divergence small' }, d.firstDivergence.text) : null,
         );
   const maps = (['a', 'b'] as const).map((w) => {
     const m = reportHeatmap(c[w].report);
@@ -372,6 +377,9 @@ export function createCompareView(store: RunStore): {
     'data-testid': 'compare-gap',
   });
 
+  // the decided gap is the trace judgement's: a probe comparison has none
+  const gapLabel = el('label', { class: 'small', hidden: true }, 'Decided from a reference top-2 gap of ', gap);
+
   const slot = (w: Which) => {
     const title = w === 'a' ? 'A, the reference' : 'B, the candidate';
     const select = el('select', { 'data-testid': `compare-${w}-run`, 'aria-label': `${title}: a run of this visit` });
@@ -434,7 +442,7 @@ export function createCompareView(store: RunStore): {
       "Two traces (mlxcel's logit-trace TSVs from its examples/logit_trace, or Ringside trace reports) or two probe reports: pick runs of this visit, choose files, or drop two files on this card.",
     ),
     el('div', { class: 'compare-inputs' }, slots.a.root, slots.b.root),
-    el('label', { class: 'small' }, 'Decided from a reference top-2 gap of ', gap),
+    gapLabel,
     problem,
     body,
   );
@@ -497,6 +505,8 @@ export function createCompareView(store: RunStore): {
         : `${s.source.name}: ${k === 'tsv' ? 'a logit-trace TSV (one arm)' : k === 'trace' ? `a trace report, its ${arms[w]} arm` : k === 'probe' ? 'a probe report' : 'not a report Ringside compares'}`;
     }
     const { a, b } = sides;
+    const isTrace = (x: Side | undefined) => x !== undefined && ['tsv', 'trace'].includes(sourceKind(x.source));
+    gapLabel.hidden = !(isTrace(a) || isTrace(b));
     if (!a || !b) return;
     const g = Number(gap.value);
     if (!(gap.value.trim() !== '' && Number.isFinite(g) && g >= 0)) {
