@@ -4,6 +4,7 @@ import type { GpuWeights } from '../model/gpu-weights.ts';
 import { TargetModel, type Precision } from '../model/target.ts';
 import type { Policy } from '../model/policy.ts';
 import { familyPolicy } from '../model/family-policies.ts';
+import { fmtInt } from '../util/number-format.ts';
 import type { CancelToken, ProgressFn } from '../util/cancel.ts';
 import { compareRows } from './compare.ts';
 import {
@@ -122,10 +123,10 @@ export function traceMetrics(pos: TracePosition[]): TraceMetrics {
 export function traceVerdict(m: TraceMetrics): { verdict: 'equal' | 'diverges'; summary: string } {
   const n = m.positions;
   return m.rowsByteEqual === n
-    ? { verdict: 'equal', summary: `teacher-forced trace: all ${n} block rows equal the chain byte for byte` }
+    ? { verdict: 'equal', summary: `teacher-forced trace: all ${fmtInt(n)} block rows equal the chain byte for byte` }
     : {
         verdict: 'diverges',
-        summary: `teacher-forced trace: ${n - m.rowsByteEqual} of ${n} rows differ; ${m.top1Disagreements} top-1 disagreements, ${m.decidedDisagreements} on ${m.decidedPositions} decided positions (gap >= ${DECIDED_GAP})`,
+        summary: `teacher-forced trace: ${fmtInt(n - m.rowsByteEqual)} of ${fmtInt(n)} rows differ; ${fmtInt(m.top1Disagreements)} top-1 disagreements, ${fmtInt(m.decidedDisagreements)} on ${fmtInt(m.decidedPositions)} decided positions (gap >= ${DECIDED_GAP})`,
       };
 }
 

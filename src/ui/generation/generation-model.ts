@@ -64,11 +64,14 @@ export function generationVerdict(r: GenerationResult): { verdict: 'identical' |
   if (d.identical)
     return {
       verdict: 'identical',
-      text: `MTP output is identical to classic greedy decode: ${a.length} token${a.length === 1 ? '' : 's'}, same SHA-256`,
+      text: `MTP output is identical to classic greedy decode: ${fmtInt(a.length)} token${a.length === 1 ? '' : 's'}, same SHA-256`,
     };
   const i = d.firstDifference ?? 0;
-  const tok = (xs: number[]) => (i < xs.length ? `token id ${xs[i]}` : `the end (${xs.length} tokens)`);
-  return { verdict: 'differs', text: `first difference at token ${i}: classic has ${tok(a)}, MTP has ${tok(b)}` };
+  const tok = (xs: number[]) => (i < xs.length ? `token id ${xs[i]}` : `the end (${fmtInt(xs.length)} tokens)`);
+  return {
+    verdict: 'differs',
+    text: `first difference at token ${fmtInt(i)}: classic has ${tok(a)}, MTP has ${tok(b)}`,
+  };
 }
 
 export interface Bar {
@@ -127,10 +130,10 @@ export function roundsSummary(rounds: readonly MtpRound[]): string {
   if (!rounds.length) return 'No MTP rounds.';
   const rejected = rounds.filter((r) => r.accepted < r.drafts.length);
   const n = rounds.length;
-  const head = `${n} round${n === 1 ? '' : 's'}, ${rejected.length} with a rejected draft`;
+  const head = `${fmtInt(n)} round${n === 1 ? '' : 's'}, ${fmtInt(rejected.length)} with a rejected draft`;
   const f = rejected[0];
   if (!f) return `${head}: every draft was accepted.`;
-  return `${head}; the first at round ${rounds.indexOf(f)}, token ${f.at + f.accepted}: drafted ${f.drafts[f.accepted]}, the verify emitted ${f.verify[f.accepted]}.`;
+  return `${head}; the first at round ${fmtInt(rounds.indexOf(f))}, token ${fmtInt(f.at + f.accepted)}: drafted ${f.drafts[f.accepted]}, the verify emitted ${f.verify[f.accepted]}.`;
 }
 
 /** The run as a JSON document (what "Download JSON" saves). */

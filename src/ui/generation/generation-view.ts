@@ -80,9 +80,9 @@ function roundsTable(g: GenerateResult): HTMLElement {
     el(
       'tr',
       { 'data-round': r.index, 'data-rejected': r.rejectedDraft !== null ? 'yes' : 'no' },
-      el('td', {}, String(r.index)),
-      el('td', {}, String(r.at)),
-      el('td', {}, String(r.pos)),
+      el('td', {}, fmtInt(r.index)),
+      el('td', {}, fmtInt(r.at)),
+      el('td', {}, fmtInt(r.pos)),
       el(
         'td',
         { class: 'round-drafts' },
@@ -222,11 +222,15 @@ export function createGenerationView(): {
       el(
         'table',
         { class: 'data compact gen-window', 'data-testid': 'generation-window' },
-        el('caption', {}, `Tokens ${w.start} to ${w.start + n - 1} around the first difference (token ${first})`),
+        el(
+          'caption',
+          {},
+          `Tokens ${fmtInt(w.start)} to ${fmtInt(w.start + n - 1)} around the first difference (token ${fmtInt(first)})`,
+        ),
         el(
           'thead',
           {},
-          el('tr', {}, el('th', { scope: 'col' }, 'token'), ...idx.map((i) => el('th', { scope: 'col' }, String(i)))),
+          el('tr', {}, el('th', { scope: 'col' }, 'token'), ...idx.map((i) => el('th', { scope: 'col' }, fmtInt(i)))),
         ),
         el(
           'tbody',
