@@ -114,7 +114,7 @@ describe('a generation run as a document', () => {
     expect(md).toMatch(/^### Ringside classic versus MTP generation: \*\*DIFFERS\*\*\n/);
     expect(md).toContain('first difference at token 8: classic has token id 91, MTP has token id 92');
     expect(md).toContain('- acceptance: 6 rounds · 9 of 18 drafts accepted (50.0%) · mean accepted length 1.50 of 3');
-    expect(md).toContain('- speed: classic 6.28 tokens/s · MTP 3.90 tokens/s (0.62 x classic)');
+    expect(md).toContain('- speed: classic 6.28 tokens/s · MTP 3.90 tokens/s (0.62× classic)');
     expect(md).toContain('This adapter is a software one');
     expect(md).toContain('[Open the full run](http://x/#report=abc)');
   });

@@ -138,6 +138,8 @@ function paint(ctx: CanvasRenderingContext2D, c: Comparison, createdAt: string):
       j.verdict !== 'identical',
       `${VERDICT_WORDS[j.verdict]}: ${VERDICT_TEXT[j.verdict]}`,
       judgementLine(c),
+      // the rounding class reads amber, as on the page
+      j.verdict === 'undecided-only' ? '#a15c00' : undefined,
     );
     P.text(`reference (A) ${c.a.name}: ${c.a.about}`, 14, '#1b1f24');
     P.text(`candidate (B) ${c.b.name}: ${c.b.about}`, 14, '#1b1f24');

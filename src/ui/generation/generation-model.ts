@@ -197,5 +197,5 @@ export function pipelinesNote(t: GenerateTimings, provenance: GenerationProvenan
  */
 export function softwareAdapterNote(provenance: GenerationProvenance | undefined, block: number): string {
   if (!provenance || !isSoftwareAdapter(provenance.adapter)) return '';
-  return `This adapter is a software one (a CPU behind WebGPU): there a verify block of ${block} rows costs almost as much as ${block} single-token steps (a block of 4 costs 3.14 x a step on lavapipe, 1.39 x on an NVIDIA H200), so MTP gains little or runs slower than classic here; its speed says nothing about a GPU's.`;
+  return `This adapter is a software one (a CPU behind WebGPU): there a verify block of ${block} rows costs almost as much as ${block} single-token steps (a block of 4 costs 3.14× a step on lavapipe, 1.39× on an NVIDIA H200), so MTP gains little or runs slower than classic here; its speed says nothing about a GPU's.`;
 }

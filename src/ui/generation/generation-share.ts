@@ -30,7 +30,7 @@ export function acceptanceLine(run: GenerationRun): string {
 export function speedLine(run: GenerationRun): string {
   const { classic, mtp } = run.result;
   const ratio = mtp.timings.tokensPerSecond / classic.timings.tokensPerSecond;
-  return `classic ${fixed(classic.timings.tokensPerSecond)} tokens/s · MTP ${fixed(mtp.timings.tokensPerSecond)} tokens/s (${fixed(ratio)} x classic)`;
+  return `classic ${fixed(classic.timings.tokensPerSecond)} tokens/s · MTP ${fixed(mtp.timings.tokensPerSecond)} tokens/s (${fixed(ratio)}× classic)`;
 }
 
 export function generationMarkdown(run: GenerationRun, link?: string): string {
