@@ -1,4 +1,17 @@
+import { execFileSync } from 'node:child_process';
 import { defineConfig } from 'vitest/config';
+
+/** The commit the reports name (src/parity/version.ts APP_COMMIT): HEAD, "+changes" with uncommitted edits; '' outside git. */
+function gitCommit(): string {
+  try {
+    const git = (...args: string[]) =>
+      execFileSync('git', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+    const head = git('rev-parse', '--short=12', 'HEAD').trim();
+    return git('status', '--porcelain', '--untracked-files=no').trim() ? `${head}+changes` : head;
+  } catch {
+    return '';
+  }
+}
 
 // One config for the app (vite) and the tests (vitest).
 // - The page and its Worker are ES modules; WGSL files are imported with `?raw`.
@@ -6,6 +19,7 @@ import { defineConfig } from 'vitest/config';
 //   provisions; browser tests drive Debian's Chromium with playwright-core against a vite server.
 export default defineConfig({
   server: { host: '127.0.0.1' },
+  define: { __RINGSIDE_COMMIT__: JSON.stringify(gitCommit()) },
   worker: { format: 'es' },
   // Pre-bundle the Worker's dependencies too, so `npm start` does not discover them mid-run.
   optimizeDeps: { entries: ['index.html', 'src/worker/engine-worker.ts'] },

@@ -7,7 +7,7 @@
 //    only when a process starts. The CLI then takes that driver by itself when no other is configured
 //    (software-adapter.ts), so no shell needs the script's `eval`.
 // Plain JavaScript, so that the parent starts in a fraction of the time the TypeScript loader takes.
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { constants } from 'node:os';
 import path from 'node:path';
@@ -25,6 +25,16 @@ if (process.platform === 'linux' && existsSync(lavapipe)) {
   // appended: the system's own libraries keep precedence; the folder only adds what the system lacks
   const dirs = (env.LD_LIBRARY_PATH ?? '').split(':').filter(Boolean);
   if (!dirs.includes(lavapipe)) env.LD_LIBRARY_PATH = [...dirs, lavapipe].join(':');
+}
+
+// The commit the reports name (src/parity/version.ts APP_COMMIT), read as vite.config.ts reads it for the page.
+try {
+  const git = (...a) =>
+    execFileSync('git', ['-C', root, ...a], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  const head = git('rev-parse', '--short=12', 'HEAD');
+  env.RINGSIDE_COMMIT = git('status', '--porcelain', '--untracked-files=no') ? `${head}+changes` : head;
+} catch {
+  // not a git checkout: the reports name no commit
 }
 
 const child = spawn(

@@ -2,6 +2,7 @@ import type { GpuContext } from './device.ts';
 import { KernelCache, dispatch } from './kernels.ts';
 import { readF32, readU32, storageBuffer, uniformBuffer, uploadBuffer } from './buffers.ts';
 import { withErrorScopes } from './device.ts';
+import { fmtInt } from '../util/number-format.ts';
 
 /**
  * A quick proof that WGSL runs on this adapter and computes the right numbers: an fma kernel
@@ -58,7 +59,11 @@ async function fmaCheck(ctx: GpuContext, kernels: KernelCache): Promise<SelfTest
   let bad = 0;
   for (let i = 0; i < n; i++) if (out[i] !== a[i] * b[i] + c) bad++;
   [...bufs, ubuf].forEach((x) => x.destroy());
-  return { name: 'f32 fma, 2-D dispatch', ok: bad === 0, detail: `${n} elements over ${n} workgroups, ${bad} wrong` };
+  return {
+    name: 'f32 fma, 2-D dispatch',
+    ok: bad === 0,
+    detail: `${fmtInt(n)} elements over ${fmtInt(n)} workgroups, ${fmtInt(bad)} wrong`,
+  };
 }
 
 async function f16Check(ctx: GpuContext, kernels: KernelCache): Promise<SelfTestCheck> {
@@ -79,7 +84,7 @@ async function f16Check(ctx: GpuContext, kernels: KernelCache): Promise<SelfTest
   for (let i = 0; i < n; i++) if (out[i] !== a[i] * 2) bad++;
   inBuf.destroy();
   outBuf.destroy();
-  return { name, ok: bad === 0, detail: `${n} f16 multiplies, ${bad} wrong` };
+  return { name, ok: bad === 0, detail: `${fmtInt(n)} f16 multiplies, ${fmtInt(bad)} wrong` };
 }
 
 async function subgroupCheck(ctx: GpuContext, kernels: KernelCache): Promise<SelfTestCheck> {
@@ -107,7 +112,7 @@ async function subgroupCheck(ctx: GpuContext, kernels: KernelCache): Promise<Sel
     if (out[i] !== expect) bad++;
   }
   [inBuf, outBuf, sizeBuf].forEach((x) => x.destroy());
-  return { name, ok: bad === 0 && sg > 0, detail: `subgroup size ${sg}, ${bad} of ${n} sums wrong` };
+  return { name, ok: bad === 0 && sg > 0, detail: `subgroup size ${sg}, ${fmtInt(bad)} of ${fmtInt(n)} sums wrong` };
 }
 
 export async function runSelfTest(ctx: GpuContext): Promise<SelfTestResult> {

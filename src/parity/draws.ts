@@ -2,6 +2,8 @@
  * mlxcel's probe draws (docs/MODEL.md section 6): draw d uses salt = 977 d + 1, prompt
  * p[i] = (7 i + 1 + salt) mod V and block b[i] = (13 i + 3 + salt) mod V, no BOS.
  */
+import { fmtInt } from '../util/number-format.ts';
+
 export interface Draw {
   index: number;
   salt: number;
@@ -25,4 +27,14 @@ export function probeDraw(index: number, promptLength: number, K: number, vocab:
   const prompt = Array.from({ length: promptLength }, (_, i) => (7 * i + 1 + salt) % vocab);
   const block = Array.from({ length: K }, (_, i) => (13 * i + 3 + salt) % vocab);
   return { index, salt, prompt, block };
+}
+
+/**
+ * The progress line of one phase of one draw, in the report's numbering (draws from 0, as `DrawResult.index`):
+ * "draw 1 of draws 0–3 (prompt 8 tokens): chain". The phases are the report's timings: prefill, chain, block, state,
+ * localize.
+ */
+export function drawPhaseLabel(index: number, draws: number, prompt: number, phase: string): string {
+  const of = draws > 1 ? ` of draws 0–${draws - 1}` : '';
+  return `draw ${index}${of} (prompt ${fmtInt(prompt)} tokens): ${phase}`;
 }

@@ -4,8 +4,9 @@ import type { GpuWeights } from '../model/gpu-weights.ts';
 import { TargetModel, type ForwardResult, type Precision } from '../model/target.ts';
 import type { Policy } from '../model/policy.ts';
 import type { CancelToken, ProgressFn } from '../util/cancel.ts';
+import { fmtInt } from '../util/number-format.ts';
 import { compareRows } from './compare.ts';
-import { defaultDrawLengths, probeDraw, QWEN_DRAW_LENGTHS, type Draw } from './draws.ts';
+import { defaultDrawLengths, drawPhaseLabel, probeDraw, QWEN_DRAW_LENGTHS, type Draw } from './draws.ts';
 import { lensLayers, localize, type StageCaptures, type StageStep } from './localize.ts';
 import {
   QWEN_STAGE_LABELS,
@@ -176,7 +177,7 @@ export async function runProbe(env: ProbeEnv, opts: ProbeOptions): Promise<Probe
           phase,
           done: d * 4 + done,
           total: lengths.length * 4,
-          detail: `draw ${d + 1} of ${lengths.length} (prompt ${draw.prompt.length}): ${phase}`,
+          detail: drawPhaseLabel(draw.index, lengths.length, draw.prompt.length, phase),
         });
       // The long draw (the last) records where the arms keep their state: Gemma's ring, Qwen3.5's recurrent state.
       const long = d === lengths.length - 1;
@@ -258,11 +259,13 @@ async function probeOneDraw(
   };
   try {
     const runArms = async (capture: boolean) => {
+      if (!capture) progress('chain', 1);
       await startArm('chain');
       let t = performance.now();
       const chain = await chainArm(model, draw.block, policy, capture);
       if (!capture) timings.chainMs = performance.now() - t;
       cancel?.throwIfCancelled();
+      if (!capture) progress('block', 2);
       await startArm('block');
       const view = gemma && P > gemma.cache.window ? ringView(gemma, K, policy) : undefined;
       t = performance.now();
@@ -270,7 +273,6 @@ async function probeOneDraw(
       if (!capture) timings.blockMs = performance.now() - t;
       return { chain, block, view };
     };
-    progress('arms', 1);
     const { chain, block, view } = await runArms(false);
     const rows: RowDiff[] = draw.block.map((_, j) => compareRows(chain.logits[j], block.logits[j], storage, j));
     const bad = rows.find((r) => r.bytesDiffering > 0);
@@ -283,8 +285,8 @@ async function probeOneDraw(
       bytesDiffering: bad ? bad.bytesDiffering : 0,
       bytesTotal: rows[0].bytesTotal,
       text: bad
-        ? `verify block position ${bad.position} differs from the single-token chain in ${bad.bytesDiffering} of ${bad.bytesTotal} logit bytes`
-        : `all ${K} verify block positions equal the single-token chain in all ${rows[0].bytesTotal} logit bytes`,
+        ? `verify block position ${bad.position} differs from the single-token chain in ${fmtInt(bad.bytesDiffering)} of ${fmtInt(bad.bytesTotal)} logit bytes`
+        : `all ${K} verify block positions equal the single-token chain in all ${fmtInt(rows[0].bytesTotal)} logit bytes`,
       rows,
       firstDivergence: null,
       ring: view,
@@ -292,6 +294,7 @@ async function probeOneDraw(
     };
     if (long && model instanceof QwenTargetModel) {
       cancel?.throwIfCancelled();
+      progress('state', 3);
       const t = performance.now();
       result.state = await qwenStateView(
         model,
@@ -303,7 +306,7 @@ async function probeOneDraw(
       result.timings.stateMs = performance.now() - t;
     }
     if (bad && opts.localize && localizer) {
-      progress('localize', 2);
+      progress('localize', 3);
       cancel?.throwIfCancelled();
       const t = performance.now();
       const cap = await runArms(true);
@@ -313,7 +316,7 @@ async function probeOneDraw(
         loc.first && gemma && policy.mlx && explainMlx(policy.mlx, gemma.desc, loc.first.layer, loc.first.stage, K);
       if (cause) result.firstDivergence!.cause = cause;
       result.stages = loc.stages;
-      progress('logit lens', 3);
+      progress('localize', 3);
       const chainLens: Float32Array[] = [];
       const blockLens: Float32Array[] = [];
       for (let i = 0; i < localizer.layers; i++) {

@@ -79,8 +79,23 @@ export interface CheckpointInfo {
   bytes: number;
 }
 
+/** The GPU self-test the page ran before a report (the adapter card's "Run GPU self-test"), as the report keeps it. */
+export interface SelfTestRecord {
+  ok: boolean;
+  /** Checks run, failed and skipped (an adapter without shader-f16 or subgroups skips those). */
+  checks: number;
+  failed: number;
+  skipped: number;
+  /** When it ran (ISO 8601). */
+  at: string;
+}
+
 export interface Provenance {
   app: { name: 'ringside'; version: string };
+  /** The git commit the page was served from (src/parity/version.ts APP_COMMIT); absent where it is not known. */
+  commit?: string;
+  /** The last GPU self-test before the run, in the page; absent when none ran (and from the command line). */
+  selfTest?: SelfTestRecord;
   createdAt: string;
   adapter: AdapterReport;
   /** navigator.userAgent or "node v20 linux x64 (Dawn)". */
@@ -320,6 +335,17 @@ export function validateReport(x: unknown): string[] {
       obj(p.target) && typeof (p.target as Record<string, unknown>).digest === 'string',
       'provenance.target.digest missing',
     );
+    if (p.commit !== undefined) need(typeof p.commit === 'string', 'provenance.commit must be a string');
+    if (p.selfTest !== undefined) {
+      const t = p.selfTest;
+      need(
+        obj(t) &&
+          typeof t.ok === 'boolean' &&
+          typeof t.at === 'string' &&
+          (['checks', 'failed', 'skipped'] as const).every((k) => Number.isInteger(t[k]) && (t[k] as number) >= 0),
+        'provenance.selfTest must be {ok, checks, failed, skipped, at}',
+      );
+    }
     // reports made before the compiler was recorded have none; one that has it has every field as text
     if (p.compiler !== undefined) {
       const c = p.compiler;

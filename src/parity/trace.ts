@@ -3,6 +3,7 @@ import type { GpuContext } from '../gpu/device.ts';
 import type { GpuWeights } from '../model/gpu-weights.ts';
 import type { Precision } from '../model/target.ts';
 import type { Policy } from '../model/policy.ts';
+import { fmtInt } from '../util/number-format.ts';
 import type { CancelToken, ProgressFn } from '../util/cancel.ts';
 import { compareRows } from './compare.ts';
 import {
@@ -118,10 +119,10 @@ export function traceMetrics(pos: TracePosition[]): TraceMetrics {
 export function traceVerdict(m: TraceMetrics): { verdict: 'equal' | 'diverges'; summary: string } {
   const n = m.positions;
   return m.rowsByteEqual === n
-    ? { verdict: 'equal', summary: `teacher-forced trace: all ${n} block rows equal the chain byte for byte` }
+    ? { verdict: 'equal', summary: `teacher-forced trace: all ${fmtInt(n)} block rows equal the chain byte for byte` }
     : {
         verdict: 'diverges',
-        summary: `teacher-forced trace: ${n - m.rowsByteEqual} of ${n} rows differ; ${m.top1Disagreements} top-1 disagreements, ${m.decidedDisagreements} on ${m.decidedPositions} decided positions (gap >= ${DECIDED_GAP})`,
+        summary: `teacher-forced trace: ${fmtInt(n - m.rowsByteEqual)} of ${fmtInt(n)} rows differ; ${fmtInt(m.top1Disagreements)} top-1 disagreements, ${fmtInt(m.decidedDisagreements)} on ${fmtInt(m.decidedPositions)} decided positions (gap >= ${DECIDED_GAP})`,
       };
 }
 
@@ -191,6 +192,7 @@ export async function runTrace(env: TraceEnv, opts: TraceOptions): Promise<Trace
   const V = desc.vocab;
   try {
     // Chain arm.
+    env.onProgress?.({ phase: 'prefill', done: 0, total: traced.length * 2 });
     timings.prefillMs += await prefillArm(model, prefix, policy, policy.prefillChunks?.chain ?? chunk, env.cancel);
     const snapshot = policy.prefillChunks ? undefined : model.snapshot();
     let t = performance.now();

@@ -14,8 +14,8 @@ import { checkpointFamily, openFamilyCheckpoint } from '../format/open-target.ts
 import { uploadWeights, type GpuWeights } from '../model/gpu-weights.ts';
 import { uploadQwenWeights } from '../model/qwen/weights.ts';
 import type { AssistantDescription, TargetDescription } from '../format/model-description.ts';
-import type { CheckpointInfo, PerformanceSummary, ProbeReport, Provenance } from '../parity/report.ts';
-import { APP_VERSION } from '../parity/version.ts';
+import type { CheckpointInfo, PerformanceSummary, ProbeReport, Provenance, SelfTestRecord } from '../parity/report.ts';
+import { APP_COMMIT, APP_VERSION } from '../parity/version.ts';
 import { compilerHere } from '../parity/compiler-provenance.ts';
 import { pageBenchOptions, runBench, type BenchReport } from '../bench/run.ts';
 import { runProbe, type ProbeOptions } from '../parity/probe.ts';
@@ -132,8 +132,19 @@ export class Engine {
   /** Set by the host to hear about a lost device (called with the user-facing message). */
   onDeviceLost: ((message: string) => void) | undefined;
 
+  /** The last self-test of this page, which every report made after it names in its provenance. */
+  private lastSelfTest: SelfTestRecord | undefined;
+
   async selfTest(): Promise<SelfTestResult> {
-    return runSelfTest(await this.gpu());
+    const r = await runSelfTest(await this.gpu());
+    this.lastSelfTest = {
+      ok: r.ok,
+      checks: r.checks.length,
+      failed: r.checks.filter((c) => !c.ok).length,
+      skipped: r.checks.filter((c) => c.skipped !== undefined).length,
+      at: new Date().toISOString(),
+    };
+    return r;
   }
 
   /** A fault the exactness self-test injects (the page's `?selftest-fault=` test hook; undefined: none). */
@@ -431,6 +442,7 @@ export class Engine {
       );
       report.timings.loadMs = target.loadMs;
       if (this.performance) report.performance = this.performance;
+      if (this.lastSelfTest) report.provenance.selfTest = this.lastSelfTest;
       return report;
     } finally {
       this.endJob(jobId);
@@ -444,7 +456,7 @@ export class Engine {
     try {
       const ctx = await this.gpu();
       const exactnessSelfTest = await this.exactnessSelfTest(ctx, token, onProgress);
-      return await runTrace(
+      const report = await runTrace(
         {
           ctx,
           exactnessSelfTest,
@@ -456,6 +468,8 @@ export class Engine {
         },
         opts,
       );
+      if (this.lastSelfTest) report.provenance.selfTest = this.lastSelfTest;
+      return report;
     } finally {
       this.endJob(jobId);
     }
@@ -538,12 +552,15 @@ export class Engine {
       try {
         const base = { maxNew: opts.maxNew, eosIds: g.eosIds, policy: g.policy, cancel: token };
         const classicOpts = { ...base, onProgress: (p: Progress) => onProgress?.({ ...p, phase: 'classic decode' }) };
+        // each arm's prefill opens its own progress line, as the result's timings split it (prefill, decode)
+        onProgress?.({ phase: 'classic prefill', done: 0, total: opts.maxNew });
         // oracle drafts replay classic's continuation K - 1 tokens past max-new (the last round drafts that far)
         const { classic, stream } = oracle
           ? await classicWithOracleStream(g.target, prompt, classicOpts, opts.block - 1)
           : { classic: await generateClassic(g.target, prompt, classicOpts), stream: [] };
         const drafter = oracle ? undefined : g.mtpDrafter();
         try {
+          onProgress?.({ phase: 'MTP prefill', done: 0, total: opts.maxNew });
           const mtp = await generateMtp(
             g.target,
             drafter ? drafter.source : pageOracleSource(stream, vocab),
@@ -564,6 +581,8 @@ export class Engine {
             drafter: describeDrafter(target, assistant, this.drafter(), oracle),
             provenance: {
               app: { name: 'ringside' as const, version: APP_VERSION },
+              ...(APP_COMMIT ? { commit: APP_COMMIT } : {}),
+              ...(this.lastSelfTest ? { selfTest: this.lastSelfTest } : {}),
               createdAt: new Date().toISOString(),
               adapter: ctx.report,
               platform: typeof navigator !== 'undefined' ? navigator.userAgent : 'unknown',
@@ -656,7 +675,16 @@ export class Engine {
 /** A generation run's provenance: a report's (src/parity/report.ts Provenance) without the probe's settings. */
 export type GenerationProvenance = Pick<
   Provenance,
-  'app' | 'createdAt' | 'adapter' | 'platform' | 'compiler' | 'target' | 'assistant' | 'exactnessSelfTest'
+  | 'app'
+  | 'commit'
+  | 'selfTest'
+  | 'createdAt'
+  | 'adapter'
+  | 'platform'
+  | 'compiler'
+  | 'target'
+  | 'assistant'
+  | 'exactnessSelfTest'
 >;
 
 /** What drafted in a generation run, as the page shows it. */

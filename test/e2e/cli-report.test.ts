@@ -119,7 +119,7 @@ describe('CLI-written reports in the page', () => {
     expect(await page.getByTestId('timings').locator('tbody tr').count()).toBe(2);
     const prov = await page.getByTestId('provenance').textContent();
     expect(prov).toContain('Policyring-chronological');
-    expect(prov).toContain('Draw lengths8, 48');
+    expect(prov).toContain('Draw lengths8; 48');
     expect(prov).toContain(`digest ${shortDigest(probe.provenance.target.digest)}`);
     expect(prov).toContain(`digest ${shortDigest(probe.provenance.assistant!.digest)}`);
     expect(prov).toContain(`Platform${probe.provenance.platform}`);

@@ -107,3 +107,15 @@ export async function expectGenerationIdentical(page: Page, prompt: number[], ma
     `MTP output is identical to classic greedy decode: ${maxNew} tokens, same SHA-256`,
   );
 }
+
+/** The finished progress list of `kind`: [phase name, time] per line. */
+export const progressTimes = (page: Page, kind: JobKind): Promise<[string, string][]> =>
+  page
+    .getByTestId(`${kind}-progress`)
+    .locator('li')
+    .evaluateAll((li) =>
+      li.map((l) => [
+        l.querySelector('.phase-name')?.textContent ?? '',
+        l.querySelector('.phase-time')?.textContent ?? '',
+      ]),
+    ) as Promise<[string, string][]>;

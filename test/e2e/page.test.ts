@@ -41,7 +41,7 @@ describe('the page in headless Chromium (WebGPU in a module Worker)', () => {
     await expect.poll(() => status.getAttribute('data-state'), { timeout: 90_000 }).toMatch(/pass|fail/);
     const text = await page.locator('#selftest-checks').textContent();
     expect(await status.getAttribute('data-state'), text ?? '').toBe('pass');
-    expect(text).toMatch(/f32 fma, 2-D dispatch: \d+ elements/);
+    expect(text).toMatch(/f32 fma, 2-D dispatch: [\d,]+ elements/);
     expect(text).toMatch(/subgroups: subgroup size \d+/); // SwiftShader has subgroups (size 4)
     await screenshot(page, '01-selftest');
     expect(pageErrors(page)).toEqual([]);

@@ -7,7 +7,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { readFileSync } from 'node:fs';
 import { newPage, pageErrors, screenshot, useServerAndBrowser } from './harness.ts';
-import { ASSISTANT_DIR, dropFolder, TARGET_DIR } from './flows.ts';
+import { ASSISTANT_DIR, dropFolder, progressTimes, TARGET_DIR } from './flows.ts';
 import { validateReport, type ProbeReport } from '../../src/parity/report.ts';
 
 /**
@@ -56,9 +56,28 @@ describe('probe in the page on the fixture model', () => {
       expect(await page.getByTestId('consequence').textContent()).toBe('MTP would be enabled');
       expect(await page.getByTestId('first-divergence').count()).toBe(0);
       expect(await page.getByTestId('draws').locator('li.equal').count()).toBe(4);
-      // Per-phase progress lines with their times stayed on screen.
-      expect(await page.getByTestId('probe-progress').locator('li.done').count()).toBeGreaterThanOrEqual(4);
-      expect(await page.getByTestId('probe-elapsed').textContent()).toMatch(/^Done in /);
+      // The finished progress list reads the report's timings, its draws numbered as the report numbers them: each
+      // draw's prefill, chain and block as the Timings table says, and "Done in" as its Total.
+      const rows = await page
+        .getByTestId('timings')
+        .locator('tbody tr')
+        .evaluateAll((tr) => tr.map((r) => [...r.querySelectorAll('td')].map((c) => c.textContent ?? '')));
+      const lengths = [8, 8, 8, 48];
+      expect(await progressTimes(page, 'probe')).toEqual(
+        rows.flatMap(([draw, prefill, chain, block], i) => {
+          expect(draw).toBe(`${i} (${lengths[i]})`);
+          const name = (phase: string) => `draw ${i} of draws 0–3 (prompt ${lengths[i]} tokens): ${phase}`;
+          return [
+            [name('prefill'), prefill],
+            [name('chain'), chain],
+            [name('block'), block],
+          ];
+        }),
+      );
+      const total = (await page.getByTestId('probe-view').locator('[data-testid="timings"] + p').textContent()) ?? '';
+      expect(await page.getByTestId('probe-elapsed').textContent()).toBe(
+        `Done in ${total.replace(/^Total /, '').replace(/ · load .*$/, '')}`,
+      );
       // The long draw (48 tokens > W = 16) records the ring.
       expect(await page.getByTestId('ring-caption').textContent()).toMatch(/prompt 48 tokens.*Window 16 slots/);
       await screenshot(page, '05-probe-exact-equal');
@@ -81,7 +100,7 @@ describe('probe in the page on the fixture model', () => {
       );
       expect(await page.getByTestId('consequence').textContent()).toMatch(/^MTP would be declined/);
       expect(await page.getByTestId('draws').locator('li.diverges').textContent()).toMatch(
-        /prompt 48 tokens.*verify block position \d+ differs from the single-token chain in \d+ of 4096 logit bytes/,
+        /prompt 48 tokens.*verify block position \d+ differs from the single-token chain in [\d,]+ of 4,096 logit bytes/,
       );
       expect(await page.getByTestId('detail-draw').inputValue()).toBe('3');
       const heat = page.getByTestId('heatmap');

@@ -39,7 +39,7 @@ describe('report view without a model', () => {
       /layer 0 \(sliding\) · attention output at position 0: .* first divergence/,
     );
     expect(await page.getByTestId('rows-table').locator('tbody tr').count()).toBe(4);
-    expect(await page.getByTestId('ring-caption').textContent()).toMatch(/Window 1024 slots.*slot 0.*wraps at slot/);
+    expect(await page.getByTestId('ring-caption').textContent()).toMatch(/Window 1,024 slots.*slot 0.*wraps at slot/);
     const prov = await page.getByTestId('provenance').textContent();
     expect(prov).toContain('mlx-metal');
     // the compiler the report was made under: Chrome on a Mac compiles through Dawn to Metal, relaxed math

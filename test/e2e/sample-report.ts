@@ -12,6 +12,7 @@ import {
   type StageDiff,
 } from '../../src/parity/report.ts';
 import { compilerProvenance } from '../../src/parity/compiler-provenance.ts';
+import { fmtInt } from '../../src/util/number-format.ts';
 
 const adapter = {
   vendor: 'apple',
@@ -68,7 +69,7 @@ function equalDraw(index: number, promptLength: number, K: number): DrawResult {
     position: null,
     bytesDiffering: 0,
     bytesTotal: ROW_BYTES,
-    text: `all ${K} verify block positions equal the single-token chain in all ${ROW_BYTES} logit bytes`,
+    text: `all ${K} verify block positions equal the single-token chain in all ${fmtInt(ROW_BYTES)} logit bytes`,
     rows: Array.from({ length: K }, (_, j) => ({
       position: j,
       bytesDiffering: 0,
@@ -165,7 +166,7 @@ export function divergingReport(K = 4, layers = 48, W = 1024): ProbeReport {
     position: 0,
     bytesDiffering: 411_230,
     bytesTotal: ROW_BYTES,
-    text: `verify block position 0 differs from the single-token chain in 411230 of ${ROW_BYTES} logit bytes`,
+    text: `verify block position 0 differs from the single-token chain in 411,230 of ${fmtInt(ROW_BYTES)} logit bytes`,
     rows: Array.from({ length: K }, (_, j) => ({
       position: j,
       bytesDiffering: 411_230 + 1000 * j,

@@ -43,10 +43,11 @@ export function sampleTrace(o: SampleTraceOptions = {}): TraceReport {
     }));
     const agree = !dis.has(i);
     const delta = o.equal ? 0 : agree ? 10 ** (rand() * 3 - 6) : gap * (1.2 + rand());
-    // The block arm's list: the chain's with the chosen logit moved by delta, or top-1 and top-2 swapped.
+    // The block arm's list: the chain's with the chosen logit moved by delta, or the chain's top-1 and top-2 ids
+    // swapped (the logits stay in descending order, as every top-k list has them).
     const blockTop = agree
       ? chainTop.map((t, j) => ({ ...t, logit: t.logit + (j === 0 ? -delta : delta / 2) }))
-      : [chainTop[1], chainTop[0], ...chainTop.slice(2)].map((t) => ({ ...t }));
+      : chainTop.map((t, j) => ({ id: j === 0 ? chainTop[1].id : j === 1 ? chainTop[0].id : t.id, logit: t.logit }));
     const nllChain = 8 + 4 * rand();
     return {
       position: prefix + i,

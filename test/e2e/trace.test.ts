@@ -9,7 +9,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { readFileSync } from 'node:fs';
 import { newPage, pageErrors, screenshot, useServerAndBrowser } from './harness.ts';
-import { ASSISTANT_DIR, dropFolder, TARGET_DIR } from './flows.ts';
+import { ASSISTANT_DIR, dropFolder, progressTimes, TARGET_DIR } from './flows.ts';
 import { validateReport } from '../../src/parity/report.ts';
 import type { TraceReport } from '../../src/parity/trace.ts';
 import { expectedBuckets, expectedMetrics, shownBuckets, shownMetrics } from './trace-expect.ts';
@@ -61,8 +61,14 @@ describe('trace and generation in the page on the fixture model', () => {
       expect(await page.getByTestId('trace-no-disagreement').textContent()).toMatch(/at all 48 traced positions/);
       expect(await page.getByTestId('trace-chart-note').textContent()).toMatch(/exactly 0 at all 48 positions/);
       expect(await page.getByTestId('trace-chart').isVisible()).toBe(true);
-      expect(await page.getByTestId('trace-progress').locator('li.done').count()).toBeGreaterThanOrEqual(2);
-      expect(await page.getByTestId('trace-elapsed').textContent()).toMatch(/^Done in /);
+      // The finished list reads the report's timings: prefill, chain and block as its Timings say, "Done in" its Total.
+      const [prefill, chain, block, total] = await page.getByTestId('trace-timings').locator('dd').allTextContents();
+      expect(await progressTimes(page, 'trace')).toEqual([
+        ['prefill', prefill],
+        ['chain', chain],
+        ['block', block],
+      ]);
+      expect(await page.getByTestId('trace-elapsed').textContent()).toBe(`Done in ${total}`);
       await screenshot(page, '14-trace-exact');
       expect(pageErrors(page)).toEqual([]);
     },
@@ -203,14 +209,24 @@ describe('trace and generation in the page on the fixture model', () => {
         expect.stringMatching(/^[0-9a-f]{64}$/),
       ]);
       expect(await page.getByTestId('generate-elapsed').textContent()).toMatch(/^Done in /);
-      expect(await page.getByTestId('generate-progress').locator('li').allTextContents()).toEqual([
-        expect.stringMatching(/^classic decode/),
-        expect.stringMatching(/^MTP decode/),
+      // The finished progress list reads the run's own timings: each arm's prefill and decode as the speed table
+      // shows them, and "Done in" as the card's "done in" (one measurement each).
+      const speedCells = await page
+        .getByTestId('generation-speed')
+        .locator('tbody tr')
+        .evaluateAll((rows) => rows.map((r) => [...r.querySelectorAll('td')].slice(2, 4).map((c) => c.textContent)));
+      expect(await progressTimes(page, 'generate')).toEqual([
+        ['classic prefill', speedCells[0][0]],
+        ['classic decode', speedCells[0][1]],
+        ['MTP prefill', speedCells[1][0]],
+        ['MTP decode', speedCells[1][1]],
       ]);
+      const doneIn = (await page.getByTestId('generate-elapsed').textContent())!.replace(/^Done in /, '');
+      expect(await page.getByTestId('generation-setup').textContent()).toMatch(new RegExp(` · done in ${doneIn}$`));
 
       const [json] = await Promise.all([
         page.waitForEvent('download'),
-        page.getByTestId('generation-download').click(),
+        page.getByTestId('generation-download-json').click(),
       ]);
       expect(json.suggestedFilename()).toMatch(/^ringside-generation-identical-exact-f32-K4-hf-[0-9a-f]{12}\.json$/);
       const saved = JSON.parse(readFileSync((await json.path())!, 'utf8'));

@@ -79,7 +79,7 @@ describe('block-versus-chain probe', () => {
         if (want.layerKind) expect(fd.layerKind).toBe(want.layerKind);
         if (want.layer !== undefined) expect(fd.layer).toBe(want.layer);
         expect(d.text).toMatch(
-          /^verify block position \d+ differs from the single-token chain in \d+ of 4096 logit bytes$/,
+          /^verify block position \d+ differs from the single-token chain in [\d,]+ of 4,096 logit bytes$/,
         );
         expect(fd.text).toMatch(/^first divergence: (layer \d+ \((sliding|full)\) )?.+ at position \d+$/);
         // Every stage before the first divergence is byte-identical.

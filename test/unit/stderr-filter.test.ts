@@ -15,7 +15,8 @@ const DAWN_LOADER =
   'Warning: vkCreateInstance failed with VK_ERROR_INCOMPATIBLE_DRIVER\n' +
   '    at CheckVkSuccessImpl (/home/runner/work/node-webgpu/node-webgpu/third_party/dawn/src/dawn/native/vulkan/VulkanError.cpp:106)\n' +
   '\n';
-const CLI = '[probe] draw 1 of 4 (prompt 8): prefill\n[probe] draw 1 of 4 (prompt 8): arms\n';
+const CLI =
+  '[probe] draw 0 of draws 0–3 (prompt 8 tokens): prefill\n[probe] draw 0 of draws 0–3 (prompt 8 tokens): chain\n';
 const VALIDATION =
   'validation:\nBuffer size (1024000002048) exceeds the max buffer size limit (4294967295).\n' +
   ' - While calling [Device].CreateBuffer([BufferDescriptor ""k.5""]).\n';

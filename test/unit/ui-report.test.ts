@@ -295,7 +295,7 @@ describe('share link codec', () => {
 
   it('refuses a deflate bomb before it fills memory', () => {
     const bomb = deflateSync(new Uint8Array(MAX_REPORT_BYTES + 1024).fill(32), { level: 9 });
-    expect(() => decodeShareFragment(`#report=${toBase64Url(bomb)}`)).toThrow(/more than 32 MiB/);
+    expect(() => decodeShareFragment(`#report=${toBase64Url(bomb)}`)).toThrow(/more than 33\.6 MB/);
   });
 
   it('writes Markdown with markup escaped and a safe file stem', () => {

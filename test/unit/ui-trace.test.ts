@@ -134,7 +134,7 @@ describe('trace share links, Markdown and file names', () => {
     if (!l.ok) {
       expect(l.chars).toBeGreaterThan(MAX_LINK_CHARS);
       expect(l.message).toMatch(
-        /too large for a link \(\d+ kB even compressed; links stop at 64 kB\).*Download JSON.*Open a report \(JSON\)/,
+        /too large for a link \([\d,]+ characters even compressed; links stop at 65,536\).*Download JSON.*Open a report \(JSON\)/,
       );
     }
     // Compaction leaves non-trace reports alone.

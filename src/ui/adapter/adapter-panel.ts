@@ -3,9 +3,11 @@ import type { EngineProxy } from '../common/engine-client.ts';
 import { byId, clear, el, append } from '../common/dom.ts';
 import type { AdapterReport } from '../../gpu/device.ts';
 import { limitProfile } from '../../gpu/limit-profiles.ts';
+import { fmtBytes, fmtInt, fmtMs } from '../common/format.ts';
 
 function describeAdapter(r: AdapterReport): HTMLElement {
-  const mb = (n: number | undefined) => (n === undefined ? '?' : `${Math.round(n / 2 ** 20)} MiB`);
+  // decimal units, as the reports' provenance and the checkpoint sizes print them
+  const bytes = (n: number | undefined) => (n === undefined ? '?' : fmtBytes(n));
   return el(
     'dl',
     { class: 'kv compact' },
@@ -14,12 +16,12 @@ function describeAdapter(r: AdapterReport): HTMLElement {
     el('dt', {}, 'Features'),
     el('dd', {}, r.features.join(', ') || 'none of shader-f16, subgroups, timestamp-query'),
     el('dt', {}, 'Max buffer'),
-    el('dd', {}, `${mb(r.limits.maxBufferSize)} (binding ${mb(r.limits.maxStorageBufferBindingSize)})`),
+    el('dd', {}, `${bytes(r.limits.maxBufferSize)} (binding ${bytes(r.limits.maxStorageBufferBindingSize)})`),
     el('dt', {}, 'Workgroup'),
     el(
       'dd',
       {},
-      `${r.limits.maxComputeInvocationsPerWorkgroup} invocations, ${r.limits.maxComputeWorkgroupStorageSize} B shared` +
+      `${fmtInt(r.limits.maxComputeInvocationsPerWorkgroup)} invocations, ${fmtBytes(r.limits.maxComputeWorkgroupStorageSize)} shared` +
         (r.subgroupMinSize ? `, subgroups ${r.subgroupMinSize}–${r.subgroupMaxSize}` : ''),
     ),
     ...(r.limitProfile
@@ -74,7 +76,7 @@ export function wireSelfTest(engine: EngineProxy): void {
           ),
         );
       }
-      status.textContent = r.ok ? `Self-test passed in ${r.ms.toFixed(0)} ms` : 'Self-test FAILED';
+      status.textContent = r.ok ? `Self-test passed in ${fmtMs(r.ms)}` : 'Self-test FAILED';
       status.dataset.state = r.ok ? 'pass' : 'fail';
     } catch (e) {
       status.textContent = `Self-test error: ${(e as Error).message}`;

@@ -22,9 +22,9 @@ export function str(v: unknown, max = 4000): string {
 
 const DASH = '—';
 
-import { fmtInt } from '../../util/number-format.ts';
+import { fmtInt, fmtIntList, fmtTokenId } from '../../util/number-format.ts';
 
-export { fmtInt };
+export { fmtInt, fmtTokenId };
 
 /** Bytes in decimal units, as MLX and Finder show checkpoint sizes. */
 export function fmtBytes(n: number): string {
@@ -72,10 +72,8 @@ export function shortDigest(d: unknown): string {
   return hex ? hex.slice(0, 12) : DASH;
 }
 
-/** "8, 8, 8, 1056" */
-export function fmtList(xs: readonly number[]): string {
-  return xs.map((x) => (Number.isFinite(x) ? String(x) : DASH)).join(', ');
-}
+/** "8; 8; 8; 1,056" (number-format.ts: the semicolons keep fmtInt's commas unambiguous). */
+export const fmtList = fmtIntList;
 
 /** Parses "8, 8, 8, 1056" (commas or spaces); returns undefined for an empty field, throws on bad input. */
 export function parseLengths(text: string): number[] | undefined {

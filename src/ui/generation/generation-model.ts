@@ -3,8 +3,10 @@
  * Generation results are not a report kind (no schema of their own in src/parity): the page shows them
  * live and can save them as JSON.
  */
-import type { Engine } from '../../worker/engine.ts';
-import type { GenerateCounters, MtpRound } from '../../model/generate.ts';
+import type { Engine, GenerationProvenance } from '../../worker/engine.ts';
+import type { GenerateCounters, GenerateTimings, MtpRound } from '../../model/generate.ts';
+import { isSoftwareAdapter } from '../../gpu/kernel-class.ts';
+import { fmtInt } from '../../util/number-format.ts';
 
 export type GenerationResult = Awaited<ReturnType<Engine['runGeneration']>>;
 
@@ -62,11 +64,14 @@ export function generationVerdict(r: GenerationResult): { verdict: 'identical' |
   if (d.identical)
     return {
       verdict: 'identical',
-      text: `MTP output is identical to classic greedy decode: ${a.length} token${a.length === 1 ? '' : 's'}, same SHA-256`,
+      text: `MTP output is identical to classic greedy decode: ${fmtInt(a.length)} token${a.length === 1 ? '' : 's'}, same SHA-256`,
     };
   const i = d.firstDifference ?? 0;
-  const tok = (xs: number[]) => (i < xs.length ? `token id ${xs[i]}` : `the end (${xs.length} tokens)`);
-  return { verdict: 'differs', text: `first difference at token ${i}: classic has ${tok(a)}, MTP has ${tok(b)}` };
+  const tok = (xs: number[]) => (i < xs.length ? `token id ${xs[i]}` : `the end (${fmtInt(xs.length)} tokens)`);
+  return {
+    verdict: 'differs',
+    text: `first difference at token ${fmtInt(i)}: classic has ${tok(a)}, MTP has ${tok(b)}`,
+  };
 }
 
 export interface Bar {
@@ -125,10 +130,10 @@ export function roundsSummary(rounds: readonly MtpRound[]): string {
   if (!rounds.length) return 'No MTP rounds.';
   const rejected = rounds.filter((r) => r.accepted < r.drafts.length);
   const n = rounds.length;
-  const head = `${n} round${n === 1 ? '' : 's'}, ${rejected.length} with a rejected draft`;
+  const head = `${fmtInt(n)} round${n === 1 ? '' : 's'}, ${fmtInt(rejected.length)} with a rejected draft`;
   const f = rejected[0];
   if (!f) return `${head}: every draft was accepted.`;
-  return `${head}; the first at round ${rounds.indexOf(f)}, token ${f.at + f.accepted}: drafted ${f.drafts[f.accepted]}, the verify emitted ${f.verify[f.accepted]}.`;
+  return `${head}; the first at round ${fmtInt(rounds.indexOf(f))}, token ${fmtInt(f.at + f.accepted)}: drafted ${f.drafts[f.accepted]}, the verify emitted ${f.verify[f.accepted]}.`;
 }
 
 /** The run as a JSON document (what "Download JSON" saves). */
@@ -137,6 +142,8 @@ export function generationJson(run: GenerationRun): Record<string, unknown> {
   return {
     schema: 'ringside-generation/1',
     createdAt: run.createdAt,
+    // the run panel's "Done in" (both arms, end to end)
+    elapsedMs: run.elapsedMs,
     options: run.options,
     verdict: generationVerdict(r).verdict,
     diff: r.diff,
@@ -163,4 +170,32 @@ export function generationFileStem(run: GenerationRun): string {
       .replace(/[^0-9a-f]/g, '')
       .slice(0, 12) || 'nosha';
   return `ringside-generation-${generationVerdict(run.result).verdict}-${safe(run.options.policy)}-${run.options.precision}-K${run.options.block}-${run.options.draftPosition}-${sha}`;
+}
+
+/** Whether a run's GPU work was compiled by Dawn in Node (the command line), where pipeline creation is the compile. */
+const ranInNode = (p: GenerationProvenance | undefined) => p?.compiler?.browser.startsWith('Node') === true;
+
+/**
+ * What an arm's decode time includes when the decode created GPU pipelines, or '' when it created none. Every run
+ * creates its own pipelines (its models are built for it), so the count repeats run after run. In Node, Dawn compiles
+ * a pipeline as it is created: the time is the compiles', and the speed without them follows. A browser compiles in
+ * its GPU process, where its shader cache may make a repeat cheaper, and the page cannot see how long that took.
+ */
+export function pipelinesNote(t: GenerateTimings, provenance: GenerationProvenance | undefined): string {
+  const p = t.decodePipelines;
+  if (!p) return '';
+  const made = `its decode created ${fmtInt(p.created)} GPU pipeline${p.created === 1 ? '' : 's'}`;
+  if (ranInNode(provenance))
+    return `${made} in ${Math.round(p.ms)} ms of compiles, which a machine's first run pays (${p.tokensPerSecondWithout.toFixed(2)} tokens/s without them)`;
+  return `${made}, as every run does; the browser compiles them in its GPU process, whose shader cache can make a later run's compiles cheaper, and how long they took is not visible to the page`;
+}
+
+/**
+ * Why MTP's speed on a software adapter (a CPU behind WebGPU) says nothing of a GPU's, or '' on a GPU (or a result
+ * without provenance): there a verify block of K rows costs nearly K single-token steps, so MTP gains little or loses.
+ * Figures: docs/PERFORMANCE.md, reference figures (end to end, a block of 4 against a chain token).
+ */
+export function softwareAdapterNote(provenance: GenerationProvenance | undefined, block: number): string {
+  if (!provenance || !isSoftwareAdapter(provenance.adapter)) return '';
+  return `This adapter is a software one (a CPU behind WebGPU): there a verify block of ${block} rows costs almost as much as ${block} single-token steps (a block of 4 costs 3.14× a step on lavapipe, 1.39× on an NVIDIA H200), so MTP gains little or runs slower than classic here; its speed says nothing about a GPU's.`;
 }

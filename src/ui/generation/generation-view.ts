@@ -4,10 +4,12 @@
  * MTP acceptance counters with bars, throughput and the SHA-256 of both outputs. Text nodes only.
  */
 import type { GenerateResult } from '../../model/generate.ts';
+import type { GenerationProvenance } from '../../worker/engine.ts';
 import { append, clear, el } from '../common/dom.ts';
 import { fmtInt, fmtMs, fmtPercent, plural } from '../common/format.ts';
-import { downloadBlob } from '../share/share.ts';
 import { exactnessNodes } from '../common/exactness-view.ts';
+import { createShareBar } from '../share/share.ts';
+import { generationMarkdown, generationPng, generationSetup } from './generation-share.ts';
 import {
   generationFileStem,
   generationJson,
@@ -16,8 +18,10 @@ import {
   MAX_SHOWN_ROUNDS,
   MAX_SHOWN_TOKENS,
   perPositionBars,
+  pipelinesNote,
   roundRows,
   roundsSummary,
+  softwareAdapterNote,
   tokenMarks,
   type Bar,
   type GenerationRun,
@@ -77,9 +81,9 @@ function roundsTable(g: GenerateResult): HTMLElement {
     el(
       'tr',
       { 'data-round': r.index, 'data-rejected': r.rejectedDraft !== null ? 'yes' : 'no' },
-      el('td', {}, String(r.index)),
-      el('td', {}, String(r.at)),
-      el('td', {}, String(r.pos)),
+      el('td', {}, fmtInt(r.index)),
+      el('td', {}, fmtInt(r.at)),
+      el('td', {}, fmtInt(r.pos)),
       el(
         'td',
         { class: 'round-drafts' },
@@ -142,14 +146,27 @@ function roundsTable(g: GenerateResult): HTMLElement {
   );
 }
 
-export function createGenerationView(): { root: HTMLElement; show(run: GenerationRun, source: string): void } {
+/**
+ * The generation card. `raw` is the document the exports pass on: the file or link it came from, or (a live run)
+ * generationJson of it. Its share bar's test ids start with "generation-".
+ */
+export function createGenerationView(): {
+  root: HTMLElement;
+  show(run: GenerationRun, source: string, raw?: unknown): void;
+} {
   const source = el('span', { class: 'badge', 'data-testid': 'generation-source' });
-  const download = el(
-    'button',
-    { type: 'button', class: 'secondary', 'data-testid': 'generation-download' },
-    'Download JSON',
-  );
   const body = el('div', {});
+  let current: { run: GenerationRun; raw: unknown } | undefined;
+  const share = createShareBar(
+    () =>
+      current && {
+        raw: current.raw,
+        stem: generationFileStem(current.run),
+        png: () => generationPng(current!.run),
+        markdown: (link) => generationMarkdown(current!.run, link),
+      },
+    { testPrefix: 'generation-' },
+  );
   const root = el(
     'section',
     { class: 'card report', id: 'generation-card', 'aria-labelledby': 'generation-title', hidden: true },
@@ -158,18 +175,11 @@ export function createGenerationView(): { root: HTMLElement; show(run: Generatio
       { class: 'card-head report-head' },
       el('h2', { id: 'generation-title' }, 'Classic versus MTP generation'),
       source,
-      el('div', { class: 'share row tight' }, download),
+      share.buttons,
     ),
+    share.output,
     body,
   );
-  let current: GenerationRun | undefined;
-  download.addEventListener('click', () => {
-    if (current)
-      downloadBlob(
-        new Blob([JSON.stringify(generationJson(current), null, 1)], { type: 'application/json' }),
-        `${generationFileStem(current)}.json`,
-      );
-  });
 
   function arm(
     g: GenerateResult,
@@ -178,6 +188,7 @@ export function createGenerationView(): { root: HTMLElement; show(run: Generatio
     first: number | null,
     text: string | undefined,
     prefix: 'classic' | 'mtp',
+    provenance: GenerationProvenance | undefined,
   ): HTMLElement {
     return el(
       'div',
@@ -187,10 +198,7 @@ export function createGenerationView(): { root: HTMLElement; show(run: Generatio
         'p',
         { class: 'small muted' },
         `${plural(g.tokens.length, 'token')}${g.stoppedOnEos ? ', stopped on an end-of-turn token' : ''} · ${fixed(g.timings.tokensPerSecond)} tokens/s`,
-        // A browser compiles pipelines in its GPU process, so their creation time is not known here: the count is.
-        g.timings.decodePipelines
-          ? ` (its decode created ${plural(g.timings.decodePipelines.created, 'GPU pipeline')}, whose compiles a first run on a machine pays; run again to see the speed without them)`
-          : '',
+        g.timings.decodePipelines ? ` (${pipelinesNote(g.timings, provenance)})` : '',
       ),
       tokensBox(g, other, first, `${prefix}-tokens`),
       text !== undefined ? el('pre', { class: 'gen-text', 'data-testid': `${prefix}-text` }, text) : null,
@@ -215,11 +223,15 @@ export function createGenerationView(): { root: HTMLElement; show(run: Generatio
       el(
         'table',
         { class: 'data compact gen-window', 'data-testid': 'generation-window' },
-        el('caption', {}, `Tokens ${w.start} to ${w.start + n - 1} around the first difference (token ${first})`),
+        el(
+          'caption',
+          {},
+          `Tokens ${fmtInt(w.start)} to ${fmtInt(w.start + n - 1)} around the first difference (token ${fmtInt(first)})`,
+        ),
         el(
           'thead',
           {},
-          el('tr', {}, el('th', { scope: 'col' }, 'token'), ...idx.map((i) => el('th', { scope: 'col' }, String(i)))),
+          el('tr', {}, el('th', { scope: 'col' }, 'token'), ...idx.map((i) => el('th', { scope: 'col' }, fmtInt(i)))),
         ),
         el(
           'tbody',
@@ -300,13 +312,21 @@ export function createGenerationView(): { root: HTMLElement; show(run: Generatio
           : 'The SHA-256 digests differ: the outputs are different token sequences.',
         ` MTP ran at ${fixed(ratio)}× classic's tokens/s.`,
       ),
+      softwareAdapterNote(run.result.provenance, run.options.block)
+        ? el(
+            'p',
+            { class: 'small note', 'data-testid': 'generation-software-note' },
+            softwareAdapterNote(run.result.provenance, run.options.block),
+          )
+        : null,
     );
   }
 
   return {
     root,
-    show(run, src) {
-      current = run;
+    show(run, src, raw) {
+      current = { run, raw: raw ?? generationJson(run) };
+      share.reset();
       root.hidden = false;
       source.textContent = src;
       const r = run.result;
@@ -335,11 +355,7 @@ export function createGenerationView(): { root: HTMLElement; show(run: Generatio
               'div',
               {},
               el('p', { class: 'summary', 'data-testid': 'generation-summary' }, v.text),
-              el(
-                'p',
-                { class: 'consequence', 'data-testid': 'generation-setup' },
-                `up to ${fmtInt(o.maxNew)} new tokens · K = ${o.block} · policy ${o.policy} · ${o.precision}${byAssistant ? ` · draft position ${o.draftPosition}` : ''} · done in ${fmtMs(run.elapsedMs)}`,
-              ),
+              el('p', { class: 'consequence', 'data-testid': 'generation-setup' }, generationSetup(run)),
               r.drafter
                 ? el('p', { class: 'small', 'data-testid': 'generation-drafter' }, `Drafts: ${r.drafter.text}`)
                 : null,
@@ -359,7 +375,7 @@ export function createGenerationView(): { root: HTMLElement; show(run: Generatio
         el(
           'div',
           { class: 'two-col even arms' },
-          arm(r.classic, r.mtp, 'Classic (one token per forward)', first, r.classicText, 'classic'),
+          arm(r.classic, r.mtp, 'Classic (one token per forward)', first, r.classicText, 'classic', r.provenance),
           arm(
             r.mtp,
             r.classic,
@@ -367,6 +383,7 @@ export function createGenerationView(): { root: HTMLElement; show(run: Generatio
             first,
             r.mtpText,
             'mtp',
+            r.provenance,
           ),
         ),
         windowTable(run),

@@ -73,7 +73,8 @@ export async function fetchDemo(): Promise<Record<Role, PickedFolder> & { manife
         return { path, file: new File([blob], path) };
       }),
     );
-    return { label: `demo ${m.name} ${role}`, files };
+    // named as a checkpoint folder is ("gemma-4-12b-it", "gemma-4-12b-it-assistant"): the zone already says the role
+    return { label: role === 'target' ? m.name : `${m.name}-assistant`, files };
   };
   return { manifest: m, target: await folder('target'), assistant: await folder('assistant') };
 }

@@ -1,5 +1,5 @@
 /** The provenance list (adapter, platform, settings, checkpoints) of a probe or a trace report, as text. */
-import { familyName, type CheckpointInfo, type Provenance } from '../../parity/report.ts';
+import { familyName, type CheckpointInfo, type Provenance, type SelfTestRecord } from '../../parity/report.ts';
 import type { CompilerProvenance } from '../../parity/compiler-provenance.ts';
 import { el } from '../common/dom.ts';
 import { limitProfile } from '../../gpu/limit-profiles.ts';
@@ -19,6 +19,20 @@ function compilerRows(c: CompilerProvenance | undefined): [string, string][] {
     ['Compiler', `${c.browser} on ${c.os} · ${c.engine} → ${c.backend} (backend from ${c.backendFrom})`],
     ['Math mode', `${c.math} · ${c.mathSource}`],
   ];
+}
+
+/** The commit the page was served from, where the report names one. */
+export const commitText = (p: Pick<Provenance, 'commit'>): string => p.commit ?? 'not recorded';
+
+/** The GPU self-test's outcome without its time: "passed: 2 of 3 checks passed, 1 skipped". */
+export function selfTestOutcome(t: SelfTestRecord): string {
+  const passed = t.checks - t.failed - t.skipped;
+  return `${t.ok ? 'passed' : 'FAILED'}: ${passed} of ${t.checks} checks passed${t.failed ? `, ${t.failed} failed` : ''}${t.skipped ? `, ${t.skipped} skipped` : ''}`;
+}
+
+/** The GPU self-test that ran before the report, in words, with when it ran. */
+export function selfTestText(p: Pick<Provenance, 'selfTest'>): string {
+  return p.selfTest ? `${selfTestOutcome(p.selfTest)} (${p.selfTest.at})` : 'none ran before this report';
 }
 
 /** `settings` replaces the probe's draw lengths with the rows of another kind (a trace's prefix and traced). */
@@ -49,6 +63,8 @@ export function provenanceList(p: Provenance, testid: string, settings?: [string
     ...(p.assistant ? [['Assistant', ck(p.assistant)] as [string, string]] : []),
     ...(p.exactnessSelfTest ? [['Exactness self-test', exactnessText(p.exactnessSelfTest)] as [string, string]] : []),
     ['Created', `${p.createdAt} by ringside ${p.app.version}`],
+    ['Commit', commitText(p)],
+    ['Self-test', selfTestText(p)],
   ];
   return el(
     'dl',

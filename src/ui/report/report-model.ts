@@ -142,8 +142,21 @@ function compiler(c: Obj): CompilerProvenance {
 /** A typed copy of a report's provenance (probe and trace reports share it). */
 export function normalizeProvenance(p: Obj): Provenance {
   const app = obj(p.app);
+  const t = obj(p.selfTest);
   return {
     app: { name: 'ringside', version: str(app.version, 50) },
+    ...(typeof p.commit === 'string' ? { commit: str(p.commit, 60) } : {}),
+    ...(p.selfTest !== undefined
+      ? {
+          selfTest: {
+            ok: t.ok === true,
+            checks: count(t.checks),
+            failed: count(t.failed),
+            skipped: count(t.skipped),
+            at: str(t.at, 100),
+          },
+        }
+      : {}),
     createdAt: str(p.createdAt, 100),
     adapter: adapter(obj(p.adapter)),
     platform: str(p.platform, LIMITS.strings),

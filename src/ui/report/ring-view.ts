@@ -8,6 +8,7 @@
 import type { RingView } from '../../parity/report.ts';
 import { el } from '../common/dom.ts';
 import { FONT, onWidthChange, sizeCanvas } from '../common/canvas.ts';
+import { fmtInt, fmtList } from '../common/format.ts';
 
 export interface RingFacts {
   window: number;
@@ -58,6 +59,12 @@ const ORDER_WORDS: Record<RingView['blockOrder'], string> = {
   'masked-chronological': 'chronological order over the buffered cache, under an additive window mask',
 };
 
+/** Ink for a label on a slot of ageColor: dark on the pale (old) half, white on the dark (recent) half. */
+function ageInk(p: number, lo: number, hi: number): string {
+  const f = hi > lo ? (p - lo) / (hi - lo) : 1;
+  return f > 0.55 ? '#ffffff' : '#1b1f24';
+}
+
 /** Age colour: old positions pale, recent dark; block rows orange. */
 function ageColor(p: number | null, lo: number, hi: number, block: boolean): string {
   if (block) return '#e8590c';
@@ -71,13 +78,14 @@ export function describeRing(r: RingView, f: RingFacts): string {
   const filled =
     f.filled === 0
       ? 'empty'
-      : `positions ${f.minPos}–${f.maxPos} in ${f.filled} of ${f.window} slots, the oldest in slot ${f.oldestSlot}`;
+      : `positions ${fmtInt(f.minPos)}–${fmtInt(f.maxPos)} in ${fmtInt(f.filled)} of ${fmtInt(f.window)} slots, the oldest in slot ${fmtInt(f.oldestSlot)}`;
   const rows = f.blockPositions.length;
-  const slots = f.blockSlots.join(', ');
+  const slots = fmtList(f.blockSlots);
+  const at = (p: number | undefined) => (p === undefined ? '—' : fmtInt(p));
   return (
-    `Window ${f.window} slots. Before the block the ring holds ${filled}. ` +
-    `The block's ${rows} row${rows === 1 ? '' : 's'} (positions ${f.blockPositions[0] ?? '—'}–${f.blockPositions[rows - 1] ?? '—'}) go to slot${rows === 1 ? '' : 's'} ${slots || '—'}. ` +
-    `Chain (M = 1) reads keys in physical slot order starting at slot 0${f.oldestSlot > 0 ? ` (position ${f.physical[0] ?? '—'}), so chronological order wraps at slot ${f.oldestSlot}` : ''}; ` +
+    `Window ${fmtInt(f.window)} slots. Before the block the ring holds ${filled}. ` +
+    `The block's ${rows} row${rows === 1 ? '' : 's'} (positions ${at(f.blockPositions[0])}–${at(f.blockPositions[rows - 1])}) go to slot${rows === 1 ? '' : 's'} ${slots || '—'}. ` +
+    `Chain (M = 1) reads keys in physical slot order starting at slot 0${f.oldestSlot > 0 ? ` (position ${at(f.physical[0] ?? undefined)}), so chronological order wraps at slot ${fmtInt(f.oldestSlot)}` : ''}; ` +
     `block (M = ${rows}) reads them in ${ORDER_WORDS[r.blockOrder]}.`
   );
 }
@@ -89,8 +97,8 @@ export function createRingView(): { root: HTMLElement; update(r: RingView | unde
   let ring: RingView | undefined;
 
   const paint = () => {
-    const w = Math.max(520, root.clientWidth || 900);
-    const h = 240;
+    const w = Math.max(560, root.clientWidth || 900);
+    const h = 290;
     const ctx = sizeCanvas(canvas, w, h);
     if (!ctx || !ring) return;
     const f = ringFacts(ring);
@@ -98,15 +106,23 @@ export function createRingView(): { root: HTMLElement; update(r: RingView | unde
     const lo = Math.min(f.minPos, ...f.blockPositions);
     const hi = Math.max(f.maxPos, ...f.blockPositions);
     const isBlock = new Set(f.blockSlots);
-    ctx.font = `11px ${FONT}`;
     ctx.textBaseline = 'middle';
 
-    // The ring: slot 0 at the top, slots clockwise.
-    const cx = 112;
-    const cy = 118;
-    const R = 92;
-    const r0 = 62;
+    // The ring: slot 0 at the top, slots clockwise. Room above it for the slot-0 and oldest-slot labels.
+    const cx = 140;
+    const cy = 156;
+    const R = 104;
+    const r0 = 64;
     const gap = W <= 64 ? 0.02 : 0;
+    // Positions inside the band where they fit: 12 px type, smaller only as far as a slot's width needs (never under 10).
+    const slotArc = (2 * Math.PI * ((R + r0) / 2)) / W;
+    const labelFont = (text: string) => {
+      for (let px = 12; px >= 10; px--) {
+        ctx.font = `${px}px ${FONT}`;
+        if (ctx.measureText(text).width <= slotArc - 3) return true;
+      }
+      return false;
+    };
     for (let s = 0; s < W; s++) {
       const a0 = -Math.PI / 2 + (2 * Math.PI * s) / W + gap;
       const a1 = -Math.PI / 2 + (2 * Math.PI * (s + 1)) / W - gap;
@@ -116,13 +132,12 @@ export function createRingView(): { root: HTMLElement; update(r: RingView | unde
       ctx.closePath();
       ctx.fillStyle = ageColor(isBlock.has(s) ? null : (ring.slotPositions[s] ?? null), lo, hi, isBlock.has(s));
       ctx.fill();
-      if (W <= 32) {
+      const p = f.physical[s];
+      if (p !== null && labelFont(fmtInt(p))) {
         const am = (a0 + a1) / 2;
-        const p = f.physical[s];
-        ctx.fillStyle = isBlock.has(s) ? '#fff' : '#1b1f24';
+        ctx.fillStyle = isBlock.has(s) ? '#fff' : ageInk(p, lo, hi);
         ctx.textAlign = 'center';
-        ctx.font = `9px ${FONT}`;
-        if (p !== null) ctx.fillText(String(p), cx + (Math.cos(am) * (R + r0)) / 2, cy + (Math.sin(am) * (R + r0)) / 2);
+        ctx.fillText(fmtInt(p), cx + (Math.cos(am) * (R + r0)) / 2, cy + (Math.sin(am) * (R + r0)) / 2);
       }
     }
     // Block rows: a wedge outside the ring with a minimum width, so 4 of 1024 slots stay visible.
@@ -136,38 +151,39 @@ export function createRingView(): { root: HTMLElement; update(r: RingView | unde
       ctx.closePath();
       ctx.fill();
     }
+    // A slot boundary marked outside the ring, past the block wedges: the tick never crosses a slot's label.
     const mark = (slot: number, text: string, color: string, side: 'left' | 'right') => {
       const a = -Math.PI / 2 + (2 * Math.PI * slot) / W;
       ctx.strokeStyle = color;
       ctx.lineWidth = 2;
       ctx.beginPath();
-      ctx.moveTo(cx + Math.cos(a) * (r0 - 4), cy + Math.sin(a) * (r0 - 4));
-      ctx.lineTo(cx + Math.cos(a) * (R + 4), cy + Math.sin(a) * (R + 4));
+      ctx.moveTo(cx + Math.cos(a) * (R + 12), cy + Math.sin(a) * (R + 12));
+      ctx.lineTo(cx + Math.cos(a) * (R + 24), cy + Math.sin(a) * (R + 24));
       ctx.stroke();
       ctx.fillStyle = color;
-      ctx.font = `11px ${FONT}`;
-      let x = cx + Math.cos(a) * (R + 16);
-      let y = cy + Math.sin(a) * (R + 14);
+      ctx.font = `600 13px ${FONT}`;
+      let x = cx + Math.cos(a) * (R + 30);
+      let y = cy + Math.sin(a) * (R + 32);
       // Near the top, labels go on one line above the ring, slot 0 to the left and the other to the right.
-      if (y < cy - R + 12 && Math.abs(x - cx) < 60) {
-        y = cy - R - 11;
-        x = side === 'right' ? Math.min(x, cx) - 4 : Math.max(x, cx) + 4;
+      if (y < cy - R + 12 && Math.abs(x - cx) < 80) {
+        y = cy - R - 32;
+        x = side === 'right' ? Math.min(x, cx) - 6 : Math.max(x, cx) + 6;
         ctx.textAlign = side;
       } else ctx.textAlign = Math.cos(a) < -0.2 ? 'right' : Math.cos(a) > 0.2 ? 'left' : 'center';
       ctx.fillText(text, x, y);
     };
     mark(0, 'slot 0', '#1b1f24', 'right');
-    if (f.oldestSlot > 0) mark(f.oldestSlot, `oldest: pos ${f.minPos}`, '#2f6fde', 'left');
+    if (f.oldestSlot > 0) mark(f.oldestSlot, `oldest: pos ${fmtInt(f.minPos)}`, '#2f6fde', 'left');
     ctx.fillStyle = '#1b1f24';
     ctx.textAlign = 'center';
+    ctx.font = `600 14px ${FONT}`;
+    ctx.fillText(`W = ${fmtInt(W)}`, cx, cy - 8);
     ctx.font = `12px ${FONT}`;
-    ctx.fillText(`W = ${W}`, cx, cy - 7);
-    ctx.font = `11px ${FONT}`;
     ctx.fillStyle = '#5b6470';
-    ctx.fillText('clockwise', cx, cy + 9);
+    ctx.fillText('clockwise', cx, cy + 10);
 
     // The two reading orders as strips of the same colours.
-    const sx = 250;
+    const sx = 300;
     const sw = w - sx - 16;
     const strip = (
       y: number,
@@ -179,47 +195,49 @@ export function createRingView(): { root: HTMLElement; update(r: RingView | unde
     ) => {
       ctx.textAlign = 'left';
       ctx.fillStyle = '#1b1f24';
-      ctx.font = `12px ${FONT}`;
-      ctx.fillText(title, sx, y - 12);
+      ctx.font = `13px ${FONT}`;
+      ctx.fillText(title, sx, y - 13);
       const cw = sw / Math.max(1, seq.length);
       seq.forEach((p, i) => {
         ctx.fillStyle = ageColor(p, lo, hi, blockAt(i));
-        ctx.fillRect(sx + i * cw, y, Math.max(cw - (cw > 4 ? 1 : 0), 0.6), 22);
+        ctx.fillRect(sx + i * cw, y, Math.max(cw - (cw > 4 ? 1 : 0), 0.6), 24);
       });
       ctx.fillStyle = '#5b6470';
-      ctx.font = `11px ${FONT}`;
-      ctx.fillText(first, sx, y + 34);
+      ctx.font = `12px ${FONT}`;
+      ctx.fillText(first, sx, y + 37);
       ctx.textAlign = 'right';
-      ctx.fillText(last, sx + sw, y + 34);
+      ctx.fillText(last, sx + sw, y + 37);
     };
     const blockPosSet = new Set(f.blockPositions);
+    const pos = (p: number | null | undefined, none: string) => (p === null || p === undefined ? none : fmtInt(p));
     strip(
-      40,
+      52,
       'Chain arm (M = 1): keys in physical slot order',
       f.physical,
       (i) => isBlock.has(i),
-      `slot 0: pos ${f.physical[0] ?? 'empty'}`,
-      `slot ${W - 1}: pos ${f.physical[W - 1] ?? 'empty'}`,
+      `slot 0: pos ${pos(f.physical[0], 'empty')}`,
+      `slot ${fmtInt(W - 1)}: pos ${pos(f.physical[W - 1], 'empty')}`,
     );
     strip(
-      128,
+      152,
       `Block arm (M = ${f.blockPositions.length}): keys in ${ring.blockOrder === 'physical' ? 'physical' : 'chronological'} order`,
       ring.blockOrder === 'physical' ? f.physical : f.chronological,
       ring.blockOrder === 'physical' ? (i) => isBlock.has(i) : (i) => blockPosSet.has(f.chronological[i]),
-      `pos ${ring.blockOrder === 'physical' ? (f.physical[0] ?? '—') : (f.chronological[0] ?? '—')}`,
-      `pos ${ring.blockOrder === 'physical' ? (f.physical[W - 1] ?? '—') : (f.chronological[f.chronological.length - 1] ?? '—')}`,
+      `pos ${ring.blockOrder === 'physical' ? pos(f.physical[0], '—') : pos(f.chronological[0], '—')}`,
+      `pos ${ring.blockOrder === 'physical' ? pos(f.physical[W - 1], '—') : pos(f.chronological[f.chronological.length - 1], '—')}`,
     );
     ctx.textAlign = 'left';
+    ctx.font = `12px ${FONT}`;
     ctx.fillStyle = '#e8590c';
-    ctx.fillRect(sx, 206, 12, 12);
+    ctx.fillRect(sx, 246, 13, 13);
     ctx.fillStyle = '#1b1f24';
-    ctx.fillText('block rows', sx + 16, 212);
+    ctx.fillText('block rows', sx + 18, 253);
     ctx.fillStyle = 'rgb(198, 219, 239)';
-    ctx.fillRect(sx + 100, 206, 12, 12);
+    ctx.fillRect(sx + 110, 246, 13, 13);
     ctx.fillStyle = 'rgb(38, 99, 159)';
-    ctx.fillRect(sx + 114, 206, 12, 12);
+    ctx.fillRect(sx + 125, 246, 13, 13);
     ctx.fillStyle = '#1b1f24';
-    ctx.fillText('older → newer position', sx + 132, 212);
+    ctx.fillText('older → newer position', sx + 144, 253);
   };
   onWidthChange(root, paint);
 

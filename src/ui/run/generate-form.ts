@@ -9,6 +9,7 @@ import { el } from '../common/dom.ts';
 import { parseTokenIds } from '../common/format.ts';
 import { blockSelect, policyField, precisionField, wholeNumber, type PolicyInfo } from './form-fields.ts';
 import type { JobRunner } from './job-runner.ts';
+import { generationPhases } from './phase-times.ts';
 import { loadFormSettings, saveFormSettings, type GenerateSettings } from '../common/recent.ts';
 import type { GenerationOptions, GenerationRun } from '../generation/generation-model.ts';
 
@@ -207,12 +208,13 @@ export function createGenerateForm(
       precision: options.precision,
       draftPosition: options.draftPosition,
     });
-    const t0 = performance.now();
     const result = await job.start(
       (jobId, onProgress) => engine.runGeneration(options, jobId, onProgress),
       [prompt, asIds, asText, chat, maxNew, block, policy.select, precision.f32, precision.bf16, draftPosition, drafts],
+      generationPhases,
     );
-    if (result) onResult({ options, result, createdAt: new Date().toISOString(), elapsedMs: performance.now() - t0 });
+    // "done in" on the card is the run panel's "Done in": one clock for both
+    if (result) onResult({ options, result, createdAt: new Date().toISOString(), elapsedMs: job.elapsedMs() });
     syncMode();
   });
 

@@ -8,6 +8,7 @@ import { settledProgress } from '../common/engine-client.ts';
 import type { Progress, ProgressFn } from '../../util/cancel.ts';
 import { append, clear, el } from '../common/dom.ts';
 import { fmtMs } from '../common/format.ts';
+import type { SettledRun } from './phase-times.ts';
 
 type Field = HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement | HTMLButtonElement;
 
@@ -21,8 +22,18 @@ export interface JobRunner {
   /** Whether Run may be pressed (besides not running), and why not. */
   allow(ok: boolean, why: string): void;
   error(text: string): void;
-  /** Runs `call` with a fresh job id and a progress proxy; undefined when it failed (shown) or was cancelled. */
-  start<T>(call: (jobId: string, onProgress: ProgressFn) => Promise<T>, fields: Field[]): Promise<T | undefined>;
+  /**
+   * Runs `call` with a fresh job id and a progress proxy; undefined when it failed (shown) or was cancelled. `settle`
+   * reads the finished run's own timings (phase-times.ts): they replace the live lines' times and the total, so the
+   * list says what the result says.
+   */
+  start<T>(
+    call: (jobId: string, onProgress: ProgressFn) => Promise<T>,
+    fields: Field[],
+    settle?: (result: T) => SettledRun,
+  ): Promise<T | undefined>;
+  /** The last finished run's time as "Done in" says it. */
+  elapsedMs(): number;
 }
 
 let jobCounter = 0;
@@ -47,6 +58,7 @@ export function createJobRunner(o: {
   const message = el('div', {});
   let busy = false;
   let ok = false;
+  let lastElapsed = NaN;
 
   const error = (text: string) =>
     append(message, el('p', { class: 'error', role: 'alert', 'data-testid': `${o.prefix}-error` }, text));
@@ -63,7 +75,8 @@ export function createJobRunner(o: {
       why.textContent = can || busy ? '' : reason;
     },
     error,
-    async start(call, fields) {
+    elapsedMs: () => lastElapsed,
+    async start(call, fields, settle) {
       clear(message);
       clear(phases);
       const jobId = `${o.prefix}-${++jobCounter}`;
@@ -116,7 +129,24 @@ export function createJobRunner(o: {
         });
         const result = await call(jobId, progress.callback).finally(progress.close);
         finishPhase();
-        elapsed.textContent = `Done in ${fmtMs(performance.now() - t0)}`;
+        lastElapsed = performance.now() - t0;
+        if (settle) {
+          const s = settle(result);
+          clear(phases);
+          for (const p of s.phases)
+            append(
+              phases,
+              el(
+                'li',
+                { class: 'done' },
+                el('span', { class: 'phase-name' }, p.name),
+                el('progress', { max: 1, value: 1, 'aria-label': `${o.label} progress` }),
+                el('span', { class: 'muted phase-time' }, fmtMs(p.ms)),
+              ),
+            );
+          if (s.totalMs !== undefined && Number.isFinite(s.totalMs)) lastElapsed = s.totalMs;
+        }
+        elapsed.textContent = `Done in ${fmtMs(lastElapsed)}`;
         return result;
       } catch (e) {
         finishPhase();

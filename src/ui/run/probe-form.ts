@@ -11,10 +11,11 @@ import { QWEN_DRAW_LENGTHS } from '../../parity/draws.ts';
 import { parseLengths } from '../common/format.ts';
 import { blockSelect, policyField, precisionField, type PolicyInfo } from './form-fields.ts';
 import type { JobRunner } from './job-runner.ts';
+import { probePhases } from './phase-times.ts';
 import { loadSettings, saveSettings, type RunSettings } from '../common/recent.ts';
 
 const GEMMA_HINT =
-  "Empty draw lengths run mlxcel's draws: 8, 8, 8 and a long draw of min(W + 32, 1536) tokens that wraps the ring.";
+  "Empty draw lengths run mlxcel's draws: 8, 8, 8 and a long draw of W + 32 tokens (at most 1,536) that wraps the ring.";
 
 export function createProbeForm(
   engine: EngineProxy,
@@ -93,6 +94,7 @@ export function createProbeForm(
     const report = await job.start(
       (jobId, onProgress) => engine.runProbe(opts, jobId, onProgress),
       [lengths, block, policy.select, precision.f32, precision.bf16, localize],
+      probePhases,
     );
     if (report) onReport(report);
   });

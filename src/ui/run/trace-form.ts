@@ -11,6 +11,7 @@ import { el } from '../common/dom.ts';
 import { fmtInt } from '../common/format.ts';
 import { blockSelect, policyField, precisionField, wholeNumber, type PolicyInfo } from './form-fields.ts';
 import type { JobRunner } from './job-runner.ts';
+import { tracePhases } from './phase-times.ts';
 import { loadFormSettings, saveFormSettings, type TraceSettings } from '../common/recent.ts';
 
 export function traceDefaults(window: number): { prefix: number; traced: number } {
@@ -85,7 +86,7 @@ export function createTraceForm(
       (target?.family === 'qwen3_5'
         ? `This Qwen3.5 target has no sliding window (its Gated DeltaNet layers carry a recurrent state, its full layers a linear KV cache): defaults prefix ${fmtInt(d.prefix)}, traced ${fmtInt(d.traced)}.`
         : w
-          ? `Defaults for this target's ${fmtInt(w)}-slot window: prefix ${fmtInt(d.prefix)}, traced ${fmtInt(d.traced)} (min(1536, 2.5 W) and min(256, 3 W)).`
+          ? `Defaults for this target's ${fmtInt(w)}-slot window: prefix ${fmtInt(d.prefix)}, traced ${fmtInt(d.traced)} (2.5 W, at most 1,536, and 3 W, at most 256).`
           : "Prefix and traced default from the target's window once one is loaded.");
   };
   setHint(undefined);
@@ -122,6 +123,7 @@ export function createTraceForm(
     const report = await job.start(
       (jobId, onProgress) => engine.runTrace(opts, jobId, onProgress),
       [prefix, traced, block, policy.select, precision.f32, precision.bf16],
+      tracePhases,
     );
     if (report) onReport(report);
   });

@@ -84,13 +84,13 @@ export class PngPainter {
     this.y = 72;
   }
 
-  /** The verdict label box with the summary and its consequence beside it. */
-  banner(label: string, bad: boolean, summary: string, consequence: string): void {
+  /** The verdict label box with the summary and its consequence beside it; `color` overrides bad's red or green. */
+  banner(label: string, bad: boolean, summary: string, consequence: string, color?: string): void {
     const ctx = this.ctx;
     const top = this.y;
     ctx.font = `bold 30px ${FONT}`;
     const bw = ctx.measureText(label).width + 36;
-    ctx.fillStyle = bad ? '#c0362c' : '#18794e';
+    ctx.fillStyle = color ?? (bad ? '#c0362c' : '#18794e');
     ctx.fillRect(this.pad, top, bw, 48);
     ctx.fillStyle = '#ffffff';
     ctx.textBaseline = 'middle';
@@ -116,7 +116,7 @@ export class PngPainter {
   }
 }
 
-export function adapterLine(p: Provenance): string {
+export function adapterLine(p: Pick<Provenance, 'adapter' | 'platform' | 'compiler'>): string {
   const adapter =
     [p.adapter.vendor, p.adapter.architecture, p.adapter.description].filter(Boolean).join(' ') || 'unknown adapter';
   // The compiler's math mode says how a Mac's numbers were computed (Metal relaxed) where the report records it.

@@ -6,7 +6,7 @@
 import { deflateSync, Inflate, strFromU8, strToU8 } from 'fflate';
 import type { ProbeReport, Provenance } from '../../parity/report.ts';
 import type { TraceReport } from '../../parity/trace.ts';
-import { fmtInt, fmtList, fmtMs, fmtSci, shortDigest } from '../common/format.ts';
+import { fmtBytes, fmtInt, fmtList, fmtMs, fmtSci, shortDigest } from '../common/format.ts';
 import { bucketLabel, DECIDED_GAP, traceConsequence, traceSetup } from '../trace/trace-model.ts';
 
 export const FRAGMENT_KEY = 'report';
@@ -45,7 +45,7 @@ function inflateCapped(data: Uint8Array, cap: number): Uint8Array {
   let total = 0;
   const inf = new Inflate((chunk) => {
     total += chunk.length;
-    if (total > cap) throw new Error(`the report in the link inflates to more than ${cap / 2 ** 20} MiB; refusing it`);
+    if (total > cap) throw new Error(`the report in the link inflates to more than ${fmtBytes(cap)}; refusing it`);
     chunks.push(chunk);
   });
   const STEP = 4096;

@@ -6,6 +6,7 @@
  * anything still too large gets no link and the user is told to share the JSON file instead.
  */
 import { encodeShareFragment } from './share-codec.ts';
+import { fmtInt } from '../../util/number-format.ts';
 
 export const MAX_LINK_CHARS = 64 * 1024;
 
@@ -42,10 +43,9 @@ export function buildShareLink(raw: unknown, base: string, max = MAX_LINK_CHARS)
     if (small.length <= max) return { ok: true, link: small, compacted: true };
     chars = small.length;
   }
-  const kb = (n: number) => `${Math.ceil(n / 1024)} kB`;
   return {
     ok: false,
     chars,
-    message: `This report is too large for a link (${kb(chars)} even compressed; links stop at ${kb(max)}). Share the JSON file instead (Download JSON): it opens in this page with "Open a report (JSON)".`,
+    message: `This report is too large for a link (${fmtInt(chars)} characters even compressed; links stop at ${fmtInt(max)}). Share the JSON file instead (Download JSON): it opens in this page with "Open a report (JSON)".`,
   };
 }

@@ -6,6 +6,7 @@
  * the field get a full-width row of their own under it.
  */
 import { el } from '../common/dom.ts';
+import { fmtInt } from '../common/format.ts';
 import { buildShareLink, type LinkResult } from './share-link.ts';
 
 /** What a report view hands the share bar. */
@@ -44,29 +45,59 @@ export function shareLink(raw: unknown, max?: number): LinkResult {
   return buildShareLink(raw, `${location.origin}${location.pathname}`, max);
 }
 
-export function createShareBar(current: () => Shareable | undefined): {
+/** The line a Markdown summary ends with when its report is too large for a link in it. */
+export function markdownWithoutLink(size: string): string {
+  return `\n_The full report is too large for a link here (${size}): ask for its JSON file, which opens in Ringside with "Open a report (JSON)"._\n`;
+}
+
+/** `testPrefix` starts every test id of the bar (the report card's bar has none; another card's names itself). */
+export function createShareBar(
+  current: () => Shareable | undefined,
+  o: { testPrefix: string } = { testPrefix: '' },
+): {
   buttons: HTMLElement;
   output: HTMLElement;
   reset(): void;
 } {
-  const status = el('p', { class: 'small share-status', 'aria-live': 'polite', 'data-testid': 'share-status' });
+  const status = el('p', {
+    class: 'small share-status',
+    'aria-live': 'polite',
+    'data-testid': `${o.testPrefix}share-status`,
+  });
   const field = el('textarea', {
     class: 'share-field',
     readonly: true,
     rows: 3,
     'aria-label': 'Shared text',
-    'data-testid': 'share-link',
+    'data-testid': `${o.testPrefix}share-link`,
     hidden: true,
   });
   const output = el('div', { class: 'share-out' }, status, field);
-  const button = (label: string, testid: string, act: (s: Shareable) => Promise<string> | string) => {
-    const b = el('button', { type: 'button', class: 'secondary', 'data-testid': testid }, label);
+  const downloadJson = (s: Shareable) =>
+    downloadBlob(new Blob([JSON.stringify(s.raw, null, 1)], { type: 'application/json' }), `${s.stem}.json`);
+  type Said = string | { text: string; offerJson: Shareable };
+  const button = (label: string, testid: string, act: (s: Shareable) => Promise<Said> | Said) => {
+    const b = el('button', { type: 'button', class: 'secondary', 'data-testid': `${o.testPrefix}${testid}` }, label);
     b.addEventListener('click', async () => {
       const s = current();
       if (!s) return;
       b.disabled = true;
       try {
-        status.textContent = await act(s);
+        const said = await act(s);
+        if (typeof said === 'string') status.textContent = said;
+        else {
+          // The status names what was left out and offers the file that carries everything.
+          const offer = el(
+            'button',
+            { type: 'button', class: 'link', 'data-testid': `${o.testPrefix}markdown-json-offer` },
+            'Download the JSON',
+          );
+          offer.addEventListener('click', () => {
+            downloadJson(said.offerJson);
+            status.textContent = 'JSON downloaded.';
+          });
+          status.replaceChildren(said.text, ' ', offer);
+        }
       } catch (e) {
         status.textContent = `${label} failed: ${(e as Error).message}`;
       } finally {
@@ -93,13 +124,20 @@ export function createShareBar(current: () => Shareable | undefined): {
       return 'PNG downloaded.';
     }),
     button('Download JSON', 'download-json', (s) => {
-      downloadBlob(new Blob([JSON.stringify(s.raw, null, 1)], { type: 'application/json' }), `${s.stem}.json`);
+      downloadJson(s);
       return 'JSON downloaded.';
     }),
-    button('Copy Markdown', 'copy-markdown', (s) => {
-      // A long draw with full localization makes a long link; past a chat-friendly size (even compacted), leave it out.
+    button('Copy Markdown', 'copy-markdown', async (s) => {
+      // A long draw with full localization makes a long link; past a chat-friendly size (even compacted), the summary
+      // goes without it, says so in its own text, and the status offers the JSON file that carries everything.
       const link = shareLink(s.raw, MARKDOWN_LINK_CHARS);
-      return offer(s.markdown(link.ok ? link.link : undefined), 'Markdown summary');
+      if (link.ok) return offer(s.markdown(link.link), 'Markdown summary');
+      const size = `${fmtInt(link.chars)} characters`;
+      const said = await offer(`${s.markdown(undefined)}${markdownWithoutLink(size)}`, 'Markdown summary');
+      return {
+        text: `${said} It has no link to the full report: the link would be ${size}, and a summary carries links up to ${fmtInt(MARKDOWN_LINK_CHARS)} (chat tools and issue trackers cut longer ones). Share the JSON file with it instead:`,
+        offerJson: s,
+      };
     }),
     button('Copy share link', 'copy-link', (s) => {
       const link = shareLink(s.raw);

@@ -5,16 +5,16 @@
 import type { TracePosition } from '../../parity/trace.ts';
 import { el } from '../common/dom.ts';
 import { onWidthChange, sizeCanvas } from '../common/canvas.ts';
-import { fmtInt, fmtSci } from '../common/format.ts';
+import { fmtInt, fmtSci, fmtTokenId } from '../common/format.ts';
 import { DECIDED_GAP } from './trace-model.ts';
 import { drawTraceChart, traceChartLayout, type TraceChartLayout } from './trace-chart.ts';
 
-const logit = (t: { id: number; logit: number } | undefined) => (t ? `${fmtInt(t.id)} (${fmtSci(t.logit)})` : '—');
+const logit = (t: { id: number; logit: number } | undefined) => (t ? `${fmtTokenId(t.id)} (${fmtSci(t.logit)})` : '—');
 
 /** One position in words, for the live region and the hover readout. */
 export function describePosition(p: TracePosition): string {
   return (
-    `position ${fmtInt(p.position)} · next token ${fmtInt(p.next)} · chain top-1 ${logit(p.chainTop[0])}, gap ${fmtSci(p.gap)}${p.gap >= DECIDED_GAP ? ' (decided)' : ''}` +
+    `position ${fmtInt(p.position)} · next token ${fmtTokenId(p.next)} · chain top-1 ${logit(p.chainTop[0])}, gap ${fmtSci(p.gap)}${p.gap >= DECIDED_GAP ? ' (decided)' : ''}` +
     ` · block top-1 ${logit(p.blockTop[0])} · |Δ logit| ${fmtSci(p.deltaChosen)} · ${fmtInt(p.bytesDiffering)} bytes differ · ${p.agree ? 'top-1 agrees' : 'TOP-1 DIFFERS'}`
   );
 }

@@ -5,7 +5,7 @@
  */
 import type { TracePosition } from '../../parity/trace.ts';
 import { append, clear, el } from '../common/dom.ts';
-import { fmtInt, fmtMs, fmtPercent, fmtSci, plural } from '../common/format.ts';
+import { fmtInt, fmtMs, fmtPercent, fmtSci, fmtTokenId, plural } from '../common/format.ts';
 import { provenanceList } from '../report/provenance-view.ts';
 import { exactnessNodes } from '../common/exactness-view.ts';
 import { traceFileStem, traceMarkdown } from '../share/share-codec.ts';
@@ -25,7 +25,7 @@ import { tracePng } from './trace-png.ts';
 /** Rows past this go to the "all positions" table only on request, and no further than this many. */
 const ALL_ROWS_MAX = 4096;
 
-const top1 = (t: { id: number; logit: number }[]) => (t[0] ? `${fmtInt(t[0].id)} (${fmtSci(t[0].logit)})` : '—');
+const top1 = (t: { id: number; logit: number }[]) => (t[0] ? `${fmtTokenId(t[0].id)} (${fmtSci(t[0].logit)})` : '—');
 
 function positionsTable(rows: readonly TracePosition[], caption: string, testid: string): HTMLElement {
   const head = [
@@ -53,7 +53,7 @@ function positionsTable(rows: readonly TracePosition[], caption: string, testid:
           'tr',
           { class: p.agree ? (p.bytesDiffering === 0 ? 'eq' : '') : 'ne' },
           el('td', {}, fmtInt(p.position)),
-          el('td', {}, fmtInt(p.next)),
+          el('td', {}, fmtTokenId(p.next)),
           el('td', {}, top1(p.chainTop)),
           el('td', {}, top1(p.blockTop)),
           el('td', {}, fmtSci(p.gap), p.gap >= DECIDED_GAP ? el('span', { class: 'muted' }, ' decided') : null),
