@@ -14,6 +14,7 @@ struct Params {
   x_stride: u32,   // elements between rows of x
   y_stride: u32,   // elements between rows of y
   round: u32,      // 1: round the output to bf16 (bf16 activation mode)
+  _zero: u32,      // always 0 (a `_` field: written as 0 by Recorder.params): matmul_coop.wgsl's pin()
 }
 
 @group(0) @binding(0) var<uniform> P: Params;

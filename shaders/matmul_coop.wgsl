@@ -117,8 +117,20 @@ fn bytes8(w: u32) -> vec4<f32> {
 }
 // D of one row: the position sums scaled back (powers of two: exact) and added in a fixed order.
 fn group_dot(a: vec4<f32>) -> f32 {
-  if (BITS == 4u) { return (a.x + a.y * 0.0625) + (a.z * 0.00390625 + a.w * 0.000244140625); }
-  return (a.x + a.z) + (a.y + a.w) * 0.00390625;
+  if (BITS == 4u) { return pin(a.x + a.y * 0.0625) + pin(a.z * 0.00390625 + a.w * 0.000244140625); }
+  return pin(a.x + a.z) + pin(a.y + a.w) * 0.00390625;
+}
+// v, opaque to the compiler (P._zero is 0, a uniform it cannot know): no sum is regrouped and no product fused
+// across a pin. A decode row (row_slots) and a verify block (the passes) are separate copies of this arithmetic, so
+// every value whose order matters is pinned, and both copies round the same operations whatever the compiler does.
+fn pin(v: f32) -> f32 { return bitcast<f32>(bitcast<u32>(v) ^ P._zero); }
+// ksum_add (common.wgsl) pinned: the caller's product is not fused into the sum, t is opaque (the compensation
+// (s.x - t) + v cannot be simplified to 0), and each compensation is added on its own.
+fn ksum_add_pinned(s: vec2<f32>, v0: f32) -> vec2<f32> {
+  let v = pin(v0);
+  let t = pin(s.x + v);
+  let c = select(pin(v - t) + s.x, pin(s.x - t) + v, abs(s.x) >= abs(v));
+  return vec2<f32>(t, pin(s.y + c));
 }
 
 // Whether a pass reads x from shared memory (staged per chunk) or straight from the x buffer. Measured
@@ -177,7 +189,7 @@ fn fma_word(a: ptr<private, vec4<f32>>, lo: vec4<f32>, hi: vec4<f32>, x0: vec4<f
 // The end of a group for one row and feature: the Neumaier steps scale * D and bias' * sx into partial p
 // (sb: the group's scale and bias', group_scale_bias).
 fn group_closed(p: vec2<f32>, s: vec4<f32>, sb: vec2<f32>, sx: f32) -> vec2<f32> {
-  return ksum_add(ksum_add(p, sb.x * group_dot(s)), sb.y * sx);
+  return ksum_add_pinned(ksum_add_pinned(p, sb.x * group_dot(s)), sb.y * sx);
 }
 fn close_row(p: ptr<private, vec2<f32>>, s: vec4<f32>, sb: vec2<f32>, sx: f32) { *p = group_closed(*p, s, sb, sx); }
 
@@ -396,10 +408,10 @@ fn pass_total(f: u32, t: u32, lid: u32, rows: u32, tl: u32) -> f32 {
     for (var i = 0u; i < T; i++) {
       let p4 = shared4[m * WG + lane_of(i, f, tl)];
       let q = select(p4.xy, p4.zw, slot == 1u);
-      s = ksum_add(s, q.x);
-      c += q.y;
+      s = ksum_add_pinned(s, q.x);
+      c = pin(c + q.y);
     }
-    v = s.x + (s.y + c);
+    v = s.x + pin(s.y + c);
   }
   workgroupBarrier(); // shared4 is reused by the next pass
   return v;
@@ -704,17 +716,17 @@ fn gate_up_rows(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) {
   let nb = row_of(fs, 1u);
   for (var r0 = 0u; r0 < P.M; r0 += ROWS) {
     let rows = min(ROWS, P.M - r0);
+    var g = 0.0;
+    var u = 0.0;
+    var o = 0u;
     if (rows == 1u) {
       let n0 = row_of(fs1, 0u);
       let n1 = row_of(fs1, 1u);
       let gu = row_slots(fs1, lid, r0, Slots(n0, n1, n0, n1), true);
-      let o = out_index(fs1, 0u, r0, 1u);
-      if (o != 0xFFFFFFFFu) { y[o] = rnd(rnd(gelu_tanh(rnd(gu.x))) * rnd(gu.y)); }
-      continue;
-    }
-    var g = 0.0;
-    var u = 0.0;
-    if (stage_blocks()) { // stage_x(rows): rows > 1 here
+      g = rnd(gu.x);
+      u = rnd(gu.y);
+      o = out_index(fs1, 0u, r0, 1u);
+    } else if (stage_blocks()) { // stage_x(rows): rows > 1 here
       let gu = staged_passes(fs, lid, Pair(0u, na, nb), Pair(1u, na, nb), true, r0, rows);
       g = rnd(gu.x);
       u = rnd(gu.y);
@@ -722,7 +734,8 @@ fn gate_up_rows(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) {
       g = rnd(run_pass(0u, fs, lid, na, nb, r0, rows, false));
       u = rnd(run_pass(1u, fs, lid, na, nb, r0, rows, false));
     }
-    let o = out_index(fs, 0u, r0, rows);
+    if (rows > 1u) { o = out_index(fs, 0u, r0, rows); }
+    // one GeGLU for every row (a copy per path would be two copies of its arithmetic)
     if (o != 0xFFFFFFFFu) { y[o] = rnd(rnd(gelu_tanh(g)) * u); }
   }
 }

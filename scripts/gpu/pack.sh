@@ -4,24 +4,25 @@
 #   bash scripts/gpu/pack.sh   -> .gpu/ (git-ignored)
 # then copy the working tree with .gpu/ to that machine and run, in its project root, e.g.
 #   bash .gpu/run.sh npm run bench -- --json out/bench.json
-# .gpu/ is about 35 MB. See docs/WEBGPU-LINUX.md ("A real GPU").
+# .gpu/ is about 27 MB, so that it and the tracked tree (about 37 MB) travel within 64 MiB. See docs/WEBGPU-LINUX.md ("A real GPU").
 set -euo pipefail
 [ -f package.json ] && [ -d node_modules ] || { echo "run from the project root after npm ci" >&2; exit 1; }
 here=$(cd "$(dirname "$0")" && pwd)
 rm -rf .gpu && mkdir -p .gpu/deb
-# Node itself (the device image has none)
-xz -T0 -6 -c "$(readlink -f "$(command -v node)")" > .gpu/node.xz
-# the runtime part of node_modules: Dawn for linux-x64, the TypeScript loader and the app's dependencies
-t=$(mktemp -d); nm=$t/node_modules; mkdir -p "$nm/@esbuild" "$nm/webgpu/dist"
-# every runtime dependency package.json names (webgpu apart: only its linux-x64 build), and tsx with esbuild
-deps=$(node -e 'console.log(Object.keys(require("./package.json").dependencies).join(" "))')
-for p in tsx esbuild $deps; do mkdir -p "$nm/$(dirname "$p")"; cp -rL "node_modules/$p" "$nm/$(dirname "$p")/"; done
-rm -f "$nm/esbuild/bin/esbuild"   # a copy of the platform binary below
-cp -rL node_modules/@esbuild/linux-x64 "$nm/@esbuild/"
-(cd node_modules/webgpu && for f in *; do [ "$f" = dist ] || cp -rL "$f" "$nm/webgpu/"; done)
-cp -rL node_modules/webgpu/dist/linux-x64 "$nm/webgpu/dist/"
-tar -cJf .gpu/node_modules.tar.xz -C "$t" node_modules
+# Node itself (the device image has none), without its symbols
+strip -o .gpu/node "$(readlink -f "$(command -v node)")"
+xz -T0 -9e -c .gpu/node > .gpu/node.xz && rm .gpu/node
+# the CLI and the app's dependencies in one module (bundle.mjs: no TypeScript loader on the machine), and Dawn for
+# linux-x64, the one package the bundle leaves out
+node "$here/bundle.mjs" .gpu/bundle/cli.mjs
+t=$(mktemp -d); mkdir -p "$t/node_modules/webgpu/dist"
+(cd node_modules/webgpu && for f in *; do [ "$f" = dist ] || cp -rL "$f" "$t/node_modules/webgpu/"; done)
+cp -rL node_modules/webgpu/dist/linux-x64 "$t/node_modules/webgpu/dist/"
+tar -cf - -C "$t" node_modules | xz -T0 -9e > .gpu/node_modules.tar.xz
 rm -rf "$t"
+# the commit the reports name (the machine's copy of the tree has no .git)
+head=$(git rev-parse --short=12 HEAD)
+if [ -n "$(git status --porcelain --untracked-files=no)" ]; then echo "$head+changes"; else echo "$head"; fi > .gpu/commit
 # the Vulkan loader and glvnd (the NVIDIA driver and its ICD are on the machine; its Vulkan library needs glvnd)
 mkdir -p /tmp/gpu-apt/partial
 o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/gpu-apt'

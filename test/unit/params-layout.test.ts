@@ -54,6 +54,7 @@ describe('Params layouts from WGSL', () => {
       'x_stride',
       'y_stride',
       'round',
+      '_zero',
     ]);
     for (const s of ['matmul.wgsl', 'matmul_lanes_loadx.wgsl', 'matmul_lanes_subgroupx.wgsl', 'matmul_coop.wgsl'])
       expect(paramsLayout(s).signature).toBe(io.signature);

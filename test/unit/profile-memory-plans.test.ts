@@ -120,6 +120,6 @@ describe('memory plans under the browser limit profiles (a Mac, K = 8, prefill c
       expect(plans[0].total).toBe(plans[1].total);
       return `${m.name} ${fmtBytes(plans[0].total)}`;
     });
-    expect(totals).toEqual(['12B 8.21 GB', '31B 21.41 GB', '26B-A4B 16.03 GB', 'Qwen3.6-27B 18.03 GB']);
+    expect(totals).toEqual(['12B 12.46 GB', '31B 21.41 GB', '26B-A4B 16.03 GB', 'Qwen3.6-27B 18.03 GB']);
   });
 });
