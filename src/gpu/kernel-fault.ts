@@ -9,8 +9,11 @@
  * the same sum in exact arithmetic and different in f32, as a relaxed compiler's rewrites are:
  *   matmul:    the block path sums the four position sums of a group in another order (software class: the
  *              chunk vector's horizontal sum in matmul_lanes.wgsl; GPU class: group_dot in matmul_coop.wgsl);
- *   attention: the block path divides by the softmax denominator as a multiplication by its reciprocal
- *              (`combine`, the software class's last pass, and `combined`, the GPU class's combine_fused).
+ *   attention: the block path divides by the softmax denominator through the reciprocal of a rescaled
+ *              denominator, `o * (3.0 / (3.0 * l))` (`combine`, the software class's last pass, and `combined`,
+ *              the GPU class's combine_fused). Not the plain reciprocal `o * (1.0 / l)`: that is what the compiler
+ *              fuzzer's recip rewrite (src/gpu/wgsl-fuzz) may make of the unfaulted `o / l` for every row, and
+ *              then the faulted row would equal the others and the fault would prove nothing.
  * An anchor that is no longer found in the kernel's source is an error, never a silently unfaulted kernel.
  */
 export type KernelFault = 'matmul' | 'attention';
@@ -63,14 +66,14 @@ fn close_row_fault(p: ptr<private, vec2<f32>>, s: vec4<f32>, sb: vec2<f32>, sx: 
       // software class: `combine`, one invocation per (row, head, 4 channels)
       shaders: ['attention.wgsl'],
       find: 'out[jh * d4 + c4] = round4(o / l);',
-      replace: `if (P.M > 1u && jh / P.heads == FAULT_ROW) { out[jh * d4 + c4] = round4(o * (1.0 / l)); } else { out[jh * d4 + c4] = round4(o / l); }`,
+      replace: `if (P.M > 1u && jh / P.heads == FAULT_ROW) { out[jh * d4 + c4] = round4(o * (3.0 / (3.0 * l))); } else { out[jh * d4 + c4] = round4(o / l); }`,
       helpers: `const FAULT_ROW: u32 = ${FAULT_ROW}u;`,
     },
     {
       // GPU class: `combined`, called by combine_fused per (row, head, 4 channels)
       shaders: ['attention.wgsl'],
       find: 'return o / l;',
-      replace: 'if (P.M > 1u && jh / P.heads == FAULT_ROW) { return o * (1.0 / l); }\n  return o / l;',
+      replace: 'if (P.M > 1u && jh / P.heads == FAULT_ROW) { return o * (3.0 / (3.0 * l)); }\n  return o / l;',
       helpers: '',
     },
   ],

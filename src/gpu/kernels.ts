@@ -4,7 +4,7 @@ import { detectKernelClass, type KernelClass } from './kernel-class.ts';
 import { faultedSource, faultShaders, type KernelFault } from './kernel-fault.ts';
 import type { ParamArena } from './recorder.ts';
 import { pipelineCreation } from './pipeline-creation.ts';
-import { fuzzedPipelineSource, wgslFuzzSpec } from './wgsl-fuzz/config.ts';
+import { formatWgslFuzz, fuzzedPipelineSource, wgslFuzzSpec } from './wgsl-fuzz/config.ts';
 
 /**
  * Compute pipelines, compiled once per (shader, entry point, override constants) and cached per
@@ -90,10 +90,12 @@ export class KernelCache {
     let variants = byEntry.get(entryPoint);
     if (!variants) byEntry.set(entryPoint, (variants = []));
     for (const v of variants) if (sameConstants(v.constants, constants)) return v.pipeline;
-    // The label names what the pipeline is (the profiler shows it); it is the pool's key too.
+    // The label names what the pipeline is (the profiler shows it); it is the pool's key too, so it names the
+    // compiler fuzzer's setting: a pool outlives a change of it (setWgslFuzz), and its rewrites are other code.
+    const fuzz = wgslFuzzSpec();
     const label = `${this.moduleKey(shader)}#${entryPoint}#${Object.entries(constants)
       .map(([k, n]) => `${k}=${n}`)
-      .join(',')}`;
+      .join(',')}${fuzz ? ` (fuzzed ${formatWgslFuzz(fuzz)})` : ''}`;
     let pipeline = this.pool?.pipelines.get(label);
     if (!pipeline) {
       const t0 = performance.now();

@@ -10,6 +10,7 @@ import type { GpuContext } from '../gpu/device.ts';
 import type { KernelClass } from '../gpu/kernel-class.ts';
 import type { KernelFault } from '../gpu/kernel-fault.ts';
 import { shaderFiles } from '../gpu/shaders.ts';
+import { formatWgslFuzz, wgslFuzzSpec } from '../gpu/wgsl-fuzz/config.ts';
 import type { CancelToken, ProgressFn } from '../util/cancel.ts';
 import {
   runExactnessSelfTest,
@@ -18,6 +19,9 @@ import {
   type ExactnessSelfTestResult,
 } from './exactness-selftest.ts';
 import { exactnessSelfTestProblems, type ExactnessSelfTestSummary } from './report.ts';
+
+/** The self-test's line in a run's list of phases (the page). */
+export const SELFTEST_PHASE = 'exactness self-test of this adapter';
 
 /** Bumped when what the self-test checks changes, so that results of the old test are not reused. */
 const SELFTEST_VERSION = 1;
@@ -66,15 +70,20 @@ export function shaderBuildHash(): Promise<string> {
   return build;
 }
 
-/** The cache key of an adapter, platform, set of kernel classes and shader build. */
+/**
+ * The cache key of an adapter, platform, set of kernel classes and shader build, and of the compiler fuzzer's
+ * setting (src/gpu/wgsl-fuzz): its rewrites compile other code, as another compiler would.
+ */
 export function exactnessKey(ctx: GpuContext, classes: KernelClass[], shaderBuild: string): string {
   const a = ctx.report;
+  const fuzz = wgslFuzzSpec();
   return JSON.stringify({
     v: SELFTEST_VERSION,
     adapter: [a.vendor, a.architecture, a.device, a.description],
     platform: a.platform,
     classes,
     shaderBuild,
+    ...(fuzz ? { wgslFuzz: formatWgslFuzz(fuzz) } : {}),
   });
 }
 

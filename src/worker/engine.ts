@@ -39,7 +39,7 @@ import {
 import { attachQwen35Drafter, QWEN35_MTP_DRAFTER_TYPE } from '../format/qwen3_5/drafter.ts';
 import { attachedTo, attachPageDrafter, configModelType, draftingWeights, openPageDrafter } from './qwen-drafter.ts';
 import { parseKernelFault, type KernelFault } from '../gpu/kernel-fault.ts';
-import { exactnessSelfTestFor } from '../parity/exactness-gate.ts';
+import { exactnessSelfTestFor, SELFTEST_PHASE } from '../parity/exactness-gate.ts';
 import type { ExactnessSelfTestSummary } from '../parity/report.ts';
 import { indexedDbExactnessStore } from './exactness-store.ts';
 
@@ -173,8 +173,7 @@ export class Engine {
       fault: this.selfTestFault,
       store: indexedDbExactnessStore(),
       cancel: token,
-      onProgress: (p) =>
-        onProgress?.({ phase: p.phase, done: p.done, total: p.total, detail: 'exactness self-test of this adapter' }),
+      onProgress: (p) => onProgress?.({ phase: p.phase, done: p.done, total: p.total, detail: SELFTEST_PHASE }),
     });
     return summary;
   }

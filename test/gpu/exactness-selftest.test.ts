@@ -19,6 +19,7 @@ import {
   selfTestModel,
   type ExactnessCheck,
 } from '../../src/parity/exactness-selftest.ts';
+import { setWgslFuzz, wgslFuzzSpec } from '../../src/gpu/wgsl-fuzz/config.ts';
 import { runProbe } from '../../src/parity/probe.ts';
 import { checkpointInfo } from '../../src/parity/summary.ts';
 import { validateReport } from '../../src/parity/report.ts';
@@ -123,6 +124,31 @@ describe('exactness self-test', () => {
         expect(c.blame).toMatch(/^attention \(attention\.wgsl .*\): layer 0 \(sliding\) attention, block row 1$/);
       // the faults left the kept result and the engine's pipelines alone
       expect((await run()).summary).toMatchObject({ ok: true, cached: true });
+    },
+    COMPILES_MS,
+  );
+
+  // The fault must stay a fault under the compiler fuzzer: its recip rewrite may turn the unfaulted `o / l` into
+  // `o * (1.0 / l)` for every row, and a fault that took that same form for row 1 then changed nothing. Seeds
+  // 1-4 of `reassoc` on attention.wgsl alone include sites rewritten each way. Software class only: under the
+  // GPU class forced on llvmpipe each faulted run compiles its pipelines again (minutes each).
+  it.skipIf(process.env.RINGSIDE_KERNELS === 'gpu')(
+    "the attention fault still fails under the compiler fuzzer's reciprocal rewrites",
+    async () => {
+      const before = wgslFuzzSpec();
+      try {
+        expect((await run()).summary.cached, 'unfuzzed: kept from an earlier test').toBe(true);
+        for (const seed of [1, 2, 3, 4]) {
+          await setWgslFuzz({ mode: 'reassoc', seed, only: ['attention.wgsl'] });
+          // other code was compiled: the unfuzzed result is not this one (its key names the fuzzer's setting)
+          if (seed === 1) expect((await run()).summary.cached).toBe(false);
+          const { summary } = await run('attention');
+          expect(summary.ok, `reassoc:${seed}:attention.wgsl`).toBe(false);
+          expect(summary.kernel).toBe('attention');
+        }
+      } finally {
+        await setWgslFuzz(before);
+      }
     },
     COMPILES_MS,
   );

@@ -50,6 +50,11 @@ export function parseWgslFuzz(text: string, where = 'RINGSIDE_WGSL_FUZZ'): WgslF
   return files ? { mode: mode as FuzzMode, seed: n, only: files } : { mode: mode as FuzzMode, seed: n };
 }
 
+/** MODE:SEED[:SHADER,...], the form parseWgslFuzz reads. */
+export function formatWgslFuzz(s: WgslFuzzSpec): string {
+  return `${s.mode}:${s.seed}${s.only ? `:${s.only.join(',')}` : ''}`;
+}
+
 function envSpec(): WgslFuzzSpec | undefined {
   const env = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env
     ?.RINGSIDE_WGSL_FUZZ;

@@ -6,7 +6,8 @@
  * once it is done, these replace them. The names are the live lines' names (the engine's progress phases).
  */
 import { drawPhaseLabel } from '../../parity/draws.ts';
-import type { ProbeReport } from '../../parity/report.ts';
+import { SELFTEST_PHASE } from '../../parity/exactness-gate.ts';
+import type { ExactnessSelfTestSummary, ProbeReport } from '../../parity/report.ts';
 import type { TraceReport } from '../../parity/trace.ts';
 import type { GenerationResult } from '../generation/generation-model.ts';
 
@@ -19,6 +20,18 @@ export interface SettledRun {
   phases: SettledPhase[];
   /** The run's total as its result measured it; absent where the result has none (the page's clock stands). */
   totalMs?: number;
+}
+
+/**
+ * The exactness self-test's line first when it ran in this run (not when its result was read from a cache), and its
+ * time in the total: the run waited for it before its own first phase.
+ */
+function afterSelfTest(run: SettledRun, s: ExactnessSelfTestSummary | undefined): SettledRun {
+  if (!s || s.cached) return run;
+  return {
+    phases: [{ name: SELFTEST_PHASE, ms: s.ms }, ...run.phases],
+    totalMs: run.totalMs === undefined ? undefined : run.totalMs + s.ms,
+  };
 }
 
 export function probePhases(r: ProbeReport): SettledRun {
@@ -34,28 +47,34 @@ export function probePhases(r: ProbeReport): SettledRun {
     if (t.stateMs !== undefined) phases.push({ name: name('state'), ms: t.stateMs });
     if (t.localizeMs !== undefined) phases.push({ name: name('localize'), ms: t.localizeMs });
   }
-  return { phases, totalMs: r.timings.totalMs };
+  return afterSelfTest({ phases, totalMs: r.timings.totalMs }, r.provenance.exactnessSelfTest);
 }
 
 export function tracePhases(r: TraceReport): SettledRun {
   const t = r.timings;
-  return {
-    phases: [
-      { name: 'prefill', ms: t.prefillMs },
-      { name: 'chain', ms: t.chainMs },
-      { name: 'block', ms: t.blockMs },
-    ],
-    totalMs: t.totalMs,
-  };
+  return afterSelfTest(
+    {
+      phases: [
+        { name: 'prefill', ms: t.prefillMs },
+        { name: 'chain', ms: t.chainMs },
+        { name: 'block', ms: t.blockMs },
+      ],
+      totalMs: t.totalMs,
+    },
+    r.provenance.exactnessSelfTest,
+  );
 }
 
 export function generationPhases(r: GenerationResult): SettledRun {
-  return {
-    phases: [
-      { name: 'classic prefill', ms: r.classic.timings.prefillMs },
-      { name: 'classic decode', ms: r.classic.timings.decodeMs },
-      { name: 'MTP prefill', ms: r.mtp.timings.prefillMs },
-      { name: 'MTP decode', ms: r.mtp.timings.decodeMs },
-    ],
-  };
+  return afterSelfTest(
+    {
+      phases: [
+        { name: 'classic prefill', ms: r.classic.timings.prefillMs },
+        { name: 'classic decode', ms: r.classic.timings.decodeMs },
+        { name: 'MTP prefill', ms: r.mtp.timings.prefillMs },
+        { name: 'MTP decode', ms: r.mtp.timings.decodeMs },
+      ],
+    },
+    r.provenance?.exactnessSelfTest,
+  );
 }
