@@ -9,6 +9,7 @@
 //   matmul_coop.wgsl's single rows 5-32% faster on an H200's 12B shapes (docs/PERFORMANCE.md, matvec).
 // `rows` is the rows of the buffer (a part of a tensor split by rows is a tensor of its own). Which layout
 // changes no arithmetic: only where a value is loaded from.
+// Relaxed-math exactness: no arithmetic (index helpers).
 override WT: u32 = 0u;
 
 // Index of row n's 16-byte word k16 (array<vec4<u32>>), of K16 per row.

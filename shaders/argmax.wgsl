@@ -13,6 +13,7 @@
 // wins, equal values go to the smaller index" is a total order on the non-NaN candidates, and a NaN
 // candidate (index NAN_ROW) beats every other, so any NaN in the row gives NAN_ROW. CPU twin:
 // test/gpu/argmax.test.ts.
+// Relaxed-math exactness: one stream. Comparisons only (no sum): each row's scan and merge are the same code at any M.
 override WG: u32 = 256u;
 struct Params { M: u32, V: u32, span: u32, parts: u32 }
 @group(0) @binding(0) var<uniform> P: Params;

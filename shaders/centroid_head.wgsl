@@ -5,6 +5,7 @@
 //   pick:   the drafted token, selected[best] for the argmax `best` over the selected logits.
 // The centroid logits and the selected logits themselves are dense-engine matmuls (src/model/family/centroid-head-op.ts).
 // CPU twin: src/reference/family/centroid-head.ts.
+// Relaxed-math exactness: one stream. Comparisons and copies for one row (the assistant's draft step).
 override WG: u32 = 256u;
 
 struct Params {

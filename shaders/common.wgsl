@@ -1,4 +1,5 @@
 // Shared helpers, spliced into other kernels by `//#include "common.wgsl"` (src/gpu/shaders.ts).
+// Relaxed-math exactness: one stream. Helpers only; each kernel that includes them says how its rows reach them.
 
 // A bf16 value is the top 16 bits of an f32.
 fn bf16_to_f32(bits: u32) -> f32 {

@@ -1,5 +1,6 @@
 //#include "common.wgsl"
 // Element-wise ops. Each element's arithmetic is independent of the dispatch size.
+// Relaxed-math exactness: one stream. One fixed expression per element; the row count only sizes the dispatch.
 override WG: u32 = 64u;
 
 struct Params { n: u32, round: u32, cap: f32, _pad: u32 }

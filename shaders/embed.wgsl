@@ -2,6 +2,7 @@
 //#include "affine_layout.wgsl"
 // h[m, c] = E[ids[m], c] * scale for the rows of one part of the (quantized or dense) table.
 // Rows outside this part are left alone; every part is dispatched in turn.
+// Relaxed-math exactness: one stream. One product per element; the row count only sizes the dispatch.
 override BITS: u32 = 4u;
 override WG: u32 = 64u;
 override DTYPE: u32 = 0u; // dense entry: 0 bf16, 1 f16, 2 f32

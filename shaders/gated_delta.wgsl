@@ -16,6 +16,8 @@
 //                inexact policy gdn-chunked runs it for verify blocks only, so block rows differ from
 //                chain steps in rounding (CPU twins: src/reference/qwen/gdn-chunked.ts).
 // CPU twins: src/reference/qwen/gdn-ops.ts (float64); tests: test/gpu/qwen-kernels.test.ts.
+// Relaxed-math exactness: one stream. Each row's arithmetic is a function of that row's inputs only; the recurrence runs rows in
+// order through the same code.
 override WG: u32 = 64u;
 // Largest key head dim the recurrence holds per invocation (Qwen3.5 / 3.6 use 128).
 const DK_MAX: u32 = 256u;

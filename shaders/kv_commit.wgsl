@@ -6,6 +6,7 @@
 // overwrites is first kept in k_evicted / v_evicted. Each invocation owns one element of one row, and
 // reads its slot's old value before writing the new one, so no two invocations touch the same word.
 // Values move as u32 bits: a copy, exactly like copyBufferToBuffer (NaN payloads included).
+// Relaxed-math exactness: one stream. Copies only, no arithmetic.
 override WG: u32 = 256u;
 
 struct Params { rows: u32, row_floats: u32, slot0: u32, slots: u32, save_evicted: u32, _p0: u32, _p1: u32, _p2: u32 }

@@ -5,6 +5,8 @@
 // fixed order (group by group, element by element). The arithmetic of a row therefore depends only
 // on that row's x and the weights, never on how many rows are dispatched (M) or where the row sits.
 // CPU twin: src/reference/quantized-matmul.ts (float64); test: test/gpu/kernels-matmul.test.ts.
+// Relaxed-math exactness: one stream. One invocation per output (affine) or per group sum (affine_xsum), the same loop for
+// every row.
 //#include "matmul_affine_io.wgsl"
 
 @group(0) @binding(1) var<storage, read> x: array<f32>;

@@ -3,6 +3,7 @@
 // the Neumaier step of the per-feature totals. One source, so the kernels sum a group alike.
 // 32 consecutive values as eight vec4: a chunk of one row of x (x_chunk, defined by the including
 // entry-point file) or one chunk of one feature's weights (unpack_chunk), in the same order.
+// Relaxed-math exactness: one stream. The arithmetic its includers share; each includer says how its rows reach it.
 struct V8 { a0: vec4<f32>, a1: vec4<f32>, a2: vec4<f32>, a3: vec4<f32>, a4: vec4<f32>, a5: vec4<f32>, a6: vec4<f32>, a7: vec4<f32> }
 
 // q * x over one chunk, as a vec4 (component i: the weights with k % 4 == i), summed as a fixed

@@ -2,6 +2,8 @@
 // The parameters and bindings every affine (MLX-quantized) matmul kernel shares: matmul.wgsl
 // (affine, affine_xsum) and matmul_lanes.wgsl (lanes, tile). ops.matmul fills Params
 // the same way for all of them.
+// Relaxed-math exactness: no arithmetic (parameters and bindings); `_zero` is the opaque zero matmul_coop.wgsl's
+// pins read.
 override BITS: u32 = 4u;
 override WG: u32 = 64u;
 

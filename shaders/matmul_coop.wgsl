@@ -50,6 +50,9 @@
 // bit 4j is worth q * 16^j: the 16^j is a power of two, so a_j / 16^j is exactly the sum shifted codes
 // would give, and the shifts cost nothing.
 // CPU twin: src/reference/quantized-matmul.ts (float64); test: test/gpu/kernels-matmul.test.ts.
+// Relaxed-math exactness: pinned. A decode row (row_slots, gate_up_row) and a verify block (the passes) are
+// separate copies of the group arithmetic; every value whose order matters goes through pin() (an XOR with the
+// uniform zero P._zero) or ksum_add_pinned, so a compiler cannot regroup or fuse one copy and not the other.
 //#include "matmul_affine_io.wgsl"
 //#include "matmul_affine_dot.wgsl"
 @group(0) @binding(6) var<storage, read> xs: array<f32>;     // [M, groups] from matmul.wgsl affine_xsum

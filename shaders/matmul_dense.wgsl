@@ -1,6 +1,7 @@
 //#include "common.wgsl"
 // y[m, n_offset + n] = sum_k x[m, k] * W[n, k] with W stored dense as bf16, f16 (u16 pairs) or f32.
 // One invocation per output element, sequential reduction over k: row-invariant (see matmul.wgsl).
+// Relaxed-math exactness: one stream. One invocation per output element, the same sequential loop for every row.
 override WG: u32 = 64u;
 override DTYPE: u32 = 0u; // 0 bf16, 1 f16, 2 f32
 

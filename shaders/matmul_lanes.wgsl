@@ -22,6 +22,8 @@
 // weight from memory once per row (not once per block of rows) is what this costs on compute-bound
 // adapters; on GPUs the rows of a verify block re-read the same weights from cache.
 // CPU twin: src/reference/quantized-matmul.ts (float64); test: test/gpu/kernels-matmul.test.ts.
+// Relaxed-math exactness: one stream. Decode steps and verify blocks take `lanes`, one loop over the rows m < P.M (a run-time
+// value) around the same body; `tile` serves prefill forwards only, whose rows no chain step is compared with.
 //#include "matmul_affine_io.wgsl"
 //#include "matmul_affine_dot.wgsl"
 // (group_size is a multiple of 32 and x_stride of 4 here.)

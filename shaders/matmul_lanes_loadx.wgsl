@@ -1,4 +1,5 @@
 // affine_lanes with x loaded by every invocation (adapters without subgroups of at least 8).
+// Relaxed-math exactness: one stream. matmul_lanes.wgsl's body (see there).
 //#include "matmul_lanes.wgsl"
 
 fn x_chunk(b: u32, lane: u32) -> V8 {

@@ -2,6 +2,7 @@ enable subgroups;
 // affine_lanes with x shared through subgroups (subgroup size >= 8): invocation `lane` loads the
 // (lane % 8)-th vec4 of the chunk and the eight values are broadcast. On software adapters every
 // load is a per-invocation scalar loop, so this removes most of x's cost; the values are the same.
+// Relaxed-math exactness: one stream. matmul_lanes.wgsl's body (see there).
 //#include "matmul_lanes.wgsl"
 
 fn x_chunk(b: u32, lane: u32) -> V8 {

@@ -29,6 +29,8 @@
 // - in bf16 activations (P.round = 1) load_vector's `x[i] + x[i+1] + x[i+2] + x[i+3]` adds bfloat
 //   values in bfloat (each add rounded to bf16, MSL 3.1 native bfloat) before adding to the f32 sum.
 // Codes with 2, 4 or 8 bits (power-of-two packs, as every Gemma 4 MLX checkpoint has); ops refuses others.
+// Relaxed-math exactness: not on the exact path. These are the MLX policies' emulations, run only under those
+// policies; each rounded operation of MLX's order is pinned (pin(), mul()) so that the compiler keeps it.
 override BITS: u32 = 4u;
 override WG: u32 = 64u;
 // 1: MLX's a * b + c expressions fused (policies mlx-...+fma, MlxMachine.fma), 0: rounded twice.

@@ -13,6 +13,7 @@
 // exact policy is the named mechanism: S partial sums rounded and added in f32. With S = 1 the mask
 // keeps every column and add_part copies, so the result is the exact kernel's, byte for byte
 // (test/gpu/policy-twins.test.ts checks this on every adapter and kernel class).
+// Relaxed-math exactness: not on the exact path (the matmul-m-split and prefill-chunk-mismatch policies only).
 override WG: u32 = 64u;
 
 struct Params {

@@ -5,6 +5,8 @@
 // experts). One invocation per row (route), per slot (group_counts) or per output element (combine), each with
 // a fixed sequential order: nothing depends on how many rows are dispatched.
 // CPU twin: src/reference/family/moe.ts (routeRow, expertsRow).
+// Relaxed-math exactness: one stream. Routing per row (one invocation per row, the same loops at any M); the row count only sizes
+// the dispatch.
 override WG: u32 = 64u;
 
 struct Params {

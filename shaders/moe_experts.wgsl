@@ -23,6 +23,7 @@
 //
 // Parts: a stacked tensor too large for one binding is uploaded as expert ranges [E0, E1); a dispatch per part
 // runs every slot and the slots whose expert lies outside the part return at once (uniformly per workgroup).
+// Relaxed-math exactness: one stream. One (row, slot) per workgroup, the same loop over an expert's groups for every row.
 //#include "matmul_lanes.wgsl"
 
 @group(0) @binding(9) var<storage, read> ids: array<u32>;     // [slots] expert of each slot (moe.wgsl route)

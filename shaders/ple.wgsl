@@ -3,6 +3,7 @@
 // that no dense kernel has. Each element's arithmetic is one fixed expression, independent of the dispatch
 // size and of which row it sits in: a verify block's rows and a chain step's row compute the same bits.
 // CPU twin: src/reference/family/ple.ts (perLayerInputs, pleContribution); used by src/model/family/ple-ops.ts.
+// Relaxed-math exactness: one stream. One fixed expression per element; the row count only sizes the dispatch.
 override WG: u32 = 64u;
 
 struct Params {

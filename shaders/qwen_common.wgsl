@@ -1,6 +1,7 @@
 //#include "common.wgsl"
 // Scalar helpers of the Qwen3.5 kernels (gated_delta.wgsl, qwen_ops.wgsl), built on common.wgsl's
 // exp_ref so that every adapter runs the same algorithm (WGSL's exp and log may be loose).
+// Relaxed-math exactness: one stream. Helpers only; each kernel that includes them says how its rows reach them.
 
 // 1 / (1 + e^-x), written so that no branch overflows: e^x / (1 + e^x) for x < 0.
 fn sigmoid_ref(x: f32) -> f32 {

@@ -3,6 +3,7 @@
 // the first `rot` dims of each head, then an optional exact power-of-two scale), the attention output
 // gate (sigmoid of the gate half of q_proj), SwiGLU and the residual add. Element-wise or per head row:
 // each output's arithmetic is independent of the dispatch size.
+// Relaxed-math exactness: one stream. One fixed expression per element or row; the row count only sizes the dispatch.
 override WG: u32 = 64u;
 
 struct Params {

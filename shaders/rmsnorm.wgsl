@@ -3,6 +3,8 @@
 // mode 0: out = v.  mode 1 (residual): out = (out + v) * post_scale  (post_scale = layer_scalar or 1).
 // One invocation per row, sequential sums: row-invariant.
 // CPU twin: src/reference/ops.ts rmsNorm (float64); test: test/gpu/kernels-norm-rope.test.ts.
+// Relaxed-math exactness: one stream. Every entry (main, rows_wg, qkv_rows) gives each row (or position) its own
+// invocation or workgroup and the same code whatever the row count.
 override WG: u32 = 64u;
 
 struct Params {

@@ -2,6 +2,7 @@
 // Rotate-half RoPE in place on rows of `heads` heads of size d: element i pairs with i + d/2.
 // Only the first `rot_pairs` pairs rotate (proportional RoPE zeroes the other frequencies, which is
 // the identity). cos/sin come from a table computed on the CPU in float64 per absolute position.
+// Relaxed-math exactness: one stream. One fixed expression per element; the row count only sizes the dispatch.
 override WG: u32 = 64u;
 
 struct Params { M: u32, heads: u32, d: u32, pos0: u32, rot_pairs: u32, table_half: u32, round: u32, _pad: u32 }

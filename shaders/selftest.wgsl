@@ -1,5 +1,6 @@
 //#include "common.wgsl"
 // Self-test kernel: out[i] = a[i] * b[i] + c, over a dispatch that may be folded into 2-D.
+// Relaxed-math exactness: not on the exact path (the adapter self-test's probe kernel).
 override WG: u32 = 64u;
 
 struct Params { n: u32, c: f32 }

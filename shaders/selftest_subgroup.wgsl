@@ -1,5 +1,6 @@
 enable subgroups;
 // Self-test of subgroups: every invocation writes the sum of its subgroup's inputs and the subgroup size.
+// Relaxed-math exactness: not on the exact path (the adapter self-test's probe kernel).
 @group(0) @binding(0) var<storage, read> a: array<f32>;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 @group(0) @binding(2) var<storage, read_write> sizes: array<u32>;

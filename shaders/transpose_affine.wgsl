@@ -3,6 +3,7 @@
 // upload (src/gpu/weight-layout.ts): dst[k * rows + n] = src[n * cols + k] for a [rows, cols] matrix of
 // units, a unit being a 16-byte word of packed codes (`words`) or a bf16 scale or bias (`halves`, two to
 // a 32-bit word of the buffers). A copy: no value changes.
+// Relaxed-math exactness: no arithmetic (a copy on upload).
 struct Params { rows: u32, cols: u32 }
 @group(0) @binding(0) var<uniform> P: Params;
 @group(0) @binding(1) var<storage, read> src16: array<vec4<u32>>;
