@@ -18,6 +18,8 @@ node "$here/bundle.mjs" .gpu/bundle/cli.mjs
 t=$(mktemp -d); mkdir -p "$t/node_modules/webgpu/dist"
 (cd node_modules/webgpu && for f in *; do [ "$f" = dist ] || cp -rL "$f" "$t/node_modules/webgpu/"; done)
 cp -rL node_modules/webgpu/dist/linux-x64 "$t/node_modules/webgpu/dist/"
+# without its symbol tables: 4 MB less to unpack, 0.4 MB less packed
+strip --strip-unneeded "$t/node_modules/webgpu/dist/linux-x64/dawn.node"
 tar -cf - -C "$t" node_modules | xz -T0 -9e > .gpu/node_modules.tar.xz
 rm -rf "$t"
 # the commit the reports name (the machine's copy of the tree has no .git)
