@@ -7,7 +7,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { readFileSync } from 'node:fs';
 import { newPage, pageErrors, screenshot, useServerAndBrowser } from './harness.ts';
-import { ASSISTANT_DIR, dropFolder, progressTimes, TARGET_DIR } from './flows.ts';
+import { ASSISTANT_DIR, dropFolder, runPhaseTimes, TARGET_DIR } from './flows.ts';
 import { validateReport, type ProbeReport } from '../../src/parity/report.ts';
 
 /**
@@ -63,7 +63,7 @@ describe('probe in the page on the fixture model', () => {
         .locator('tbody tr')
         .evaluateAll((tr) => tr.map((r) => [...r.querySelectorAll('td')].map((c) => c.textContent ?? '')));
       const lengths = [8, 8, 8, 48];
-      expect(await progressTimes(page, 'probe')).toEqual(
+      expect(await runPhaseTimes(page, 'probe')).toEqual(
         rows.flatMap(([draw, prefill, chain, block], i) => {
           expect(draw).toBe(`${i} (${lengths[i]})`);
           const name = (phase: string) => `draw ${i} of draws 0–3 (prompt ${lengths[i]} tokens): ${phase}`;

@@ -9,7 +9,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { readFileSync } from 'node:fs';
 import { newPage, pageErrors, screenshot, useServerAndBrowser } from './harness.ts';
-import { ASSISTANT_DIR, dropFolder, progressTimes, TARGET_DIR } from './flows.ts';
+import { ASSISTANT_DIR, dropFolder, runPhaseTimes, TARGET_DIR } from './flows.ts';
 import { validateReport } from '../../src/parity/report.ts';
 import type { TraceReport } from '../../src/parity/trace.ts';
 import { expectedBuckets, expectedMetrics, shownBuckets, shownMetrics } from './trace-expect.ts';
@@ -63,7 +63,7 @@ describe('trace and generation in the page on the fixture model', () => {
       expect(await page.getByTestId('trace-chart').isVisible()).toBe(true);
       // The finished list reads the report's timings: prefill, chain and block as its Timings say, "Done in" its Total.
       const [prefill, chain, block, total] = await page.getByTestId('trace-timings').locator('dd').allTextContents();
-      expect(await progressTimes(page, 'trace')).toEqual([
+      expect(await runPhaseTimes(page, 'trace')).toEqual([
         ['prefill', prefill],
         ['chain', chain],
         ['block', block],
@@ -215,7 +215,7 @@ describe('trace and generation in the page on the fixture model', () => {
         .getByTestId('generation-speed')
         .locator('tbody tr')
         .evaluateAll((rows) => rows.map((r) => [...r.querySelectorAll('td')].slice(2, 4).map((c) => c.textContent)));
-      expect(await progressTimes(page, 'generate')).toEqual([
+      expect(await runPhaseTimes(page, 'generate')).toEqual([
         ['classic prefill', speedCells[0][0]],
         ['classic decode', speedCells[0][1]],
         ['MTP prefill', speedCells[1][0]],
