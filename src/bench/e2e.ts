@@ -290,104 +290,17 @@ export async function benchEndToEnd(ctx: GpuContext, o: E2EOptions): Promise<E2E
       policy: 'exact',
       precision: 'f32',
     });
-    const model = benchTarget(g.target);
-    const engine = (g.target as object).constructor.name;
-    const kernels = model.kernels ?? model.engine?.kernels;
-    if (!kernels) throw new Error(`bench: the ${engine} engine exposes no KernelCache`);
-    const stats = model.stats;
-    if (!stats) setRecorderTally(tally);
-    const counts = (): Counts =>
-      stats ? { ...stats } : { dispatches: tally.dispatches, submits: tally.submits, submitMs: tally.submitMs };
-    const V = m.vocab;
-    const prompt = tokens(o.promptTokens, 11, V);
-    const c0 = counts();
-    let t = performance.now();
-    await model.prefill(prompt, { logits: 'none' });
-    await ctx.device.queue.onSubmittedWorkDone();
-    const prefillSeconds = (performance.now() - t) / 1000;
-    const c1 = counts();
-    const prefill = {
-      tokens: o.promptTokens,
-      seconds: prefillSeconds,
-      tokensPerSecond: o.promptTokens / prefillSeconds,
-      dispatches: c1.dispatches - c0.dispatches,
-      submits: c1.submits - c0.submits,
-    };
-    log(`e2e: prefill ${o.promptTokens} tokens in ${prefillSeconds.toFixed(2)} s (${engine})`);
+    const d = driven(ctx, g.target, tally, m.vocab, o, log);
+    const { model, engine, stats, V } = d;
+    const prefill = await timedPrefill(d);
     const snap = model.snapshot();
-    // Untimed first, one chain token and one verify block: they compile the steps' pipelines, grow the scratch
-    // buffers sized by M and create the bind groups that bind them (on the H200 a first block took 43 ms, the
-    // next 18: timed, the first would more than double a mean of two).
-    await chainToken(model, tokens(1, 21, V)[0]);
-    await model.step(tokens(o.block, 32, V), GENERATION_READ);
-    model.commit(o.block);
-    await ctx.device.queue.onSubmittedWorkDone();
+    const warmup = await warmUp(d, snap);
+    const turns = await timedTurns(d);
+    const chain = chainFigures(d, m, turns);
     model.restore(snap);
-    // Then the GPU's clocks up (warmGpu), and the chain tokens and verify blocks timed in turns (token, block,
-    // token, ...), so that both meet the same clocks: a GPU's driver moves them with the load (on the H200, timed
-    // one phase after the other, the 2-layer chain tokens ran at 3.3 ms of GPU time each and the blocks that
-    // followed at 1.5, a ratio of 0.51; the 48-layer ones 1.83 in one run and 0.41 in another).
-    const warmupMs = o.warmupMs ?? (isSoftwareAdapter(ctx.report) ? 0 : WARMUP_MS);
-    let warmup: Warmup | null = null;
-    if (warmupMs > 0) {
-      warmup = await warmGpu(ctx.device, warmupMs);
-      log(
-        `e2e: ${warmup.ms.toFixed(0)} ms of GPU work (${warmup.dispatches} dispatches, the last at ${warmup.lastGflops.toFixed(0)} GFLOP/s) before the timed steps`,
-      );
-    }
-    const chainMs: number[] = [];
-    const blockMs: number[] = [];
-    const chainCounts = zeroCounts(stats !== undefined);
-    const blockCounts = zeroCounts(stats !== undefined);
-    let chainBindGroups = 0;
-    let blockBindGroups = 0;
-    const chainToks = tokens(o.chainTokens, 22, V);
-    for (let i = 0; i < Math.max(o.chainTokens, o.blocks); i++) {
-      if (i < o.chainTokens) {
-        const [c, bg] = [counts(), kernels.bindGroups.created];
-        t = performance.now();
-        await chainToken(model, chainToks[i]);
-        await ctx.device.queue.onSubmittedWorkDone(); // the commit's copies
-        chainMs.push(performance.now() - t);
-        accumulate(chainCounts, c, counts());
-        chainBindGroups += kernels.bindGroups.created - bg;
-        log(`e2e: chain token ${i + 1}/${o.chainTokens}: ${chainMs[i].toFixed(1)} ms`);
-      }
-      if (i < o.blocks) {
-        const [c, bg] = [counts(), kernels.bindGroups.created];
-        t = performance.now();
-        await model.step(tokens(o.block, 33 + i, V), GENERATION_READ);
-        model.commit(o.block);
-        await ctx.device.queue.onSubmittedWorkDone();
-        blockMs.push(performance.now() - t);
-        accumulate(blockCounts, c, counts());
-        blockBindGroups += kernels.bindGroups.created - bg;
-        log(`e2e: verify block ${i + 1}/${o.blocks} (K = ${o.block}): ${blockMs[i].toFixed(1)} ms`);
-      }
-    }
-    const dense = m.gemma && !m.gemma.perLayer && !m.gemma.config.moe ? m.gemma : null;
-    const bytesPerToken = dense ? decodeBytesPerToken(dense, o.promptTokens) : undefined;
-    const minMs = Math.min(...chainMs);
-    const breakdown: StepBreakdown = {
-      ...wallPer(zeroCounts(stats !== undefined), chainCounts, o.chainTokens),
-      bindGroupsPerToken: chainBindGroups / o.chainTokens,
-      ...(stats ? {} : { phasesNote: `${engine} keeps no recording / waiting timers; submits timed by the bench` }),
-    };
-    const chain = {
-      tokens: o.chainTokens,
-      msPerToken: mean(chainMs),
-      minMs,
-      dispatchesPerToken: chainCounts.dispatches / o.chainTokens,
-      submitsPerToken: chainCounts.submits / o.chainTokens,
-      context: o.promptTokens,
-      bytesPerToken,
-      effectiveGBps: bytesPerToken === undefined ? undefined : bytesPerToken / (minMs / 1000) / 1e9,
-      breakdown,
-    };
-    model.restore(snap);
-    Object.assign(breakdown, await profile(ctx, model, tally, 2, () => chainTokens(model, tokens(2, 44, V))));
-    const blockWall = stats ? wallPer(zeroCounts(true), blockCounts, o.blocks) : undefined;
-    const bindGroupsPerBlock = blockBindGroups / o.blocks;
+    Object.assign(chain.breakdown, await profile(ctx, model, tally, 2, () => chainTokens(model, tokens(2, 44, V))));
+    const blockWall = stats ? wallPer(zeroCounts(true), turns.blockCounts, o.blocks) : undefined;
+    const bindGroupsPerBlock = turns.blockBindGroups / o.blocks;
     // One more block, profiled: where a verify block's GPU time goes (its kernels run at M = K).
     model.restore(snap);
     const blockGpu = await profile(ctx, model, tally, 1, async () => {
@@ -397,24 +310,16 @@ export async function benchEndToEnd(ctx: GpuContext, o: E2EOptions): Promise<E2E
     snap.destroy();
     g.destroy();
     g = undefined;
-    const probe: ProbePhases[] = [];
-    for (const policy of o.probe === false ? [] : ['exact', inexactPolicy(m.family)]) {
-      const r = await runProbe(
-        { ctx, weights: m.weights.target, target: m.info, platform: 'bench' },
-        { block: o.block, lengths: [o.promptTokens, o.promptTokens], policy, precision: 'f32', localize: true },
-      );
-      probe.push(phases(r));
-      log(`e2e: probe (${policy}): ${r.verdict} in ${(r.timings.totalMs / 1000).toFixed(1)} s`);
-    }
-    const msPerBlock = mean(blockMs);
+    const probe = await probePhases(ctx, m, o, log);
+    const msPerBlock = mean(turns.blockMs);
     const verify = {
       block: o.block,
       blocks: o.blocks,
       msPerBlock,
-      minMs: Math.min(...blockMs),
+      minMs: Math.min(...turns.blockMs),
       msPerToken: msPerBlock / o.block,
-      dispatchesPerBlock: blockCounts.dispatches / o.blocks,
-      submitsPerBlock: blockCounts.submits / o.blocks,
+      dispatchesPerBlock: turns.blockCounts.dispatches / o.blocks,
+      submitsPerBlock: turns.blockCounts.submits / o.blocks,
       wall: blockWall,
       bindGroupsPerBlock,
       gpu: blockGpu,
@@ -442,6 +347,178 @@ export async function benchEndToEnd(ctx: GpuContext, o: E2EOptions): Promise<E2E
     g?.destroy();
     m.destroy();
   }
+}
+
+/** The engine under measurement, how its work is counted, and the run's options. */
+interface Driven {
+  ctx: GpuContext;
+  model: BenchTarget;
+  /** The engine's class name. */
+  engine: string;
+  kernels: KernelCache;
+  stats: TargetStats | undefined;
+  counts: () => Counts;
+  /** The model's vocabulary. */
+  V: number;
+  o: E2EOptions;
+  log: (line: string) => void;
+}
+
+/** The generation target as the bench drives it; engines without TargetStats are counted through `tally`. */
+function driven(
+  ctx: GpuContext,
+  target: object,
+  tally: RecorderTally,
+  V: number,
+  o: E2EOptions,
+  log: (line: string) => void,
+): Driven {
+  const model = benchTarget(target);
+  const engine = target.constructor.name;
+  const kernels = model.kernels ?? model.engine?.kernels;
+  if (!kernels) throw new Error(`bench: the ${engine} engine exposes no KernelCache`);
+  const stats = model.stats;
+  if (!stats) setRecorderTally(tally);
+  const counts = (): Counts =>
+    stats ? { ...stats } : { dispatches: tally.dispatches, submits: tally.submits, submitMs: tally.submitMs };
+  return { ctx, model, engine, kernels, stats, counts, V, o, log };
+}
+
+/** The prompt's prefill, timed. */
+async function timedPrefill(d: Driven): Promise<E2EResult['prefill']> {
+  const { ctx, model, counts, o } = d;
+  const prompt = tokens(o.promptTokens, 11, d.V);
+  const c0 = counts();
+  const t = performance.now();
+  await model.prefill(prompt, { logits: 'none' });
+  await ctx.device.queue.onSubmittedWorkDone();
+  const prefillSeconds = (performance.now() - t) / 1000;
+  const c1 = counts();
+  d.log(`e2e: prefill ${o.promptTokens} tokens in ${prefillSeconds.toFixed(2)} s (${d.engine})`);
+  return {
+    tokens: o.promptTokens,
+    seconds: prefillSeconds,
+    tokensPerSecond: o.promptTokens / prefillSeconds,
+    dispatches: c1.dispatches - c0.dispatches,
+    submits: c1.submits - c0.submits,
+  };
+}
+
+/** The untimed first steps (back to `snap` after them), then the GPU's clocks up; the warm-up made, if any. */
+async function warmUp(d: Driven, snap: { destroy(): void }): Promise<Warmup | null> {
+  const { ctx, model, o, V } = d;
+  // Untimed first, one chain token and one verify block: they compile the steps' pipelines, grow the scratch
+  // buffers sized by M and create the bind groups that bind them (on the H200 a first block took 43 ms, the
+  // next 18: timed, the first would more than double a mean of two).
+  await chainToken(model, tokens(1, 21, V)[0]);
+  await model.step(tokens(o.block, 32, V), GENERATION_READ);
+  model.commit(o.block);
+  await ctx.device.queue.onSubmittedWorkDone();
+  model.restore(snap);
+  // Then the GPU's clocks up (warmGpu), and the chain tokens and verify blocks timed in turns (token, block,
+  // token, ...), so that both meet the same clocks: a GPU's driver moves them with the load (on the H200, timed
+  // one phase after the other, the 2-layer chain tokens ran at 3.3 ms of GPU time each and the blocks that
+  // followed at 1.5, a ratio of 0.51; the 48-layer ones 1.83 in one run and 0.41 in another).
+  const warmupMs = o.warmupMs ?? (isSoftwareAdapter(ctx.report) ? 0 : WARMUP_MS);
+  let warmup: Warmup | null = null;
+  if (warmupMs > 0) {
+    warmup = await warmGpu(ctx.device, warmupMs);
+    d.log(
+      `e2e: ${warmup.ms.toFixed(0)} ms of GPU work (${warmup.dispatches} dispatches, the last at ${warmup.lastGflops.toFixed(0)} GFLOP/s) before the timed steps`,
+    );
+  }
+  return warmup;
+}
+
+/** What the timed turns measured: each chain token's and verify block's wall time, and their counts. */
+interface Turns {
+  chainMs: number[];
+  blockMs: number[];
+  chainCounts: Counts;
+  blockCounts: Counts;
+  chainBindGroups: number;
+  blockBindGroups: number;
+}
+
+/** The chain tokens and verify blocks, timed in turns (token, block, token, ...). */
+async function timedTurns(d: Driven): Promise<Turns> {
+  const { ctx, model, counts, kernels, o, V, log } = d;
+  const chainMs: number[] = [];
+  const blockMs: number[] = [];
+  const chainCounts = zeroCounts(d.stats !== undefined);
+  const blockCounts = zeroCounts(d.stats !== undefined);
+  let chainBindGroups = 0;
+  let blockBindGroups = 0;
+  const chainToks = tokens(o.chainTokens, 22, V);
+  let t: number;
+  for (let i = 0; i < Math.max(o.chainTokens, o.blocks); i++) {
+    if (i < o.chainTokens) {
+      const [c, bg] = [counts(), kernels.bindGroups.created];
+      t = performance.now();
+      await chainToken(model, chainToks[i]);
+      await ctx.device.queue.onSubmittedWorkDone(); // the commit's copies
+      chainMs.push(performance.now() - t);
+      accumulate(chainCounts, c, counts());
+      chainBindGroups += kernels.bindGroups.created - bg;
+      log(`e2e: chain token ${i + 1}/${o.chainTokens}: ${chainMs[i].toFixed(1)} ms`);
+    }
+    if (i < o.blocks) {
+      const [c, bg] = [counts(), kernels.bindGroups.created];
+      t = performance.now();
+      await model.step(tokens(o.block, 33 + i, V), GENERATION_READ);
+      model.commit(o.block);
+      await ctx.device.queue.onSubmittedWorkDone();
+      blockMs.push(performance.now() - t);
+      accumulate(blockCounts, c, counts());
+      blockBindGroups += kernels.bindGroups.created - bg;
+      log(`e2e: verify block ${i + 1}/${o.blocks} (K = ${o.block}): ${blockMs[i].toFixed(1)} ms`);
+    }
+  }
+  return { chainMs, blockMs, chainCounts, blockCounts, chainBindGroups, blockBindGroups };
+}
+
+/** The chain figures of the timed turns: time per token, counts, decode bandwidth and the wall breakdown. */
+function chainFigures(d: Driven, m: E2EModel, turns: Turns): E2EResult['chain'] {
+  const { o, stats } = d;
+  const { chainMs, chainCounts } = turns;
+  const dense = m.gemma && !m.gemma.perLayer && !m.gemma.config.moe ? m.gemma : null;
+  const bytesPerToken = dense ? decodeBytesPerToken(dense, o.promptTokens) : undefined;
+  const minMs = Math.min(...chainMs);
+  const breakdown: StepBreakdown = {
+    ...wallPer(zeroCounts(stats !== undefined), chainCounts, o.chainTokens),
+    bindGroupsPerToken: turns.chainBindGroups / o.chainTokens,
+    ...(stats ? {} : { phasesNote: `${d.engine} keeps no recording / waiting timers; submits timed by the bench` }),
+  };
+  return {
+    tokens: o.chainTokens,
+    msPerToken: mean(chainMs),
+    minMs,
+    dispatchesPerToken: chainCounts.dispatches / o.chainTokens,
+    submitsPerToken: chainCounts.submits / o.chainTokens,
+    context: o.promptTokens,
+    bytesPerToken,
+    effectiveGBps: bytesPerToken === undefined ? undefined : bytesPerToken / (minMs / 1000) / 1e9,
+    breakdown,
+  };
+}
+
+/** The probe, exact and with the family's inexact policy (none where o.probe is false), as timed phases. */
+async function probePhases(
+  ctx: GpuContext,
+  m: E2EModel,
+  o: E2EOptions,
+  log: (line: string) => void,
+): Promise<ProbePhases[]> {
+  const probe: ProbePhases[] = [];
+  for (const policy of o.probe === false ? [] : ['exact', inexactPolicy(m.family)]) {
+    const r = await runProbe(
+      { ctx, weights: m.weights.target, target: m.info, platform: 'bench' },
+      { block: o.block, lengths: [o.promptTokens, o.promptTokens], policy, precision: 'f32', localize: true },
+    );
+    probe.push(phases(r));
+    log(`e2e: probe (${policy}): ${r.verdict} in ${(r.timings.totalMs / 1000).toFixed(1)} s`);
+  }
+  return probe;
 }
 
 async function chainTokens(model: BenchTarget, toks: number[]): Promise<void> {

@@ -7,26 +7,18 @@ import { createGpuContext, type AdapterReport, type GpuContext } from '../gpu/de
 import { parseLimitProfile } from '../gpu/limit-profiles.ts';
 import { runSelfTest, type SelfTestResult } from '../gpu/selftest.ts';
 import { parseWgslFuzz, setWgslFuzz } from '../gpu/wgsl-fuzz/config.ts';
-import { CancelToken, type Progress, type ProgressFn } from '../util/cancel.ts';
+import { CancelToken, type ProgressFn } from '../util/cancel.ts';
 import { blobSource } from '../format/bytesource.ts';
-import { checkCompatibility } from '../format/compat.ts';
 import { checkpointFamily, openFamilyCheckpoint } from '../format/open-target.ts';
 import { uploadWeights, type GpuWeights } from '../model/gpu-weights.ts';
 import { uploadQwenWeights } from '../model/qwen/weights.ts';
-import type { AssistantDescription, TargetDescription } from '../format/model-description.ts';
-import type { CheckpointInfo, PerformanceSummary, ProbeReport, Provenance, SelfTestRecord } from '../parity/report.ts';
-import { APP_COMMIT, APP_VERSION } from '../parity/version.ts';
-import { compilerHere } from '../parity/compiler-provenance.ts';
+import type { TargetDescription } from '../format/model-description.ts';
+import type { CheckpointInfo, PerformanceSummary, ProbeReport, SelfTestRecord } from '../parity/report.ts';
 import { pageBenchOptions, runBench, type BenchReport } from '../bench/run.ts';
 import { runProbe, type ProbeOptions } from '../parity/probe.ts';
 import { familyPolicyMenu, type PolicyFamily } from '../model/family-policies.ts';
 import { MOE_POLICY_LIST } from '../model/family/moe-policies.ts';
 import { runTrace, type TraceOptions, type TraceReport } from '../parity/trace.ts';
-import type { DraftConvention } from '../model/assistant.ts';
-import { classicWithOracleStream, generateClassic, generateMtp, type GenerateResult } from '../model/generate.ts';
-import { generationModels, pageOracleSource, type GenerationWeights } from '../model/generation-setup.ts';
-import { diffGenerations, type GenerationDiff } from '../parity/generation-diff.ts';
-import { checkpointTokenizer } from '../format/tokenizer.ts';
 import { FormatError } from '../format/errors.ts';
 import {
   destroyLoaded,
@@ -35,13 +27,18 @@ import {
   type FamilyFacts,
   type LoadedCheckpoint,
   type LoadedDrafter,
+  type LoadedTarget,
 } from './loaded-checkpoint.ts';
+import { checkPairing } from './checkpoint-pairing.ts';
+import { runGenerationJob, type GenerationOptions, type GenerationRun } from './generation-job.ts';
 import { attachQwen35Drafter, QWEN35_MTP_DRAFTER_TYPE } from '../format/qwen3_5/drafter.ts';
 import { attachedTo, attachPageDrafter, configModelType, draftingWeights, openPageDrafter } from './qwen-drafter.ts';
 import { parseKernelFault, type KernelFault } from '../gpu/kernel-fault.ts';
 import { exactnessSelfTestFor, SELFTEST_PHASE } from '../parity/exactness-gate.ts';
 import type { ExactnessSelfTestSummary } from '../parity/report.ts';
 import { indexedDbExactnessStore } from './exactness-store.ts';
+
+export type { GenerationDrafter, GenerationOptions, GenerationProvenance, GenerationRun } from './generation-job.ts';
 
 export type Role = 'target' | 'assistant';
 
@@ -70,9 +67,6 @@ export type OtherZone = { role: Role; summary: LoadedSummary } | { role: Role; e
 
 /** Loads replace checkpoints; runs read them (Engine.startJob keeps the two apart). */
 type JobKind = 'load' | 'run';
-
-/** What the target zone holds (a split drafter goes on the assistant zone only). */
-type LoadedTarget = Exclude<LoadedCheckpoint, LoadedDrafter>;
 
 export class Engine {
   private ctx: GpuContext | undefined;
@@ -207,39 +201,7 @@ export class Engine {
         );
       const opened = await openFamilyCheckpoint(sources, folder.label);
       const other = this.checkpoints[role === 'target' ? 'assistant' : 'target'];
-      // A new target replaces the pair's anchor: a loaded assistant that cannot draft for it is unloaded once the
-      // target is up (with a message in its zone), not a reason to refuse the target. Refusing it left no way to go
-      // from one pair to another of a different shape but a reload: each drop was refused for not fitting the other.
-      let unloadAssistant: string | undefined;
-      if (role === 'target' && opened.family === 'qwen3_5' && other?.family === 'gemma4')
-        unloadAssistant = `"${other.ck.label}" was unloaded: a Gemma 4 MTP assistant cannot draft for the Qwen3.5 target "${folder.label}", which drafts with its own MTP head (mtp.*) or a split MTP drafter folder.`;
-      if (opened.family === 'gemma4') {
-        const ck = opened.checkpoint;
-        const actual: Role = ck.description.role;
-        if (actual !== role) {
-          throw new Error(
-            `${folder.label}: this is ${actual === 'target' ? 'a target model' : 'an MTP assistant'} (model_type "${ck.modelType}"), not ${role === 'target' ? 'a target' : 'an assistant'}. Drop it on the ${actual} zone.`,
-          );
-        }
-        if (role === 'assistant' && other?.family === 'qwen3_5')
-          throw new Error(
-            `${folder.label}: a Gemma 4 MTP assistant (model_type "${ck.modelType}") cannot draft for the loaded Qwen3.5 target ${other.ck.label}, which drafts with its own MTP head (mtp.*) or a split MTP drafter folder; load a Gemma 4 target first.`,
-          );
-        if (other?.family === 'gemma4') {
-          const [t, a] = role === 'target' ? [ck, other.ck] : [other.ck, ck];
-          try {
-            checkCompatibility(t.description as TargetDescription, a.description as AssistantDescription);
-          } catch (e) {
-            const why = (e as Error).message;
-            if (role === 'target')
-              unloadAssistant = `"${other.ck.label}" was unloaded: it does not fit the new target "${folder.label}" (${why}). Drop the assistant made for "${folder.label}".`;
-            else
-              throw new Error(
-                `"${folder.label}" does not fit the loaded target "${other.ck.label}": ${why}. Drop the assistant made for "${other.ck.label}", or first drop the target "${folder.label}" was made for (a new target unloads an assistant that does not fit it).`,
-              );
-          }
-        }
-      }
+      const unloadAssistant = checkPairing(role, opened, other, folder);
       destroyLoaded(this.checkpoints[role]);
       delete this.checkpoints[role];
       // A drafter attached to the target being replaced drafts for it no more.
@@ -481,30 +443,7 @@ export class Engine {
    * from the classic run's own tokens with a fixed third of them wrong (generation-setup.ts), which needs no
    * drafter. The prompt is token ids, or text when the target folder has a tokenizer.json.
    */
-  async runGeneration(
-    opts: {
-      prompt: number[] | string;
-      chat?: boolean;
-      maxNew: number;
-      block: number;
-      policy: string;
-      precision: 'f32' | 'bf16';
-      draftPosition: DraftConvention;
-      drafts?: 'mtp' | 'oracle';
-    },
-    jobId: string,
-    onProgress?: ProgressFn,
-  ): Promise<{
-    classic: GenerateResult;
-    mtp: GenerateResult;
-    diff: GenerationDiff;
-    classicText?: string;
-    mtpText?: string;
-    /** What drafted (absent in results saved before it was recorded). */
-    drafter?: GenerationDrafter;
-    /** Who ran it, where, on which checkpoints (as a report's; absent in results saved before it was recorded). */
-    provenance?: GenerationProvenance;
-  }> {
+  async runGeneration(opts: GenerationOptions, jobId: string, onProgress?: ProgressFn): Promise<GenerationRun> {
     const target = this.requireTarget();
     const assistant = this.assistantFor(target);
     const oracle = opts.drafts === 'oracle';
@@ -519,84 +458,22 @@ export class Engine {
     try {
       const ctx = await this.gpu();
       const exactnessSelfTest = await this.exactnessSelfTest(ctx, token, onProgress);
-      const tokenizer = await checkpointTokenizer(target.ck);
-      let prompt: number[];
-      if (typeof opts.prompt === 'string') {
-        if (!tokenizer)
-          throw new Error(`${target.ck.label} has no tokenizer.json: give the prompt as token ids (e.g. 2,105,2364).`);
-        prompt = tokenizer.encode(opts.prompt, opts.chat === true);
-      } else prompt = opts.prompt;
-      const vocab = target.weights.desc.vocab;
-      const bad = prompt.find((t) => !Number.isInteger(t) || t < 0 || t >= vocab);
-      if (bad !== undefined || !prompt.length)
-        throw new Error(
-          `The prompt must be token ids between 0 and ${vocab - 1}${bad !== undefined ? ` (found ${bad})` : ''}.`,
-        );
-      const weights: GenerationWeights =
-        target.family === 'qwen3_5'
-          ? { family: 'qwen3_5', target: qwenWeights! }
-          : {
-              family: 'gemma4',
-              target: target.weights as GpuWeights<TargetDescription>,
-              assistant: assistant?.weights as GpuWeights<AssistantDescription> | undefined,
-            };
-      const g = generationModels(ctx, weights, {
-        promptLength: prompt.length,
-        maxNew: opts.maxNew,
-        block: opts.block,
-        policy: opts.policy,
-        precision: opts.precision,
-        draftPosition: opts.draftPosition,
-      });
-      try {
-        const base = { maxNew: opts.maxNew, eosIds: g.eosIds, policy: g.policy, cancel: token };
-        const classicOpts = { ...base, onProgress: (p: Progress) => onProgress?.({ ...p, phase: 'classic decode' }) };
-        // each arm's prefill opens its own progress line, as the result's timings split it (prefill, decode)
-        onProgress?.({ phase: 'classic prefill', done: 0, total: opts.maxNew });
-        // oracle drafts replay classic's continuation K - 1 tokens past max-new (the last round drafts that far)
-        const { classic, stream } = oracle
-          ? await classicWithOracleStream(g.target, prompt, classicOpts, opts.block - 1)
-          : { classic: await generateClassic(g.target, prompt, classicOpts), stream: [] };
-        const drafter = oracle ? undefined : g.mtpDrafter();
-        try {
-          onProgress?.({ phase: 'MTP prefill', done: 0, total: opts.maxNew });
-          const mtp = await generateMtp(
-            g.target,
-            drafter ? drafter.source : pageOracleSource(stream, vocab),
-            prompt,
-            opts.block,
-            {
-              ...base,
-              draftPosition: drafter?.position,
-              onProgress: (p) => onProgress?.({ ...p, phase: 'MTP decode' }),
-            },
-          );
-          return {
-            classic,
-            mtp,
-            diff: diffGenerations(classic, mtp),
-            classicText: tokenizer?.decode(classic.tokens),
-            mtpText: tokenizer?.decode(mtp.tokens),
-            drafter: describeDrafter(target, assistant, this.drafter(), oracle),
-            provenance: {
-              app: { name: 'ringside' as const, version: APP_VERSION },
-              ...(APP_COMMIT ? { commit: APP_COMMIT } : {}),
-              ...(this.lastSelfTest ? { selfTest: this.lastSelfTest } : {}),
-              createdAt: new Date().toISOString(),
-              adapter: ctx.report,
-              platform: typeof navigator !== 'undefined' ? navigator.userAgent : 'unknown',
-              compiler: compilerHere(ctx.report.backend),
-              target: loadedInfo(target),
-              ...(oracle ? {} : { assistant: this.drafterInfoFor(target) }),
-              exactnessSelfTest,
-            },
-          };
-        } finally {
-          drafter?.done();
-        }
-      } finally {
-        g.destroy();
-      }
+      return await runGenerationJob(
+        opts,
+        {
+          ctx,
+          token,
+          target,
+          assistant,
+          qwenWeights,
+          oracle,
+          exactnessSelfTest,
+          drafter: () => this.drafter(),
+          drafterInfo: () => this.drafterInfoFor(target),
+          lastSelfTest: () => this.lastSelfTest,
+        },
+        onProgress,
+      );
     } finally {
       this.endJob(jobId);
     }
@@ -669,58 +546,4 @@ export class Engine {
     job?.token.cancel();
     return job !== undefined;
   }
-}
-
-/** A generation run's provenance: a report's (src/parity/report.ts Provenance) without the probe's settings. */
-export type GenerationProvenance = Pick<
-  Provenance,
-  | 'app'
-  | 'commit'
-  | 'selfTest'
-  | 'createdAt'
-  | 'adapter'
-  | 'platform'
-  | 'compiler'
-  | 'target'
-  | 'assistant'
-  | 'exactnessSelfTest'
->;
-
-/** What drafted in a generation run, as the page shows it. */
-export interface GenerationDrafter {
-  /** 'split-drafter': a split Qwen3.5 MTP drafter folder's head (it replaces the target's own when it has one). */
-  kind: 'assistant' | 'mtp-head' | 'split-drafter' | 'oracle';
-  /** e.g. "MTP assistant assistant (gemma4_assistant)", "own MTP head of qwen-tiny (mtp.*)". */
-  text: string;
-}
-
-function describeDrafter(
-  target: LoadedTarget,
-  assistant: LoadedCheckpoint | undefined,
-  drafter: LoadedDrafter | undefined,
-  oracle: boolean,
-): GenerationDrafter {
-  const attached = target.family === 'qwen3_5' ? attachedTo(target.ck, drafter) : undefined;
-  if (oracle) {
-    // Why the target cannot draft itself, unless a split drafter could have drafted for it.
-    const why = target.family === 'qwen3_5' && !attached ? target.ck.description.mtpUnavailable : null;
-    return {
-      kind: 'oracle',
-      text: `oracle drafts: the classic output with a fixed third of the drafts wrong${why ? ` (${why})` : ''}`,
-    };
-  }
-  if (attached && drafter)
-    return {
-      kind: 'split-drafter',
-      text: `the split MTP drafter ${drafter.ck.label} (${QWEN35_MTP_DRAFTER_TYPE}), ${attached.replacedOwnHead ? `in place of ${target.ck.label}'s own mtp.* head` : `for ${target.ck.label}, which has no mtp.* head of its own`}`,
-    };
-  if (target.family === 'qwen3_5')
-    return { kind: 'mtp-head', text: `the target's own MTP head (mtp.* of ${target.ck.label})` };
-  // An E-series assistant scores only the tokens of its top centroids (use_ordered_embeddings): say so.
-  const d = assistant?.family === 'gemma4' ? assistant.ck.description : undefined;
-  const head =
-    d?.role === 'assistant' && d.centroidHead
-      ? ` (centroid head: ${d.centroidHead.numCentroids} centroids, top ${d.centroidHead.topK})`
-      : '';
-  return { kind: 'assistant', text: `the MTP assistant ${assistant?.ck.label ?? ''}`.trim() + head };
 }

@@ -21,6 +21,9 @@ export type LoadedCheckpoint =
   | { family: 'qwen3_5'; ck: Qwen35Checkpoint; weights: QwenGpuWeights; loadMs: number }
   | LoadedDrafter;
 
+/** What the target zone holds (a split drafter goes on the assistant zone only). */
+export type LoadedTarget = Exclude<LoadedCheckpoint, LoadedDrafter>;
+
 /**
  * A split Qwen3.5 MTP drafter folder on the assistant zone (src/worker/qwen-drafter.ts): opened, and attached (its head
  * on the GPU) while a Qwen3.5 target it fits is loaded; `attached` null while it waits for one.

@@ -20,7 +20,9 @@
  * expressions is unchanged.
  */
 import { childExpressions, type ParsedModule, W } from './parse.ts';
-import { type Binding, concretize, floatTypeName, isFloat, type ModuleTypes, Scope, type Ty } from './types.ts';
+import { concretize, floatTypeName, isFloat, type ModuleTypes, Scope, type Ty } from './types.ts';
+import { CompensationFinder } from './compensation.ts';
+import { originalAssignTree, shuffledTree, treeKey, treeNode, type Term, type Tree } from './sum-tree.ts';
 
 export type SiteKind = 'contract' | 'reassoc' | 'recip' | 'drop';
 
@@ -42,29 +44,13 @@ interface Edit {
   text: string;
 }
 
-interface Term {
-  neg: boolean;
-  node: W.Expression;
-}
-type Tree = { t: 'term'; term: Term } | { t: 'op'; op: '+' | '*'; l: Tree; r: Tree };
-
-/** What `let t = X + Y` binds, for the compensation pattern: the canonical forms of X and Y. */
-interface SumOf {
-  x: string;
-  y: string;
-  pure: boolean;
-  block: W.Statement[];
-  index: number;
-}
-
 /** Rewrites one function; `sites` counts the rewrites made, `candidates` every site seen (rewritten or not). */
 export class FunctionRewriter {
   sites = 0;
   candidates = 0;
   private readonly edits: Edit[] = [];
   private readonly scope: Scope;
-  private readonly sums = new WeakMap<W.Let, SumOf>();
-  private readonly ids = new WeakMap<Binding, number>();
+  private readonly comp: CompensationFinder;
   /** The block and statement index being walked (for the compensation pattern's adjacency). */
   private block: W.Statement[] = [];
   private index = 0;
@@ -76,6 +62,7 @@ export class FunctionRewriter {
     private readonly opts: RewriteOptions,
   ) {
     this.scope = new Scope(types);
+    this.comp = new CompensationFinder(mod, this.scope, () => ({ block: this.block, index: this.index }));
   }
 
   /** The function's text from its `fn` keyword to its closing brace, rewritten, named `name`. */
@@ -159,7 +146,7 @@ export class FunctionRewriter {
       if (!(st instanceof W.Const)) this.root(st.value);
       const ty = this.scope.mod.type(st.type) ?? concretize(this.scope.typeOf(st.value));
       const kind = st instanceof W.Var ? 'var' : st instanceof W.Let ? 'let' : 'const';
-      if (st instanceof W.Let && st.value) this.noteSum(st);
+      if (st instanceof W.Let && st.value) this.comp.noteSum(st);
       this.scope.bind(st.name, { ty, kind, decl: st instanceof W.Let ? st : undefined });
     } else if (st instanceof W.Assign) {
       this.assign(st);
@@ -334,7 +321,7 @@ export class FunctionRewriter {
       this.siteType(e) &&
       floatTypeName(this.scope.baseType(e)!) === floatTypeName(ty) &&
       (op === '+' ? b.operator === '+' || b.operator === '-' : b.operator === '*') &&
-      this.compensationOf(b) === undefined;
+      this.comp.compensationOf(b) === undefined;
     if (!member) return [{ neg, node: e }];
     return [
       ...this.flatten(b.left, ty, op, neg),
@@ -459,7 +446,7 @@ export class FunctionRewriter {
       this.siteType(e) &&
       floatTypeName(this.scope.baseType(e)!) === floatTypeName(ty) &&
       (op === '+' ? b.operator === '+' || b.operator === '-' : b.operator === '*') &&
-      this.compensationOf(b) === undefined;
+      this.comp.compensationOf(b) === undefined;
     if (!member) return { t: 'term', term: { neg, node: e } };
     const rneg = op === '+' && b.operator === '-' ? !neg : neg;
     return { t: 'op', op, l: this.originalTree(b.left, ty, op, neg), r: this.originalTree(b.right, ty, op, rneg) };
@@ -499,166 +486,10 @@ export class FunctionRewriter {
 
   /** Zero of e's type where e is a compensation term whose decision drops it, else undefined. */
   private compensation(e: W.BinaryOperator, ty: Ty): string | undefined {
-    if (this.compensationOf(e) === undefined) return undefined;
+    if (this.comp.compensationOf(e) === undefined) return undefined;
     this.candidates++;
     if (!this.opts.reassoc || !this.yes('drop', this.rel(this.mod.range(e)[0]))) return undefined;
     this.sites++;
     return `${floatTypeName(ty)}(0.0)`;
   }
-
-  /** The `let` whose compensation e is ((X - t) + Y, Y + (X - t), (t - X) - Y), or undefined. */
-  private compensationOf(e: W.BinaryOperator): W.Let | undefined {
-    const diff = (x: W.Expression) =>
-      x instanceof W.BinaryOperator && x.operator === '-' && !x.postfix ? x : undefined;
-    const tOf = (x: W.Expression): SumOf | undefined => {
-      if (!(x instanceof W.VariableExpr) || x.postfix) return undefined;
-      const b = this.scope.lookup(x.name);
-      return b?.kind === 'let' && b.decl ? this.sums.get(b.decl) : undefined;
-    };
-    const letOf = (x: W.Expression) => this.scope.lookup((x as W.VariableExpr).name)!.decl!;
-    const matches = (sum: SumOf, x: W.Expression, y: W.Expression) => {
-      const cx = this.canon(x);
-      const cy = this.canon(y);
-      if (!cx || !cy) return false;
-      if (!((cx.key === sum.x && cy.key === sum.y) || (cx.key === sum.y && cy.key === sum.x))) return false;
-      if (sum.pure && cx.pure && cy.pure) return true;
-      // memory or var reads: only where nothing between the let and here can have changed them
-      if (sum.block !== this.block) return false;
-      for (let i = sum.index + 1; i < this.index; i++) {
-        const s = this.block[i];
-        if (!(s instanceof W.Let || s instanceof W.Const)) return false;
-      }
-      return true;
-    };
-    if (e.operator === '+') {
-      for (const [d, y] of [
-        [diff(e.left), e.right],
-        [diff(e.right), e.left],
-      ] as [W.BinaryOperator | undefined, W.Expression][]) {
-        const sum = d && tOf(d.right);
-        if (d && sum && matches(sum, d.left, y)) return letOf(d.right);
-      }
-    } else if (e.operator === '-') {
-      const d = diff(e.left);
-      const sum = d && tOf(d.left);
-      if (d && sum && matches(sum, d.right, e.right)) return letOf(d.left);
-    }
-    return undefined;
-  }
-
-  /** Records what `let t = X + Y` sums, its initializer seen through a function that only returns a sum. */
-  private noteSum(st: W.Let): void {
-    let value = st.value!;
-    let env: Map<string, W.Expression> | undefined;
-    if (value instanceof W.CallExpr && !value.postfix) {
-      const f = this.scope.mod.functions.get(value.name);
-      const body = f?.body.filter((s) => !Array.isArray(s) || s.length > 0);
-      if (f && body?.length === 1 && body[0] instanceof W.Return && body[0].value) {
-        env = new Map(f.args.map((a, i) => [a.name, (value as W.CallExpr).args![i]]));
-        value = body[0].value;
-      }
-    }
-    if (!(value instanceof W.BinaryOperator) || value.operator !== '+' || value.postfix) return;
-    const x = this.canon(value.left, env);
-    const y = this.canon(value.right, env);
-    if (!x || !y) return;
-    this.sums.set(st, { x: x.key, y: y.key, pure: x.pure && y.pure, block: this.block, index: this.index });
-  }
-
-  /**
-   * A structural key of an expression (names as the bindings they resolve to here; `env` maps a callee's
-   * parameters to argument expressions of this scope) and whether it reads only immutable values. Undefined
-   * for expressions with calls (a call may have effects or differ between evaluations).
-   */
-  private canon(e: W.Expression, env?: Map<string, W.Expression>): { key: string; pure: boolean } | undefined {
-    let pure = true;
-    const go = (x: W.Expression, env?: Map<string, W.Expression>): string | undefined => {
-      let head: string | undefined;
-      if (x instanceof W.VariableExpr || x instanceof W.ConstExpr) {
-        const sub = env?.get(x.name);
-        if (sub) head = go(sub);
-        else {
-          const b = this.scope.lookup(x.name);
-          if (!b) return undefined;
-          if (b.kind === 'var' || b.kind === 'global') pure = false;
-          head = `${x.name}#${this.bindingId(b)}`;
-        }
-      } else if (x instanceof W.LiteralExpr) head = this.text(x);
-      else if (x instanceof W.BinaryOperator) {
-        const l = go(x.left, env);
-        const r = go(x.right, env);
-        if (l === undefined || r === undefined) return undefined;
-        head = `(${l}${x.operator}${r})`;
-      } else if (x instanceof W.UnaryOperator) {
-        if (x.operator === '*') pure = false;
-        const r = go(x.right, env);
-        if (r === undefined) return undefined;
-        head = `${x.operator}(${r})`;
-      } else return undefined;
-      for (let p = x.postfix; p; p = p.postfix) {
-        if (p instanceof W.StringExpr) head += `.${p.value}`;
-        else if (p instanceof W.ArrayIndex) {
-          const i = go(p.index, env);
-          if (i === undefined) return undefined;
-          head += `[${i}]`;
-        } else return undefined;
-      }
-      return head;
-    };
-    const key = go(e, env);
-    return key === undefined ? undefined : { key, pure };
-  }
-
-  private bindingId(b: Binding): number {
-    let id = this.ids.get(b);
-    if (id === undefined) this.ids.set(b, (id = nextBindingId++));
-    return id;
-  }
-}
-let nextBindingId = 1;
-
-/** The node a tree stands for when it is one term (for its type), else undefined. */
-function treeNode(t: Tree): W.Expression | undefined {
-  return t.t === 'term' && !t.term.neg ? t.term.node : undefined;
-}
-
-/** x op (terms 1..n as written): the grouping of `x += a + b + ...`, left to right. */
-function originalAssignTree(terms: Term[]): Tree {
-  let rest: Tree = { t: 'term', term: terms[1] };
-  for (let i = 2; i < terms.length; i++) rest = { t: 'op', op: '+', l: rest, r: { t: 'term', term: terms[i] } };
-  return { t: 'op', op: '+', l: { t: 'term', term: terms[0] }, r: rest };
-}
-
-const termIds = new WeakMap<W.Expression, number>();
-let nextTermId = 1;
-function treeKey(t: Tree): string {
-  if (t.t === 'term') {
-    let id = termIds.get(t.term.node);
-    if (id === undefined) termIds.set(t.term.node, (id = nextTermId++));
-    return `${t.term.neg ? '-' : ''}${id}`;
-  }
-  return `(${treeKey(t.l)}${t.op}${treeKey(t.r)})`;
-}
-
-/** The terms in an order and grouping drawn from the site's hash (mulberry32 seeded with it). */
-function shuffledTree(terms: Term[], op: '+' | '*', h: number): Tree {
-  let s = h >>> 0;
-  const rand = () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let z = s;
-    z = Math.imul(z ^ (z >>> 15), z | 1);
-    z ^= z + Math.imul(z ^ (z >>> 7), z | 61);
-    return ((z ^ (z >>> 14)) >>> 0) / 4294967296;
-  };
-  const order = [...terms];
-  for (let i = order.length - 1; i > 0; i--) {
-    const j = Math.floor(rand() * (i + 1));
-    [order[i], order[j]] = [order[j], order[i]];
-  }
-  const build = (lo: number, hi: number): Tree => {
-    if (hi - lo === 1) return { t: 'term', term: order[lo] };
-    const cut = lo + 1 + Math.floor(rand() * (hi - lo - 1));
-    return { t: 'op', op, l: build(lo, cut), r: build(cut, hi) };
-  };
-  return build(0, order.length);
 }
