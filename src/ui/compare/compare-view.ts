@@ -14,7 +14,7 @@ import { onWidthChange, sizeCanvas } from '../common/canvas.ts';
 import { fmtInt, fmtPercent, fmtSci, fmtTokenId } from '../common/format.ts';
 import { createHeatmapView } from '../report/heatmap.ts';
 import { createShareBar } from '../share/share.ts';
-import { comparableKind, summarizeRun, type RunEntry, type RunStore } from '../runs/run-store.ts';
+import type { RunEntry, RunStore } from '../runs/run-store.ts';
 import {
   compare,
   comparisonDocument,
@@ -36,15 +36,16 @@ import {
   judgementLine,
   ranksLine,
 } from './compare-share.ts';
+import {
+  compareSlot,
+  fillRunSelects,
+  runSource,
+  showSides,
+  type Side,
+  type SlotHandlers,
+  type Which,
+} from './compare-slots.ts';
 import { drawStrip, STRIP_COLORS, stripIndexAt, stripLayout } from './compare-strip.ts';
-
-type Which = 'a' | 'b';
-
-/** A side as picked: its source, and the run it came from (for the select), if any. */
-interface Side {
-  source: CompareSource;
-  runId?: number;
-}
 
 /** What a file holds, read by its content: JSON is a report, anything else a logit-trace TSV. */
 export function fileSource(name: string, text: string): CompareSource {
@@ -342,6 +343,39 @@ function renderProbes(c: ProbeComparison): HTMLElement[] {
   ];
 }
 
+function gapField() {
+  const gap = el('input', {
+    type: 'number',
+    min: 0,
+    step: 0.5,
+    size: 4,
+    value: DECIDED_GAP,
+    'data-testid': 'compare-gap',
+  });
+
+  // the decided gap is the trace judgement's: a probe comparison has none
+  const gapLabel = el('label', { class: 'small', hidden: true }, 'Decided from a reference top-2 gap of ', gap);
+  return { gap, gapLabel };
+}
+
+function acceptDrops(root: HTMLElement, sides: Partial<Record<Which, Side>>, setFile: SlotHandlers['setFile']): void {
+  // Two files dropped at once are A and B; one file fills A, or B once A holds something.
+  root.addEventListener('dragover', (e) => {
+    e.preventDefault();
+    root.classList.add('drag');
+  });
+  root.addEventListener('dragleave', () => root.classList.remove('drag'));
+  root.addEventListener('drop', async (e) => {
+    e.preventDefault();
+    root.classList.remove('drag');
+    const files = [...(e.dataTransfer?.files ?? [])];
+    if (files.length >= 2) {
+      await setFile('a', files[0]);
+      await setFile('b', files[1]);
+    } else if (files.length === 1) await setFile(sides.a ? 'b' : 'a', files[0]);
+  });
+}
+
 export function createCompareView(store: RunStore): {
   root: HTMLElement;
   /** Shows the card with these two runs. */
@@ -368,62 +402,10 @@ export function createCompareView(store: RunStore): {
   );
   const problem = el('div', { 'data-testid': 'compare-problem' });
   const body = el('div', { class: 'report-body', 'data-testid': 'compare-body' });
-  const gap = el('input', {
-    type: 'number',
-    min: 0,
-    step: 0.5,
-    size: 4,
-    value: DECIDED_GAP,
-    'data-testid': 'compare-gap',
-  });
+  const { gap, gapLabel } = gapField();
 
-  // the decided gap is the trace judgement's: a probe comparison has none
-  const gapLabel = el('label', { class: 'small', hidden: true }, 'Decided from a reference top-2 gap of ', gap);
-
-  const slot = (w: Which) => {
-    const title = w === 'a' ? 'A, the reference' : 'B, the candidate';
-    const select = el('select', { 'data-testid': `compare-${w}-run`, 'aria-label': `${title}: a run of this visit` });
-    const file = el('input', {
-      type: 'file',
-      class: 'sr-only',
-      tabindex: -1,
-      accept: '.tsv,.txt,.json,text/tab-separated-values,application/json',
-      'data-testid': `compare-${w}-file`,
-      'aria-label': `${title}: a file`,
-    });
-    const choose = el('button', { type: 'button', class: 'secondary small-btn' }, 'a file…');
-    choose.addEventListener('click', () => file.click());
-    const arm = el(
-      'select',
-      { 'data-testid': `compare-${w}-arm`, 'aria-label': `${title}: which arm of the trace report` },
-      el('option', { value: 'chain' }, 'chain arm'),
-      el('option', { value: 'block' }, 'block arm'),
-    );
-    const armLabel = el('label', { hidden: true }, ' arm ', arm);
-    const what = el('p', { class: 'small muted', 'data-testid': `compare-${w}-what` }, 'Nothing picked yet.');
-    select.addEventListener('change', () => {
-      const e = store.get(Number(select.value));
-      if (e) setSide(w, { source: runSource(e), runId: e.id });
-    });
-    file.addEventListener('change', async () => {
-      const f = file.files?.[0];
-      file.value = '';
-      if (f) await setFile(w, f);
-    });
-    arm.addEventListener('change', () => {
-      arms = { ...arms, [w]: arm.value === 'block' ? 'block' : 'chain' };
-      recompute();
-    });
-    const root = el(
-      'fieldset',
-      { class: 'compare-slot', 'data-testid': `compare-${w}` },
-      el('legend', {}, title),
-      el('div', { class: 'row tight' }, select, ' or ', choose, file, armLabel),
-      what,
-    );
-    return { root, select, arm, armLabel, what };
-  };
-  const slots = { a: slot('a'), b: slot('b') };
+  const handlers: SlotHandlers = { setSide, setFile, setArm };
+  const slots = { a: compareSlot('a', store, handlers), b: compareSlot('b', store, handlers) };
 
   const root = el(
     'section',
@@ -447,32 +429,17 @@ export function createCompareView(store: RunStore): {
     body,
   );
 
-  const runSource = (e: RunEntry): CompareSource => {
-    const s = summarizeRun(e.doc);
-    return { name: `${s.kind.toLowerCase()}, ${e.source}`, report: e.raw };
-  };
-
-  /** The select lists the visit's probe and trace runs, and the file a side holds. */
-  const fillSelects = () => {
-    for (const w of ['a', 'b'] as const) {
-      const s = slots[w].select;
-      clear(s);
-      append(s, el('option', { value: '' }, 'a run of this visit…'));
-      for (const e of store.list()) {
-        if (!comparableKind(e.doc)) continue;
-        const sum = summarizeRun(e.doc);
-        append(s, el('option', { value: e.id }, `${sum.kind} · ${sum.verdict} · ${sum.setup} · ${e.source}`));
-      }
-      const side = sides[w];
-      if (side && side.runId === undefined) append(s, el('option', { value: 'file' }, `file ${side.source.name}`));
-      s.value = side ? (side.runId !== undefined ? String(side.runId) : 'file') : '';
-    }
-  };
+  const fillSelects = () => fillRunSelects(slots, store, sides);
   store.subscribe(fillSelects);
 
   function setSide(w: Which, side: Side): void {
     sides[w] = side;
     fillSelects();
+    recompute();
+  }
+
+  function setArm(w: Which, arm: TraceArm): void {
+    arms = { ...arms, [w]: arm };
     recompute();
   }
 
@@ -495,15 +462,7 @@ export function createCompareView(store: RunStore): {
     share.reset();
     current = undefined;
     share.buttons.hidden = true;
-    for (const w of ['a', 'b'] as const) {
-      const s = sides[w];
-      const k = s ? sourceKind(s.source) : undefined;
-      slots[w].armLabel.hidden = k !== 'trace';
-      slots[w].arm.value = arms[w];
-      slots[w].what.textContent = !s
-        ? 'Nothing picked yet.'
-        : `${s.source.name}: ${k === 'tsv' ? 'a logit-trace TSV (one arm)' : k === 'trace' ? `a trace report, its ${arms[w]} arm` : k === 'probe' ? 'a probe report' : 'not a report Ringside compares'}`;
-    }
+    showSides(slots, sides, arms);
     const { a, b } = sides;
     const isTrace = (x: Side | undefined) => x !== undefined && ['tsv', 'trace'].includes(sourceKind(x.source));
     gapLabel.hidden = !(isTrace(a) || isTrace(b));
@@ -528,21 +487,7 @@ export function createCompareView(store: RunStore): {
   }
   gap.addEventListener('change', recompute);
 
-  // Two files dropped at once are A and B; one file fills A, or B once A holds something.
-  root.addEventListener('dragover', (e) => {
-    e.preventDefault();
-    root.classList.add('drag');
-  });
-  root.addEventListener('dragleave', () => root.classList.remove('drag'));
-  root.addEventListener('drop', async (e) => {
-    e.preventDefault();
-    root.classList.remove('drag');
-    const files = [...(e.dataTransfer?.files ?? [])];
-    if (files.length >= 2) {
-      await setFile('a', files[0]);
-      await setFile('b', files[1]);
-    } else if (files.length === 1) await setFile(sides.a ? 'b' : 'a', files[0]);
-  });
+  acceptDrops(root, sides, setFile);
 
   const reveal = () => {
     root.hidden = false;

@@ -146,6 +146,147 @@ function roundsTable(g: GenerateResult): HTMLElement {
   );
 }
 
+function arm(
+  g: GenerateResult,
+  other: GenerateResult,
+  title: string,
+  first: number | null,
+  text: string | undefined,
+  prefix: 'classic' | 'mtp',
+  provenance: GenerationProvenance | undefined,
+): HTMLElement {
+  return el(
+    'div',
+    { class: 'arm', 'data-testid': `${prefix}-arm` },
+    el('h3', {}, title),
+    el(
+      'p',
+      { class: 'small muted' },
+      `${plural(g.tokens.length, 'token')}${g.stoppedOnEos ? ', stopped on an end-of-turn token' : ''} · ${fixed(g.timings.tokensPerSecond)} tokens/s`,
+      g.timings.decodePipelines ? ` (${pipelinesNote(g.timings, provenance)})` : '',
+    ),
+    tokensBox(g, other, first, `${prefix}-tokens`),
+    text !== undefined ? el('pre', { class: 'gen-text', 'data-testid': `${prefix}-text` }, text) : null,
+  );
+}
+
+function windowTable(run: GenerationRun): HTMLElement | null {
+  const w = run.result.diff.window;
+  const first = run.result.diff.firstDifference;
+  if (!w || first === null) return null;
+  const n = Math.max(w.classic.length, w.mtp.length);
+  const idx = Array.from({ length: n }, (_, i) => w.start + i);
+  const cell = (xs: number[], ys: number[], i: number) =>
+    el(
+      'td',
+      { class: w.start + i === first ? 'first' : w.start + i > first ? (xs[i] === ys[i] ? 'after' : 'differs') : '' },
+      i < xs.length ? String(xs[i]) : '·',
+    );
+  return el(
+    'div',
+    { class: 'table-wrap' },
+    el(
+      'table',
+      { class: 'data compact gen-window', 'data-testid': 'generation-window' },
+      el(
+        'caption',
+        {},
+        `Tokens ${fmtInt(w.start)} to ${fmtInt(w.start + n - 1)} around the first difference (token ${fmtInt(first)})`,
+      ),
+      el(
+        'thead',
+        {},
+        el('tr', {}, el('th', { scope: 'col' }, 'token'), ...idx.map((i) => el('th', { scope: 'col' }, fmtInt(i)))),
+      ),
+      el(
+        'tbody',
+        {},
+        el('tr', {}, el('th', { scope: 'row' }, 'classic'), ...idx.map((_, i) => cell(w.classic, w.mtp, i))),
+        el('tr', {}, el('th', { scope: 'row' }, 'MTP'), ...idx.map((_, i) => cell(w.mtp, w.classic, i))),
+      ),
+    ),
+  );
+}
+
+function counters(run: GenerationRun): HTMLElement {
+  const c = run.result.diff.counters ?? run.result.mtp.counters;
+  if (!c) return el('p', { class: 'muted small' }, 'No MTP counters in this result.');
+  const K = run.options.block;
+  const kv: [string, string, string][] = [
+    ['rounds', 'Rounds (verify forwards)', fmtInt(c.rounds)],
+    ['drafted', 'Drafted tokens', fmtInt(c.drafted)],
+    ['accepted', 'Accepted drafts', fmtInt(c.accepted)],
+    ['rate', 'Acceptance rate', `${fixed(100 * c.acceptanceRate, 1)}%`],
+    ['mean', 'Mean accepted length', `${fixed(c.meanAcceptedLength)} of ${K - 1} drafts per round`],
+  ];
+  return el(
+    'div',
+    {},
+    el(
+      'dl',
+      { class: 'kv', 'data-testid': 'mtp-counters' },
+      ...kv.flatMap(([k, label, v]) => [el('dt', {}, label), el('dd', { 'data-counter': k }, v)]),
+    ),
+    bars(histogramBars(c), 'accepted-histogram', 'Rounds by number of drafts accepted'),
+    bars(perPositionBars(c), 'per-position-accepted', 'Acceptance per draft position'),
+  );
+}
+
+function speed(run: GenerationRun): HTMLElement {
+  const { classic, mtp, diff } = run.result;
+  const row = (name: string, g: GenerateResult, sha: string) =>
+    el(
+      'tr',
+      {},
+      el('td', {}, name),
+      el('td', {}, fmtInt(g.tokens.length)),
+      el('td', {}, fmtMs(g.timings.prefillMs)),
+      el('td', {}, fmtMs(g.timings.decodeMs)),
+      el('td', {}, fixed(g.timings.tokensPerSecond)),
+      el('td', { class: 'sha' }, sha),
+    );
+  const ratio = diff.tokensPerSecond.mtp / diff.tokensPerSecond.classic;
+  return el(
+    'div',
+    { class: 'table-wrap' },
+    el(
+      'table',
+      { class: 'data', 'data-testid': 'generation-speed' },
+      el(
+        'thead',
+        {},
+        el(
+          'tr',
+          {},
+          ...['arm', 'tokens', 'prefill', 'decode', 'tokens/s'].map((h) => el('th', { scope: 'col' }, h)),
+          el('th', { scope: 'col', class: 'sha' }, 'SHA-256 of the tokens'),
+        ),
+      ),
+      el(
+        'tbody',
+        {},
+        row('classic', classic, diff.classicSha256),
+        row(`MTP (K = ${run.options.block})`, mtp, diff.mtpSha256),
+      ),
+    ),
+    el(
+      'p',
+      { class: 'small', 'data-testid': 'generation-sha' },
+      diff.classicSha256 === diff.mtpSha256
+        ? 'Same SHA-256: the two outputs are the same token sequence.'
+        : 'The SHA-256 digests differ: the outputs are different token sequences.',
+      ` MTP ran at ${fixed(ratio)}× classic's tokens/s.`,
+    ),
+    softwareAdapterNote(run.result.provenance, run.options.block)
+      ? el(
+          'p',
+          { class: 'small note', 'data-testid': 'generation-software-note' },
+          softwareAdapterNote(run.result.provenance, run.options.block),
+        )
+      : null,
+  );
+}
+
 /**
  * The generation card. `raw` is the document the exports pass on: the file or link it came from, or (a live run)
  * generationJson of it. Its share bar's test ids start with "generation-".
@@ -180,147 +321,6 @@ export function createGenerationView(): {
     share.output,
     body,
   );
-
-  function arm(
-    g: GenerateResult,
-    other: GenerateResult,
-    title: string,
-    first: number | null,
-    text: string | undefined,
-    prefix: 'classic' | 'mtp',
-    provenance: GenerationProvenance | undefined,
-  ): HTMLElement {
-    return el(
-      'div',
-      { class: 'arm', 'data-testid': `${prefix}-arm` },
-      el('h3', {}, title),
-      el(
-        'p',
-        { class: 'small muted' },
-        `${plural(g.tokens.length, 'token')}${g.stoppedOnEos ? ', stopped on an end-of-turn token' : ''} · ${fixed(g.timings.tokensPerSecond)} tokens/s`,
-        g.timings.decodePipelines ? ` (${pipelinesNote(g.timings, provenance)})` : '',
-      ),
-      tokensBox(g, other, first, `${prefix}-tokens`),
-      text !== undefined ? el('pre', { class: 'gen-text', 'data-testid': `${prefix}-text` }, text) : null,
-    );
-  }
-
-  function windowTable(run: GenerationRun): HTMLElement | null {
-    const w = run.result.diff.window;
-    const first = run.result.diff.firstDifference;
-    if (!w || first === null) return null;
-    const n = Math.max(w.classic.length, w.mtp.length);
-    const idx = Array.from({ length: n }, (_, i) => w.start + i);
-    const cell = (xs: number[], ys: number[], i: number) =>
-      el(
-        'td',
-        { class: w.start + i === first ? 'first' : w.start + i > first ? (xs[i] === ys[i] ? 'after' : 'differs') : '' },
-        i < xs.length ? String(xs[i]) : '·',
-      );
-    return el(
-      'div',
-      { class: 'table-wrap' },
-      el(
-        'table',
-        { class: 'data compact gen-window', 'data-testid': 'generation-window' },
-        el(
-          'caption',
-          {},
-          `Tokens ${fmtInt(w.start)} to ${fmtInt(w.start + n - 1)} around the first difference (token ${fmtInt(first)})`,
-        ),
-        el(
-          'thead',
-          {},
-          el('tr', {}, el('th', { scope: 'col' }, 'token'), ...idx.map((i) => el('th', { scope: 'col' }, fmtInt(i)))),
-        ),
-        el(
-          'tbody',
-          {},
-          el('tr', {}, el('th', { scope: 'row' }, 'classic'), ...idx.map((_, i) => cell(w.classic, w.mtp, i))),
-          el('tr', {}, el('th', { scope: 'row' }, 'MTP'), ...idx.map((_, i) => cell(w.mtp, w.classic, i))),
-        ),
-      ),
-    );
-  }
-
-  function counters(run: GenerationRun): HTMLElement {
-    const c = run.result.diff.counters ?? run.result.mtp.counters;
-    if (!c) return el('p', { class: 'muted small' }, 'No MTP counters in this result.');
-    const K = run.options.block;
-    const kv: [string, string, string][] = [
-      ['rounds', 'Rounds (verify forwards)', fmtInt(c.rounds)],
-      ['drafted', 'Drafted tokens', fmtInt(c.drafted)],
-      ['accepted', 'Accepted drafts', fmtInt(c.accepted)],
-      ['rate', 'Acceptance rate', `${fixed(100 * c.acceptanceRate, 1)}%`],
-      ['mean', 'Mean accepted length', `${fixed(c.meanAcceptedLength)} of ${K - 1} drafts per round`],
-    ];
-    return el(
-      'div',
-      {},
-      el(
-        'dl',
-        { class: 'kv', 'data-testid': 'mtp-counters' },
-        ...kv.flatMap(([k, label, v]) => [el('dt', {}, label), el('dd', { 'data-counter': k }, v)]),
-      ),
-      bars(histogramBars(c), 'accepted-histogram', 'Rounds by number of drafts accepted'),
-      bars(perPositionBars(c), 'per-position-accepted', 'Acceptance per draft position'),
-    );
-  }
-
-  function speed(run: GenerationRun): HTMLElement {
-    const { classic, mtp, diff } = run.result;
-    const row = (name: string, g: GenerateResult, sha: string) =>
-      el(
-        'tr',
-        {},
-        el('td', {}, name),
-        el('td', {}, fmtInt(g.tokens.length)),
-        el('td', {}, fmtMs(g.timings.prefillMs)),
-        el('td', {}, fmtMs(g.timings.decodeMs)),
-        el('td', {}, fixed(g.timings.tokensPerSecond)),
-        el('td', { class: 'sha' }, sha),
-      );
-    const ratio = diff.tokensPerSecond.mtp / diff.tokensPerSecond.classic;
-    return el(
-      'div',
-      { class: 'table-wrap' },
-      el(
-        'table',
-        { class: 'data', 'data-testid': 'generation-speed' },
-        el(
-          'thead',
-          {},
-          el(
-            'tr',
-            {},
-            ...['arm', 'tokens', 'prefill', 'decode', 'tokens/s'].map((h) => el('th', { scope: 'col' }, h)),
-            el('th', { scope: 'col', class: 'sha' }, 'SHA-256 of the tokens'),
-          ),
-        ),
-        el(
-          'tbody',
-          {},
-          row('classic', classic, diff.classicSha256),
-          row(`MTP (K = ${run.options.block})`, mtp, diff.mtpSha256),
-        ),
-      ),
-      el(
-        'p',
-        { class: 'small', 'data-testid': 'generation-sha' },
-        diff.classicSha256 === diff.mtpSha256
-          ? 'Same SHA-256: the two outputs are the same token sequence.'
-          : 'The SHA-256 digests differ: the outputs are different token sequences.',
-        ` MTP ran at ${fixed(ratio)}× classic's tokens/s.`,
-      ),
-      softwareAdapterNote(run.result.provenance, run.options.block)
-        ? el(
-            'p',
-            { class: 'small note', 'data-testid': 'generation-software-note' },
-            softwareAdapterNote(run.result.provenance, run.options.block),
-          )
-        : null,
-    );
-  }
 
   return {
     root,

@@ -90,155 +90,180 @@ export function describeRing(r: RingView, f: RingFacts): string {
   );
 }
 
+/** Paints the ring and the two reading orders at the canvas's width (nothing without a ring view). */
+function paintRing(canvas: HTMLCanvasElement, root: HTMLElement, ring: RingView | undefined): void {
+  const w = Math.max(560, root.clientWidth || 900);
+  const h = 290;
+  const ctx = sizeCanvas(canvas, w, h);
+  if (!ctx || !ring) return;
+  const f = ringFacts(ring);
+  const lo = Math.min(f.minPos, ...f.blockPositions);
+  const hi = Math.max(f.maxPos, ...f.blockPositions);
+  const isBlock = new Set(f.blockSlots);
+  ctx.textBaseline = 'middle';
+  drawRing(ctx, f, ring, lo, hi, isBlock);
+  drawReadingOrders(ctx, w, f, ring, lo, hi, isBlock);
+}
+
+function drawRing(
+  ctx: CanvasRenderingContext2D,
+  f: RingFacts,
+  ring: RingView,
+  lo: number,
+  hi: number,
+  isBlock: Set<number>,
+): void {
+  const W = f.window;
+  // The ring: slot 0 at the top, slots clockwise. Room above it for the slot-0 and oldest-slot labels.
+  const cx = 140;
+  const cy = 156;
+  const R = 104;
+  const r0 = 64;
+  const gap = W <= 64 ? 0.02 : 0;
+  // Positions inside the band where they fit: 12 px type, smaller only as far as a slot's width needs (never under 10).
+  const slotArc = (2 * Math.PI * ((R + r0) / 2)) / W;
+  const labelFont = (text: string) => {
+    for (let px = 12; px >= 10; px--) {
+      ctx.font = `${px}px ${FONT}`;
+      if (ctx.measureText(text).width <= slotArc - 3) return true;
+    }
+    return false;
+  };
+  for (let s = 0; s < W; s++) {
+    const a0 = -Math.PI / 2 + (2 * Math.PI * s) / W + gap;
+    const a1 = -Math.PI / 2 + (2 * Math.PI * (s + 1)) / W - gap;
+    ctx.beginPath();
+    ctx.arc(cx, cy, R, a0, a1);
+    ctx.arc(cx, cy, r0, a1, a0, true);
+    ctx.closePath();
+    ctx.fillStyle = ageColor(isBlock.has(s) ? null : (ring.slotPositions[s] ?? null), lo, hi, isBlock.has(s));
+    ctx.fill();
+    const p = f.physical[s];
+    if (p !== null && labelFont(fmtInt(p))) {
+      const am = (a0 + a1) / 2;
+      ctx.fillStyle = isBlock.has(s) ? '#fff' : ageInk(p, lo, hi);
+      ctx.textAlign = 'center';
+      ctx.fillText(fmtInt(p), cx + (Math.cos(am) * (R + r0)) / 2, cy + (Math.sin(am) * (R + r0)) / 2);
+    }
+  }
+  // Block rows: a wedge outside the ring with a minimum width, so 4 of 1024 slots stay visible.
+  ctx.fillStyle = '#e8590c';
+  for (const s of f.blockSlots) {
+    const am = -Math.PI / 2 + (2 * Math.PI * (s + 0.5)) / W;
+    const half = Math.max(Math.PI / W, 0.025);
+    ctx.beginPath();
+    ctx.arc(cx, cy, R + 9, am - half, am + half);
+    ctx.arc(cx, cy, R + 2, am + half, am - half, true);
+    ctx.closePath();
+    ctx.fill();
+  }
+  // A slot boundary marked outside the ring, past the block wedges: the tick never crosses a slot's label.
+  const mark = (slot: number, text: string, color: string, side: 'left' | 'right') => {
+    const a = -Math.PI / 2 + (2 * Math.PI * slot) / W;
+    ctx.strokeStyle = color;
+    ctx.lineWidth = 2;
+    ctx.beginPath();
+    ctx.moveTo(cx + Math.cos(a) * (R + 12), cy + Math.sin(a) * (R + 12));
+    ctx.lineTo(cx + Math.cos(a) * (R + 24), cy + Math.sin(a) * (R + 24));
+    ctx.stroke();
+    ctx.fillStyle = color;
+    ctx.font = `600 13px ${FONT}`;
+    let x = cx + Math.cos(a) * (R + 30);
+    let y = cy + Math.sin(a) * (R + 32);
+    // Near the top, labels go on one line above the ring, slot 0 to the left and the other to the right.
+    if (y < cy - R + 12 && Math.abs(x - cx) < 80) {
+      y = cy - R - 32;
+      x = side === 'right' ? Math.min(x, cx) - 6 : Math.max(x, cx) + 6;
+      ctx.textAlign = side;
+    } else ctx.textAlign = Math.cos(a) < -0.2 ? 'right' : Math.cos(a) > 0.2 ? 'left' : 'center';
+    ctx.fillText(text, x, y);
+  };
+  mark(0, 'slot 0', '#1b1f24', 'right');
+  if (f.oldestSlot > 0) mark(f.oldestSlot, `oldest: pos ${fmtInt(f.minPos)}`, '#2f6fde', 'left');
+  ctx.fillStyle = '#1b1f24';
+  ctx.textAlign = 'center';
+  ctx.font = `600 14px ${FONT}`;
+  ctx.fillText(`W = ${fmtInt(W)}`, cx, cy - 8);
+  ctx.font = `12px ${FONT}`;
+  ctx.fillStyle = '#5b6470';
+  ctx.fillText('clockwise', cx, cy + 10);
+}
+
+function drawReadingOrders(
+  ctx: CanvasRenderingContext2D,
+  w: number,
+  f: RingFacts,
+  ring: RingView,
+  lo: number,
+  hi: number,
+  isBlock: Set<number>,
+): void {
+  const W = f.window;
+  // The two reading orders as strips of the same colours.
+  const sx = 300;
+  const sw = w - sx - 16;
+  const strip = (
+    y: number,
+    title: string,
+    seq: (number | null)[],
+    blockAt: (i: number) => boolean,
+    first: string,
+    last: string,
+  ) => {
+    ctx.textAlign = 'left';
+    ctx.fillStyle = '#1b1f24';
+    ctx.font = `13px ${FONT}`;
+    ctx.fillText(title, sx, y - 13);
+    const cw = sw / Math.max(1, seq.length);
+    seq.forEach((p, i) => {
+      ctx.fillStyle = ageColor(p, lo, hi, blockAt(i));
+      ctx.fillRect(sx + i * cw, y, Math.max(cw - (cw > 4 ? 1 : 0), 0.6), 24);
+    });
+    ctx.fillStyle = '#5b6470';
+    ctx.font = `12px ${FONT}`;
+    ctx.fillText(first, sx, y + 37);
+    ctx.textAlign = 'right';
+    ctx.fillText(last, sx + sw, y + 37);
+  };
+  const blockPosSet = new Set(f.blockPositions);
+  const pos = (p: number | null | undefined, none: string) => (p === null || p === undefined ? none : fmtInt(p));
+  strip(
+    52,
+    'Chain arm (M = 1): keys in physical slot order',
+    f.physical,
+    (i) => isBlock.has(i),
+    `slot 0: pos ${pos(f.physical[0], 'empty')}`,
+    `slot ${fmtInt(W - 1)}: pos ${pos(f.physical[W - 1], 'empty')}`,
+  );
+  strip(
+    152,
+    `Block arm (M = ${f.blockPositions.length}): keys in ${ring.blockOrder === 'physical' ? 'physical' : 'chronological'} order`,
+    ring.blockOrder === 'physical' ? f.physical : f.chronological,
+    ring.blockOrder === 'physical' ? (i) => isBlock.has(i) : (i) => blockPosSet.has(f.chronological[i]),
+    `pos ${ring.blockOrder === 'physical' ? pos(f.physical[0], '—') : pos(f.chronological[0], '—')}`,
+    `pos ${ring.blockOrder === 'physical' ? pos(f.physical[W - 1], '—') : pos(f.chronological[f.chronological.length - 1], '—')}`,
+  );
+  ctx.textAlign = 'left';
+  ctx.font = `12px ${FONT}`;
+  ctx.fillStyle = '#e8590c';
+  ctx.fillRect(sx, 246, 13, 13);
+  ctx.fillStyle = '#1b1f24';
+  ctx.fillText('block rows', sx + 18, 253);
+  ctx.fillStyle = 'rgb(198, 219, 239)';
+  ctx.fillRect(sx + 110, 246, 13, 13);
+  ctx.fillStyle = 'rgb(38, 99, 159)';
+  ctx.fillRect(sx + 125, 246, 13, 13);
+  ctx.fillStyle = '#1b1f24';
+  ctx.fillText('older → newer position', sx + 144, 253);
+}
+
 export function createRingView(): { root: HTMLElement; update(r: RingView | undefined, drawLabel: string): void } {
   const canvas = el('canvas', { class: 'ring', role: 'img', 'data-testid': 'ring-view' });
   const caption = el('p', { class: 'small', 'data-testid': 'ring-caption' });
   const root = el('div', { class: 'ring-wrap' }, canvas, caption);
   let ring: RingView | undefined;
 
-  const paint = () => {
-    const w = Math.max(560, root.clientWidth || 900);
-    const h = 290;
-    const ctx = sizeCanvas(canvas, w, h);
-    if (!ctx || !ring) return;
-    const f = ringFacts(ring);
-    const W = f.window;
-    const lo = Math.min(f.minPos, ...f.blockPositions);
-    const hi = Math.max(f.maxPos, ...f.blockPositions);
-    const isBlock = new Set(f.blockSlots);
-    ctx.textBaseline = 'middle';
-
-    // The ring: slot 0 at the top, slots clockwise. Room above it for the slot-0 and oldest-slot labels.
-    const cx = 140;
-    const cy = 156;
-    const R = 104;
-    const r0 = 64;
-    const gap = W <= 64 ? 0.02 : 0;
-    // Positions inside the band where they fit: 12 px type, smaller only as far as a slot's width needs (never under 10).
-    const slotArc = (2 * Math.PI * ((R + r0) / 2)) / W;
-    const labelFont = (text: string) => {
-      for (let px = 12; px >= 10; px--) {
-        ctx.font = `${px}px ${FONT}`;
-        if (ctx.measureText(text).width <= slotArc - 3) return true;
-      }
-      return false;
-    };
-    for (let s = 0; s < W; s++) {
-      const a0 = -Math.PI / 2 + (2 * Math.PI * s) / W + gap;
-      const a1 = -Math.PI / 2 + (2 * Math.PI * (s + 1)) / W - gap;
-      ctx.beginPath();
-      ctx.arc(cx, cy, R, a0, a1);
-      ctx.arc(cx, cy, r0, a1, a0, true);
-      ctx.closePath();
-      ctx.fillStyle = ageColor(isBlock.has(s) ? null : (ring.slotPositions[s] ?? null), lo, hi, isBlock.has(s));
-      ctx.fill();
-      const p = f.physical[s];
-      if (p !== null && labelFont(fmtInt(p))) {
-        const am = (a0 + a1) / 2;
-        ctx.fillStyle = isBlock.has(s) ? '#fff' : ageInk(p, lo, hi);
-        ctx.textAlign = 'center';
-        ctx.fillText(fmtInt(p), cx + (Math.cos(am) * (R + r0)) / 2, cy + (Math.sin(am) * (R + r0)) / 2);
-      }
-    }
-    // Block rows: a wedge outside the ring with a minimum width, so 4 of 1024 slots stay visible.
-    ctx.fillStyle = '#e8590c';
-    for (const s of f.blockSlots) {
-      const am = -Math.PI / 2 + (2 * Math.PI * (s + 0.5)) / W;
-      const half = Math.max(Math.PI / W, 0.025);
-      ctx.beginPath();
-      ctx.arc(cx, cy, R + 9, am - half, am + half);
-      ctx.arc(cx, cy, R + 2, am + half, am - half, true);
-      ctx.closePath();
-      ctx.fill();
-    }
-    // A slot boundary marked outside the ring, past the block wedges: the tick never crosses a slot's label.
-    const mark = (slot: number, text: string, color: string, side: 'left' | 'right') => {
-      const a = -Math.PI / 2 + (2 * Math.PI * slot) / W;
-      ctx.strokeStyle = color;
-      ctx.lineWidth = 2;
-      ctx.beginPath();
-      ctx.moveTo(cx + Math.cos(a) * (R + 12), cy + Math.sin(a) * (R + 12));
-      ctx.lineTo(cx + Math.cos(a) * (R + 24), cy + Math.sin(a) * (R + 24));
-      ctx.stroke();
-      ctx.fillStyle = color;
-      ctx.font = `600 13px ${FONT}`;
-      let x = cx + Math.cos(a) * (R + 30);
-      let y = cy + Math.sin(a) * (R + 32);
-      // Near the top, labels go on one line above the ring, slot 0 to the left and the other to the right.
-      if (y < cy - R + 12 && Math.abs(x - cx) < 80) {
-        y = cy - R - 32;
-        x = side === 'right' ? Math.min(x, cx) - 6 : Math.max(x, cx) + 6;
-        ctx.textAlign = side;
-      } else ctx.textAlign = Math.cos(a) < -0.2 ? 'right' : Math.cos(a) > 0.2 ? 'left' : 'center';
-      ctx.fillText(text, x, y);
-    };
-    mark(0, 'slot 0', '#1b1f24', 'right');
-    if (f.oldestSlot > 0) mark(f.oldestSlot, `oldest: pos ${fmtInt(f.minPos)}`, '#2f6fde', 'left');
-    ctx.fillStyle = '#1b1f24';
-    ctx.textAlign = 'center';
-    ctx.font = `600 14px ${FONT}`;
-    ctx.fillText(`W = ${fmtInt(W)}`, cx, cy - 8);
-    ctx.font = `12px ${FONT}`;
-    ctx.fillStyle = '#5b6470';
-    ctx.fillText('clockwise', cx, cy + 10);
-
-    // The two reading orders as strips of the same colours.
-    const sx = 300;
-    const sw = w - sx - 16;
-    const strip = (
-      y: number,
-      title: string,
-      seq: (number | null)[],
-      blockAt: (i: number) => boolean,
-      first: string,
-      last: string,
-    ) => {
-      ctx.textAlign = 'left';
-      ctx.fillStyle = '#1b1f24';
-      ctx.font = `13px ${FONT}`;
-      ctx.fillText(title, sx, y - 13);
-      const cw = sw / Math.max(1, seq.length);
-      seq.forEach((p, i) => {
-        ctx.fillStyle = ageColor(p, lo, hi, blockAt(i));
-        ctx.fillRect(sx + i * cw, y, Math.max(cw - (cw > 4 ? 1 : 0), 0.6), 24);
-      });
-      ctx.fillStyle = '#5b6470';
-      ctx.font = `12px ${FONT}`;
-      ctx.fillText(first, sx, y + 37);
-      ctx.textAlign = 'right';
-      ctx.fillText(last, sx + sw, y + 37);
-    };
-    const blockPosSet = new Set(f.blockPositions);
-    const pos = (p: number | null | undefined, none: string) => (p === null || p === undefined ? none : fmtInt(p));
-    strip(
-      52,
-      'Chain arm (M = 1): keys in physical slot order',
-      f.physical,
-      (i) => isBlock.has(i),
-      `slot 0: pos ${pos(f.physical[0], 'empty')}`,
-      `slot ${fmtInt(W - 1)}: pos ${pos(f.physical[W - 1], 'empty')}`,
-    );
-    strip(
-      152,
-      `Block arm (M = ${f.blockPositions.length}): keys in ${ring.blockOrder === 'physical' ? 'physical' : 'chronological'} order`,
-      ring.blockOrder === 'physical' ? f.physical : f.chronological,
-      ring.blockOrder === 'physical' ? (i) => isBlock.has(i) : (i) => blockPosSet.has(f.chronological[i]),
-      `pos ${ring.blockOrder === 'physical' ? pos(f.physical[0], '—') : pos(f.chronological[0], '—')}`,
-      `pos ${ring.blockOrder === 'physical' ? pos(f.physical[W - 1], '—') : pos(f.chronological[f.chronological.length - 1], '—')}`,
-    );
-    ctx.textAlign = 'left';
-    ctx.font = `12px ${FONT}`;
-    ctx.fillStyle = '#e8590c';
-    ctx.fillRect(sx, 246, 13, 13);
-    ctx.fillStyle = '#1b1f24';
-    ctx.fillText('block rows', sx + 18, 253);
-    ctx.fillStyle = 'rgb(198, 219, 239)';
-    ctx.fillRect(sx + 110, 246, 13, 13);
-    ctx.fillStyle = 'rgb(38, 99, 159)';
-    ctx.fillRect(sx + 125, 246, 13, 13);
-    ctx.fillStyle = '#1b1f24';
-    ctx.fillText('older → newer position', sx + 144, 253);
-  };
+  const paint = () => paintRing(canvas, root, ring);
   onWidthChange(root, paint);
 
   return {

@@ -16,17 +16,8 @@ import type { GenerationOptions, GenerationRun } from '../generation/generation-
 /** `<bos><|turn>` and a few ordinary ids: valid for any Gemma vocabulary (tiny-a's 1,024, the demo's 4,096). */
 export const DEFAULT_PROMPT_IDS = '2, 105, 17, 42, 256';
 
-export function createGenerateForm(
-  engine: EngineProxy,
-  job: JobRunner,
-  onResult: (r: GenerationRun) => void,
-): {
-  root: HTMLElement;
-  policies(list: PolicyInfo[]): void;
-  setModels(target: LoadedSummary | undefined, assistant: LoadedSummary | undefined): void;
-  /** Puts a text prompt in the box (the demo model's), now or once a target with a tokenizer.json is loaded. */
-  suggest(text: string, chat: boolean): void;
-} {
+/** The form's fields and its layout, Run and the progress below them. */
+function generateControls(job: JobRunner) {
   const prompt = el('textarea', {
     rows: 2,
     cols: 48,
@@ -118,6 +109,111 @@ export function createGenerateForm(
     job.phases,
     job.message,
   );
+  return {
+    root,
+    prompt,
+    asIds,
+    asText,
+    chat,
+    maxNew,
+    block,
+    policy,
+    precision,
+    draftPosition,
+    headOption,
+    drafts,
+    draftsLabel,
+    draftsNote,
+    positionLabel,
+    about,
+    tokenizerNote,
+  };
+}
+
+type GenerateControls = ReturnType<typeof generateControls>;
+
+/** Run: reads the options (or says what is wrong with them), keeps them for the next visit and runs the generation. */
+async function runGenerate(
+  c: GenerateControls,
+  engine: EngineProxy,
+  job: JobRunner,
+  state: { vocab: number; hasTokenizer: boolean; qwen: boolean },
+  onResult: (r: GenerationRun) => void,
+  syncMode: () => void,
+): Promise<void> {
+  const { prompt, asIds, asText, chat, maxNew, block, policy, precision, draftPosition, drafts } = c;
+  const { vocab, hasTokenizer, qwen } = state;
+  let options: GenerationOptions;
+  try {
+    const text = asText.checked && hasTokenizer;
+    if (text && !prompt.value.trim()) throw new Error('Write a prompt first.');
+    options = {
+      prompt: text ? prompt.value : parseTokenIds(prompt.value, vocab),
+      chat: text && chat.checked,
+      maxNew: wholeNumber(maxNew.value, 'Max new tokens', 1, 4096),
+      block: Number(block.value),
+      policy: policy.select.value,
+      precision: precision.value(),
+      draftPosition: draftPosition.value === 'mlxcel' ? 'mlxcel' : 'hf',
+      ...(qwen ? { drafts: drafts.value === 'oracle' ? ('oracle' as const) : ('mtp' as const) } : {}),
+    };
+  } catch (e) {
+    job.message.replaceChildren();
+    job.error((e as Error).message);
+    prompt.focus();
+    return;
+  }
+  void saveFormSettings<GenerateSettings>('generate', {
+    prompt: prompt.value,
+    promptMode: asText.checked ? 'text' : 'ids',
+    chat: chat.checked,
+    maxNew: options.maxNew,
+    block: options.block,
+    policy: options.policy,
+    precision: options.precision,
+    draftPosition: options.draftPosition,
+  });
+  const result = await job.start(
+    (jobId, onProgress) => engine.runGeneration(options, jobId, onProgress),
+    [prompt, asIds, asText, chat, maxNew, block, policy.select, precision.f32, precision.bf16, draftPosition, drafts],
+    generationPhases,
+  );
+  // "done in" on the card is the run panel's "Done in": one clock for both
+  if (result) onResult({ options, result, createdAt: new Date().toISOString(), elapsedMs: job.elapsedMs() });
+  syncMode();
+}
+
+export function createGenerateForm(
+  engine: EngineProxy,
+  job: JobRunner,
+  onResult: (r: GenerationRun) => void,
+): {
+  root: HTMLElement;
+  policies(list: PolicyInfo[]): void;
+  setModels(target: LoadedSummary | undefined, assistant: LoadedSummary | undefined): void;
+  /** Puts a text prompt in the box (the demo model's), now or once a target with a tokenizer.json is loaded. */
+  suggest(text: string, chat: boolean): void;
+} {
+  const c = generateControls(job);
+  const {
+    root,
+    prompt,
+    asIds,
+    asText,
+    chat,
+    maxNew,
+    block,
+    policy,
+    precision,
+    draftPosition,
+    headOption,
+    drafts,
+    draftsLabel,
+    draftsNote,
+    positionLabel,
+    about,
+    tokenizerNote,
+  } = c;
 
   let vocab = NaN;
   let hasTokenizer = false;
@@ -177,46 +273,9 @@ export function createGenerateForm(
     syncMode();
   });
 
-  job.run.addEventListener('click', async () => {
-    let options: GenerationOptions;
-    try {
-      const text = asText.checked && hasTokenizer;
-      if (text && !prompt.value.trim()) throw new Error('Write a prompt first.');
-      options = {
-        prompt: text ? prompt.value : parseTokenIds(prompt.value, vocab),
-        chat: text && chat.checked,
-        maxNew: wholeNumber(maxNew.value, 'Max new tokens', 1, 4096),
-        block: Number(block.value),
-        policy: policy.select.value,
-        precision: precision.value(),
-        draftPosition: draftPosition.value === 'mlxcel' ? 'mlxcel' : 'hf',
-        ...(qwen ? { drafts: drafts.value === 'oracle' ? ('oracle' as const) : ('mtp' as const) } : {}),
-      };
-    } catch (e) {
-      job.message.replaceChildren();
-      job.error((e as Error).message);
-      prompt.focus();
-      return;
-    }
-    void saveFormSettings<GenerateSettings>('generate', {
-      prompt: prompt.value,
-      promptMode: asText.checked ? 'text' : 'ids',
-      chat: chat.checked,
-      maxNew: options.maxNew,
-      block: options.block,
-      policy: options.policy,
-      precision: options.precision,
-      draftPosition: options.draftPosition,
-    });
-    const result = await job.start(
-      (jobId, onProgress) => engine.runGeneration(options, jobId, onProgress),
-      [prompt, asIds, asText, chat, maxNew, block, policy.select, precision.f32, precision.bf16, draftPosition, drafts],
-      generationPhases,
-    );
-    // "done in" on the card is the run panel's "Done in": one clock for both
-    if (result) onResult({ options, result, createdAt: new Date().toISOString(), elapsedMs: job.elapsedMs() });
-    syncMode();
-  });
+  job.run.addEventListener('click', () =>
+    runGenerate(c, engine, job, { vocab, hasTokenizer, qwen }, onResult, syncMode),
+  );
 
   return {
     root,

@@ -42,27 +42,8 @@ export interface RunHandlers {
 
 type TabId = 'probe' | 'trace' | 'generate';
 
-export function createRunPanel(engine: EngineProxy, on: RunHandlers): RunPanel {
-  let state: RunState = { loading: false };
-  const cancelJob = (jobId: string) => void engine.cancel(jobId);
-  const runners: JobRunner[] = [];
-  const runner = (prefix: string, label: string, runTestId: string, whyTestId: string) => {
-    const r = createJobRunner({ prefix, label, runTestId, whyTestId, cancelJob, onBusy: () => apply() });
-    runners.push(r);
-    return r;
-  };
-  const probeJob = runner('probe', 'Run probe', 'run-probe', 'run-why');
-  const traceJob = runner('trace', 'Run trace', 'run-trace', 'trace-why');
-  const generateJob = runner('generate', 'Run generation', 'run-generate', 'generate-why');
-  const probe = createProbeForm(engine, probeJob, on.probe);
-  const trace = createTraceForm(engine, traceJob, on.trace);
-  const generate = createGenerateForm(engine, generateJob, on.generation);
-
-  const tabs: { id: TabId; label: string; body: HTMLElement }[] = [
-    { id: 'probe', label: 'Block-versus-chain probe', body: probe.root },
-    { id: 'trace', label: 'Teacher-forced trace', body: trace.root },
-    { id: 'generate', label: 'Classic vs MTP generation', body: generate.root },
-  ];
+/** The tab buttons and their panels: click or arrow keys select a tab, the first one selected to begin with. */
+function tabStrip(tabs: { id: TabId; label: string; body: HTMLElement }[]) {
   const tabButtons = tabs.map((t) =>
     el(
       'button',
@@ -118,6 +99,31 @@ export function createRunPanel(engine: EngineProxy, on: RunHandlers): RunPanel {
     });
   });
   select(0);
+  return { tabButtons, panels };
+}
+
+export function createRunPanel(engine: EngineProxy, on: RunHandlers): RunPanel {
+  let state: RunState = { loading: false };
+  const cancelJob = (jobId: string) => void engine.cancel(jobId);
+  const runners: JobRunner[] = [];
+  const runner = (prefix: string, label: string, runTestId: string, whyTestId: string) => {
+    const r = createJobRunner({ prefix, label, runTestId, whyTestId, cancelJob, onBusy: () => apply() });
+    runners.push(r);
+    return r;
+  };
+  const probeJob = runner('probe', 'Run probe', 'run-probe', 'run-why');
+  const traceJob = runner('trace', 'Run trace', 'run-trace', 'trace-why');
+  const generateJob = runner('generate', 'Run generation', 'run-generate', 'generate-why');
+  const probe = createProbeForm(engine, probeJob, on.probe);
+  const trace = createTraceForm(engine, traceJob, on.trace);
+  const generate = createGenerateForm(engine, generateJob, on.generation);
+
+  const tabs: { id: TabId; label: string; body: HTMLElement }[] = [
+    { id: 'probe', label: 'Block-versus-chain probe', body: probe.root },
+    { id: 'trace', label: 'Teacher-forced trace', body: trace.root },
+    { id: 'generate', label: 'Classic vs MTP generation', body: generate.root },
+  ];
+  const { tabButtons, panels } = tabStrip(tabs);
 
   const policyError = el('div', {});
   const root = el(

@@ -68,6 +68,273 @@ function positionsTable(rows: readonly TracePosition[], caption: string, testid:
   );
 }
 
+function renderVerdict(verdictBox: HTMLElement, r: TraceView) {
+  clear(verdictBox);
+  verdictBox.setAttribute('data-verdict', r.verdict);
+  const m = r.metrics;
+  const chip = (bad: boolean, text: string, testid: string) =>
+    el(
+      'li',
+      { class: bad ? 'diverges' : 'equal', 'data-testid': testid },
+      el('span', { class: `chip ${bad ? 'diverges' : 'equal'}` }, bad ? 'differs' : 'ok'),
+      ' ',
+      text,
+    );
+  append(
+    verdictBox,
+    ...exactnessNodes(r.provenance.exactnessSelfTest),
+    el(
+      'div',
+      { class: 'verdict-head' },
+      el('span', { class: `verdict-label ${r.verdict}` }, r.verdict === 'equal' ? 'EQUAL' : 'DIVERGES'),
+      el(
+        'div',
+        {},
+        el('p', { class: 'summary', 'data-testid': 'trace-summary' }, r.summary),
+        el('p', { class: 'consequence', 'data-testid': 'trace-consequence' }, traceConsequence(r)),
+        el('p', { class: 'consequence small', 'data-testid': 'trace-setup' }, traceSetup(r)),
+      ),
+    ),
+    el(
+      'ul',
+      { class: 'draws' },
+      chip(
+        m.rowsByteEqual !== m.positions,
+        `${fmtInt(m.rowsByteEqual)} of ${fmtInt(m.positions)} rows byte-equal`,
+        'trace-fact-rows',
+      ),
+      chip(
+        m.top1Disagreements > 0,
+        `${plural(m.top1Disagreements, 'top-1 disagreement')} over ${plural(m.positions, 'position')}`,
+        'trace-fact-top1',
+      ),
+      chip(
+        m.decidedDisagreements > 0,
+        `${plural(m.decidedDisagreements, 'disagreement')} on ${plural(m.decidedPositions, 'decided position')} (chain gap ≥ ${DECIDED_GAP.toFixed(1)})`,
+        'trace-fact-decided',
+      ),
+    ),
+  );
+}
+
+function renderMetrics(metricsBox: HTMLElement, r: TraceView) {
+  const m = r.metrics;
+  const d = m.deltaLogit;
+  const rel = m.perplexity.block / m.perplexity.chain - 1;
+  const rows: [string, string, string][] = [
+    ['positions', 'Traced positions', fmtInt(m.positions)],
+    ['rowsByteEqual', 'Rows byte-equal', `${fmtInt(m.rowsByteEqual)} of ${fmtInt(m.positions)}`],
+    ['top1Disagreements', 'Top-1 disagreements', `${fmtInt(m.top1Disagreements)} of ${fmtInt(m.positions)}`],
+    [
+      'decidedPositions',
+      `Decided positions (gap ≥ ${DECIDED_GAP.toFixed(1)})`,
+      `${fmtInt(m.decidedPositions)} of ${fmtInt(m.positions)}`,
+    ],
+    [
+      'decidedDisagreements',
+      'Disagreements on decided positions',
+      `${fmtInt(m.decidedDisagreements)} of ${fmtInt(m.decidedPositions)}`,
+    ],
+    ['deltaP50', '|Δ logit| p50', fmtSci(d.p50)],
+    ['deltaP90', '|Δ logit| p90', fmtSci(d.p90)],
+    ['deltaP99', '|Δ logit| p99', fmtSci(d.p99)],
+    ['deltaMax', '|Δ logit| max', fmtSci(d.max)],
+    ['pplChain', 'Perplexity, chain', fmtSci(m.perplexity.chain)],
+    ['pplBlock', 'Perplexity, block', fmtSci(m.perplexity.block)],
+    ['pplRelative', 'Perplexity block / chain − 1', rel === 0 ? '0' : fmtSci(rel)],
+  ];
+  clear(metricsBox);
+  append(
+    metricsBox,
+    el(
+      'table',
+      { class: 'data', 'data-testid': 'trace-metrics' },
+      el(
+        'tbody',
+        {},
+        ...rows.map(([k, label, v]) =>
+          el(
+            'tr',
+            { 'data-metric': k },
+            el('th', { scope: 'row' }, label),
+            el('td', { 'data-testid': `metric-${k}` }, v),
+          ),
+        ),
+      ),
+    ),
+  );
+}
+
+function renderBuckets(bucketsBox: HTMLElement, r: TraceView) {
+  clear(bucketsBox);
+  const b = r.metrics.buckets;
+  if (!b.length) return append(bucketsBox, el('p', { class: 'muted small' }, 'No gap buckets in this report.'));
+  append(
+    bucketsBox,
+    el(
+      'table',
+      { class: 'data', 'data-testid': 'trace-buckets' },
+      el(
+        'thead',
+        {},
+        el('tr', {}, ...['chain gap', 'positions', 'disagreements', 'share'].map((h) => el('th', { scope: 'col' }, h))),
+      ),
+      el(
+        'tbody',
+        {},
+        ...b.map((x) =>
+          el(
+            'tr',
+            { class: x.disagreements > 0 ? 'ne' : '' },
+            el('td', {}, bucketLabel(x), x.lo >= DECIDED_GAP ? el('span', { class: 'muted' }, ' decided') : null),
+            el('td', {}, fmtInt(x.positions)),
+            el('td', {}, fmtInt(x.disagreements)),
+            el('td', {}, x.positions > 0 ? fmtPercent(x.disagreements, x.positions) : '—'),
+          ),
+        ),
+      ),
+    ),
+  );
+}
+
+/**
+ * mlxcel's judgement (compare_logit_traces), chain as reference and block as candidate: its verdict, where each
+ * disagreement put the chain's top-1 in the block arm's list, and |Δ logit| of that token where the list has it.
+ * A report written before the judgement existed shows nothing here.
+ */
+function renderJudgement(judgementBox: HTMLElement, r: TraceView) {
+  clear(judgementBox);
+  const j = r.judgement;
+  judgementBox.hidden = !j;
+  if (!j) return;
+  const bad = j.verdict !== 'identical';
+  const d = j.delta;
+  const pct = (v: number | null) => (v === null ? '—' : fmtSci(v));
+  const ranks = Object.entries(j.ranks).filter(([, n]) => n > 0);
+  append(
+    judgementBox,
+    el('h3', {}, 'Judgement, as mlxcel judges two logit traces'),
+    el(
+      'p',
+      { class: 'small', 'data-testid': 'trace-judgement-verdict', 'data-verdict': j.verdict },
+      el('span', { class: `chip ${bad ? 'diverges' : 'equal'}` }, j.verdict),
+      ' ',
+      JUDGEMENT_TEXT[j.verdict],
+    ),
+    ranks.length
+      ? el(
+          'div',
+          { class: 'table-wrap' },
+          el('p', { class: 'muted small' }, "Where each disagreement put the chain's top-1 in the block arm's list:"),
+          el(
+            'table',
+            { class: 'data', 'data-testid': 'trace-ranks' },
+            el(
+              'thead',
+              {},
+              el('tr', {}, ...['rank', 'disagreements', 'share'].map((h) => el('th', { scope: 'col' }, h))),
+            ),
+            el(
+              'tbody',
+              {},
+              ...ranks.map(([k, n]) =>
+                el(
+                  'tr',
+                  {},
+                  el('td', {}, k.startsWith('>') ? `beyond the list (${k})` : k),
+                  el('td', {}, fmtInt(n)),
+                  el('td', {}, fmtPercent(n, j.disagreements)),
+                ),
+              ),
+            ),
+          ),
+        )
+      : null,
+    el(
+      'p',
+      { class: 'muted small', 'data-testid': 'trace-judgement-delta' },
+      `|Δ logit| of the chain's top-1 where the block arm lists it (element ⌊p·n⌋ of the sorted list): p50 ${pct(d.p50)} · p90 ${pct(d.p90)} · p99 ${pct(d.p99)} · max ${pct(d.max)}`,
+    ),
+  );
+}
+
+function renderPositions(positionsBox: HTMLElement, r: TraceView) {
+  clear(positionsBox);
+  const dis = disagreements(r);
+  if (dis.length)
+    append(
+      positionsBox,
+      positionsTable(
+        dis.slice(0, ALL_ROWS_MAX),
+        `${plural(dis.length, 'position')} where the block arm's top-1 differs from the chain's`,
+        'trace-disagreements',
+      ),
+    );
+  else
+    append(
+      positionsBox,
+      el(
+        'p',
+        { class: 'small', 'data-testid': 'trace-no-disagreement' },
+        `The block arm's top-1 token equals the chain's at all ${fmtInt(r.positions.length)} traced positions.`,
+      ),
+    );
+  if (!r.positions.length) return;
+  const all = el(
+    'details',
+    { class: 'all-positions' },
+    el(
+      'summary',
+      {},
+      `All ${fmtInt(r.positions.length)} positions${r.positions.length > ALL_ROWS_MAX ? ` (the first ${fmtInt(ALL_ROWS_MAX)} shown)` : ''}`,
+    ),
+  );
+  // Built on first opening: thousands of rows cost nothing until someone asks for them.
+  all.addEventListener('toggle', () => {
+    if (all.open && all.childElementCount === 1)
+      append(
+        all,
+        positionsTable(
+          r.positions.slice(0, ALL_ROWS_MAX),
+          'every traced position, chain arm versus block arm',
+          'trace-all-positions',
+        ),
+      );
+  });
+  append(positionsBox, all);
+}
+
+function renderChartNote(chartNote: HTMLElement, r: TraceView) {
+  const zero = r.positions.filter((p) => p.deltaChosen === 0).length;
+  const n = r.positions.length;
+  chartNote.textContent =
+    n === 0
+      ? 'This report lists no positions.'
+      : zero === n
+        ? `|Δ logit| is exactly 0 at all ${fmtInt(n)} positions: they sit on the "= 0" line under the axis.`
+        : `${fmtInt(n)} positions; ${fmtInt(zero)} with |Δ logit| exactly 0 (on the "= 0" line). Shaded: decided positions, where the chain's top-1 leads top-2 by ≥ ${DECIDED_GAP.toFixed(1)}; the dashed line marks that gap.`;
+}
+
+function renderTimings(timingsBox: HTMLElement, r: TraceView) {
+  clear(timingsBox);
+  const t = r.timings;
+  append(
+    timingsBox,
+    el(
+      'dl',
+      { class: 'kv', 'data-testid': 'trace-timings' },
+      ...(
+        [
+          ['Prefill', fmtMs(t.prefillMs)],
+          ['Chain arm', fmtMs(t.chainMs)],
+          ['Block arm', fmtMs(t.blockMs)],
+          ['Total', fmtMs(t.totalMs)],
+        ] as const
+      ).flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)]),
+    ),
+  );
+}
+
 export function createTraceView(): {
   root: HTMLElement;
   show(r: TraceView, raw: unknown): void;
@@ -114,277 +381,6 @@ export function createTraceView(): {
   let report: TraceView | undefined;
   let rawReport: unknown;
 
-  function renderVerdict(r: TraceView) {
-    clear(verdictBox);
-    verdictBox.setAttribute('data-verdict', r.verdict);
-    const m = r.metrics;
-    const chip = (bad: boolean, text: string, testid: string) =>
-      el(
-        'li',
-        { class: bad ? 'diverges' : 'equal', 'data-testid': testid },
-        el('span', { class: `chip ${bad ? 'diverges' : 'equal'}` }, bad ? 'differs' : 'ok'),
-        ' ',
-        text,
-      );
-    append(
-      verdictBox,
-      ...exactnessNodes(r.provenance.exactnessSelfTest),
-      el(
-        'div',
-        { class: 'verdict-head' },
-        el('span', { class: `verdict-label ${r.verdict}` }, r.verdict === 'equal' ? 'EQUAL' : 'DIVERGES'),
-        el(
-          'div',
-          {},
-          el('p', { class: 'summary', 'data-testid': 'trace-summary' }, r.summary),
-          el('p', { class: 'consequence', 'data-testid': 'trace-consequence' }, traceConsequence(r)),
-          el('p', { class: 'consequence small', 'data-testid': 'trace-setup' }, traceSetup(r)),
-        ),
-      ),
-      el(
-        'ul',
-        { class: 'draws' },
-        chip(
-          m.rowsByteEqual !== m.positions,
-          `${fmtInt(m.rowsByteEqual)} of ${fmtInt(m.positions)} rows byte-equal`,
-          'trace-fact-rows',
-        ),
-        chip(
-          m.top1Disagreements > 0,
-          `${plural(m.top1Disagreements, 'top-1 disagreement')} over ${plural(m.positions, 'position')}`,
-          'trace-fact-top1',
-        ),
-        chip(
-          m.decidedDisagreements > 0,
-          `${plural(m.decidedDisagreements, 'disagreement')} on ${plural(m.decidedPositions, 'decided position')} (chain gap ≥ ${DECIDED_GAP.toFixed(1)})`,
-          'trace-fact-decided',
-        ),
-      ),
-    );
-  }
-
-  function renderMetrics(r: TraceView) {
-    const m = r.metrics;
-    const d = m.deltaLogit;
-    const rel = m.perplexity.block / m.perplexity.chain - 1;
-    const rows: [string, string, string][] = [
-      ['positions', 'Traced positions', fmtInt(m.positions)],
-      ['rowsByteEqual', 'Rows byte-equal', `${fmtInt(m.rowsByteEqual)} of ${fmtInt(m.positions)}`],
-      ['top1Disagreements', 'Top-1 disagreements', `${fmtInt(m.top1Disagreements)} of ${fmtInt(m.positions)}`],
-      [
-        'decidedPositions',
-        `Decided positions (gap ≥ ${DECIDED_GAP.toFixed(1)})`,
-        `${fmtInt(m.decidedPositions)} of ${fmtInt(m.positions)}`,
-      ],
-      [
-        'decidedDisagreements',
-        'Disagreements on decided positions',
-        `${fmtInt(m.decidedDisagreements)} of ${fmtInt(m.decidedPositions)}`,
-      ],
-      ['deltaP50', '|Δ logit| p50', fmtSci(d.p50)],
-      ['deltaP90', '|Δ logit| p90', fmtSci(d.p90)],
-      ['deltaP99', '|Δ logit| p99', fmtSci(d.p99)],
-      ['deltaMax', '|Δ logit| max', fmtSci(d.max)],
-      ['pplChain', 'Perplexity, chain', fmtSci(m.perplexity.chain)],
-      ['pplBlock', 'Perplexity, block', fmtSci(m.perplexity.block)],
-      ['pplRelative', 'Perplexity block / chain − 1', rel === 0 ? '0' : fmtSci(rel)],
-    ];
-    clear(metricsBox);
-    append(
-      metricsBox,
-      el(
-        'table',
-        { class: 'data', 'data-testid': 'trace-metrics' },
-        el(
-          'tbody',
-          {},
-          ...rows.map(([k, label, v]) =>
-            el(
-              'tr',
-              { 'data-metric': k },
-              el('th', { scope: 'row' }, label),
-              el('td', { 'data-testid': `metric-${k}` }, v),
-            ),
-          ),
-        ),
-      ),
-    );
-  }
-
-  function renderBuckets(r: TraceView) {
-    clear(bucketsBox);
-    const b = r.metrics.buckets;
-    if (!b.length) return append(bucketsBox, el('p', { class: 'muted small' }, 'No gap buckets in this report.'));
-    append(
-      bucketsBox,
-      el(
-        'table',
-        { class: 'data', 'data-testid': 'trace-buckets' },
-        el(
-          'thead',
-          {},
-          el(
-            'tr',
-            {},
-            ...['chain gap', 'positions', 'disagreements', 'share'].map((h) => el('th', { scope: 'col' }, h)),
-          ),
-        ),
-        el(
-          'tbody',
-          {},
-          ...b.map((x) =>
-            el(
-              'tr',
-              { class: x.disagreements > 0 ? 'ne' : '' },
-              el('td', {}, bucketLabel(x), x.lo >= DECIDED_GAP ? el('span', { class: 'muted' }, ' decided') : null),
-              el('td', {}, fmtInt(x.positions)),
-              el('td', {}, fmtInt(x.disagreements)),
-              el('td', {}, x.positions > 0 ? fmtPercent(x.disagreements, x.positions) : '—'),
-            ),
-          ),
-        ),
-      ),
-    );
-  }
-
-  /**
-   * mlxcel's judgement (compare_logit_traces), chain as reference and block as candidate: its verdict, where each
-   * disagreement put the chain's top-1 in the block arm's list, and |Δ logit| of that token where the list has it.
-   * A report written before the judgement existed shows nothing here.
-   */
-  function renderJudgement(r: TraceView) {
-    clear(judgementBox);
-    const j = r.judgement;
-    judgementBox.hidden = !j;
-    if (!j) return;
-    const bad = j.verdict !== 'identical';
-    const d = j.delta;
-    const pct = (v: number | null) => (v === null ? '—' : fmtSci(v));
-    const ranks = Object.entries(j.ranks).filter(([, n]) => n > 0);
-    append(
-      judgementBox,
-      el('h3', {}, 'Judgement, as mlxcel judges two logit traces'),
-      el(
-        'p',
-        { class: 'small', 'data-testid': 'trace-judgement-verdict', 'data-verdict': j.verdict },
-        el('span', { class: `chip ${bad ? 'diverges' : 'equal'}` }, j.verdict),
-        ' ',
-        JUDGEMENT_TEXT[j.verdict],
-      ),
-      ranks.length
-        ? el(
-            'div',
-            { class: 'table-wrap' },
-            el('p', { class: 'muted small' }, "Where each disagreement put the chain's top-1 in the block arm's list:"),
-            el(
-              'table',
-              { class: 'data', 'data-testid': 'trace-ranks' },
-              el(
-                'thead',
-                {},
-                el('tr', {}, ...['rank', 'disagreements', 'share'].map((h) => el('th', { scope: 'col' }, h))),
-              ),
-              el(
-                'tbody',
-                {},
-                ...ranks.map(([k, n]) =>
-                  el(
-                    'tr',
-                    {},
-                    el('td', {}, k.startsWith('>') ? `beyond the list (${k})` : k),
-                    el('td', {}, fmtInt(n)),
-                    el('td', {}, fmtPercent(n, j.disagreements)),
-                  ),
-                ),
-              ),
-            ),
-          )
-        : null,
-      el(
-        'p',
-        { class: 'muted small', 'data-testid': 'trace-judgement-delta' },
-        `|Δ logit| of the chain's top-1 where the block arm lists it (element ⌊p·n⌋ of the sorted list): p50 ${pct(d.p50)} · p90 ${pct(d.p90)} · p99 ${pct(d.p99)} · max ${pct(d.max)}`,
-      ),
-    );
-  }
-
-  function renderPositions(r: TraceView) {
-    clear(positionsBox);
-    const dis = disagreements(r);
-    if (dis.length)
-      append(
-        positionsBox,
-        positionsTable(
-          dis.slice(0, ALL_ROWS_MAX),
-          `${plural(dis.length, 'position')} where the block arm's top-1 differs from the chain's`,
-          'trace-disagreements',
-        ),
-      );
-    else
-      append(
-        positionsBox,
-        el(
-          'p',
-          { class: 'small', 'data-testid': 'trace-no-disagreement' },
-          `The block arm's top-1 token equals the chain's at all ${fmtInt(r.positions.length)} traced positions.`,
-        ),
-      );
-    if (!r.positions.length) return;
-    const all = el(
-      'details',
-      { class: 'all-positions' },
-      el(
-        'summary',
-        {},
-        `All ${fmtInt(r.positions.length)} positions${r.positions.length > ALL_ROWS_MAX ? ` (the first ${fmtInt(ALL_ROWS_MAX)} shown)` : ''}`,
-      ),
-    );
-    // Built on first opening: thousands of rows cost nothing until someone asks for them.
-    all.addEventListener('toggle', () => {
-      if (all.open && all.childElementCount === 1)
-        append(
-          all,
-          positionsTable(
-            r.positions.slice(0, ALL_ROWS_MAX),
-            'every traced position, chain arm versus block arm',
-            'trace-all-positions',
-          ),
-        );
-    });
-    append(positionsBox, all);
-  }
-
-  function renderChartNote(r: TraceView) {
-    const zero = r.positions.filter((p) => p.deltaChosen === 0).length;
-    const n = r.positions.length;
-    chartNote.textContent =
-      n === 0
-        ? 'This report lists no positions.'
-        : zero === n
-          ? `|Δ logit| is exactly 0 at all ${fmtInt(n)} positions: they sit on the "= 0" line under the axis.`
-          : `${fmtInt(n)} positions; ${fmtInt(zero)} with |Δ logit| exactly 0 (on the "= 0" line). Shaded: decided positions, where the chain's top-1 leads top-2 by ≥ ${DECIDED_GAP.toFixed(1)}; the dashed line marks that gap.`;
-  }
-
-  function renderTimings(r: TraceView) {
-    clear(timingsBox);
-    const t = r.timings;
-    append(
-      timingsBox,
-      el(
-        'dl',
-        { class: 'kv', 'data-testid': 'trace-timings' },
-        ...(
-          [
-            ['Prefill', fmtMs(t.prefillMs)],
-            ['Chain arm', fmtMs(t.chainMs)],
-            ['Block arm', fmtMs(t.blockMs)],
-            ['Total', fmtMs(t.totalMs)],
-          ] as const
-        ).flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)]),
-      ),
-    );
-  }
-
   return {
     root,
     show(r, raw) {
@@ -392,14 +388,14 @@ export function createTraceView(): {
       rawReport = raw;
       root.hidden = false;
       compacted.hidden = r.linkCompacted !== true;
-      renderVerdict(r);
-      renderChartNote(r);
+      renderVerdict(verdictBox, r);
+      renderChartNote(chartNote, r);
       chart.update(r.positions);
-      renderMetrics(r);
-      renderBuckets(r);
-      renderJudgement(r);
-      renderPositions(r);
-      renderTimings(r);
+      renderMetrics(metricsBox, r);
+      renderBuckets(bucketsBox, r);
+      renderJudgement(judgementBox, r);
+      renderPositions(positionsBox, r);
+      renderTimings(timingsBox, r);
       clear(provBox);
       append(
         provBox,
