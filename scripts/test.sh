@@ -21,11 +21,13 @@ trap 'rm -rf "$results"' EXIT
 typecheck_failed=0
 if ! npx tsc --noEmit -p tsconfig.json; then typecheck_failed=1; echo "typecheck FAILED" >&2; fi
 # Lint (import cycles included) and format check, one tool configured in biome.jsonc; `npm run lint` runs the same
-# static checks (type check, Biome, layering) on their own.
+# static checks (type check, Biome, layering, sizes) on their own.
 lint_failed=0
 if ! npx biome ci --colors=off .; then lint_failed=1; echo "lint/format check FAILED (npx biome check --write . fixes formatting)" >&2; fi
 # The layering of src/ (docs/ARCHITECTURE.md): no import against the declared order of the folders.
 if ! node scripts/check-layers.mjs; then lint_failed=1; echo "layering check FAILED" >&2; fi
+# Readable sizes: no file of src/ over 600 lines, no function over 150 (scripts/check-sizes.mjs).
+if ! node scripts/check-sizes.mjs; then lint_failed=1; echo "size check FAILED" >&2; fi
 
 # run_vitest <json report> <vitest args...>
 run_vitest() {
