@@ -9,11 +9,13 @@
  * the same sum in exact arithmetic and different in f32, as a relaxed compiler's rewrites are:
  *   matmul:    the block path sums the four position sums of a group in another order (software class: the
  *              chunk vector's horizontal sum in matmul_lanes.wgsl; GPU class: group_dot in matmul_coop.wgsl);
- *   attention: the block path divides by the softmax denominator through the reciprocal of a rescaled
- *              denominator, `o * (3.0 / (3.0 * l))` (`combine`, the software class's last pass, and `combined`,
- *              the GPU class's combine_fused). Not the plain reciprocal `o * (1.0 / l)`: that is what the compiler
- *              fuzzer's recip rewrite (src/gpu/wgsl-fuzz) may make of the unfaulted `o / l` for every row, and
- *              then the faulted row would equal the others and the fault would prove nothing.
+ *   attention: the block path divides by the softmax denominator with both sides scaled by a run-time odd
+ *              factor, `(o * s) / (l * s)`, s = 2M + 1 (`combine`, the software class's last pass, and
+ *              `combined`, the GPU class's combine_fused). Not a reciprocal (`o * (1.0 / l)`) nor a constant
+ *              rescaling (`o * (3.0 / (3.0 * l))`): Vulkan lets a driver divide through a reciprocal (NVIDIA's
+ *              does, and an H100 folded both forms to the unfaulted `o / l`), and the compiler fuzzer's recip
+ *              rewrite does the same to every row; then the faulted row equals the others and proves nothing. A
+ *              factor known only at run time cannot be folded, and odd, it is never an exact power-of-two scaling.
  * An anchor that is no longer found in the kernel's source is an error, never a silently unfaulted kernel.
  */
 export type KernelFault = 'matmul' | 'attention';
@@ -66,14 +68,14 @@ fn close_row_fault(p: ptr<private, vec2<f32>>, s: vec4<f32>, sb: vec2<f32>, sx: 
       // software class: `combine`, one invocation per (row, head, 4 channels)
       shaders: ['attention.wgsl'],
       find: 'out[jh * d4 + c4] = round4(o / l);',
-      replace: `if (P.M > 1u && jh / P.heads == FAULT_ROW) { out[jh * d4 + c4] = round4(o * (3.0 / (3.0 * l))); } else { out[jh * d4 + c4] = round4(o / l); }`,
+      replace: `if (P.M > 1u && jh / P.heads == FAULT_ROW) { let fs = f32(2u * P.M + 1u); out[jh * d4 + c4] = round4((o * fs) / (l * fs)); } else { out[jh * d4 + c4] = round4(o / l); }`,
       helpers: `const FAULT_ROW: u32 = ${FAULT_ROW}u;`,
     },
     {
       // GPU class: `combined`, called by combine_fused per (row, head, 4 channels)
       shaders: ['attention.wgsl'],
       find: 'return o / l;',
-      replace: 'if (P.M > 1u && jh / P.heads == FAULT_ROW) { return o * (3.0 / (3.0 * l)); }\n  return o / l;',
+      replace: 'if (P.M > 1u && jh / P.heads == FAULT_ROW) { let fs = f32(2u * P.M + 1u); return (o * fs) / (l * fs); }\n  return o / l;',
       helpers: '',
     },
   ],
