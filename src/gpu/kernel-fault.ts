@@ -75,7 +75,8 @@ fn close_row_fault(p: ptr<private, vec2<f32>>, s: vec4<f32>, sb: vec2<f32>, sx: 
       // GPU class: `combined`, called by combine_fused per (row, head, 4 channels)
       shaders: ['attention.wgsl'],
       find: 'return o / l;',
-      replace: 'if (P.M > 1u && jh / P.heads == FAULT_ROW) { let fs = f32(2u * P.M + 1u); return (o * fs) / (l * fs); }\n  return o / l;',
+      replace:
+        'if (P.M > 1u && jh / P.heads == FAULT_ROW) { let fs = f32(2u * P.M + 1u); return (o * fs) / (l * fs); }\n  return o / l;',
       helpers: '',
     },
   ],

@@ -6,7 +6,7 @@
 import type { TargetDescription } from '../format/model-description.ts';
 import type { GpuContext } from '../gpu/device.ts';
 import { ETargetModel, isESeriesTarget } from './family/e-target.ts';
-import type { GpuRouterOrder } from './family/moe-ops.ts';
+import type { GpuRouterOrder, GpuRouterScale } from './family/moe-ops.ts';
 import { moePolicyByName } from './family/moe-policies.ts';
 import { isMoeTarget, MoETargetModel } from './family/moe-target.ts';
 import { familyPolicy } from './family-policies.ts';
@@ -28,6 +28,8 @@ export interface BuildTargetOptions extends TargetOptions {
    * product for 'mlx', transformers' for 'transformers'; moe-target.ts). Default MLX's. Refused on other targets.
    */
   router?: GpuRouterOrder;
+  /** With `router`: its router scalar, when a comparison of conventions mixes them (router-compare.ts). */
+  routerScale?: GpuRouterScale;
 }
 
 export function isQwenWeights(w: AnyTargetWeights): w is QwenGpuWeights {
@@ -49,11 +51,17 @@ export function buildTarget(ctx: GpuContext, w: QwenGpuWeights, o: BuildTargetOp
 export function buildTarget(ctx: GpuContext, w: GpuWeights<TargetDescription>, o: BuildTargetOptions): GemmaTargetModel;
 export function buildTarget(ctx: GpuContext, w: AnyTargetWeights, o: BuildTargetOptions): AnyTargetModel;
 export function buildTarget(ctx: GpuContext, w: AnyTargetWeights, o: BuildTargetOptions): AnyTargetModel {
-  const { router, ...sizes } = o;
+  const { router, routerScale, ...sizes } = o;
   // a router convention asked of a target without one would be silently ignored
-  if (router !== undefined && !hasRouter(w)) throw new Error(routerRefusal(`router convention "${router}"`));
+  if ((router ?? routerScale) !== undefined && !hasRouter(w))
+    throw new Error(routerRefusal(`router convention "${router ?? routerScale}"`));
   if (isQwenWeights(w)) return new QwenTargetModel(ctx, w, sizes);
-  if (isMoeTarget(w.desc)) return new MoETargetModel(ctx, w, router ? { ...sizes, router } : sizes);
+  if (isMoeTarget(w.desc))
+    return new MoETargetModel(ctx, w, {
+      ...sizes,
+      ...(router ? { router } : {}),
+      ...(routerScale ? { routerScale } : {}),
+    });
   if (isESeriesTarget(w.desc)) return new ETargetModel(ctx, w, sizes);
   return new TargetModel(ctx, w, sizes);
 }

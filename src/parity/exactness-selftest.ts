@@ -27,7 +27,8 @@ import {
 import type { KernelFault } from '../gpu/kernel-fault.ts';
 import { uploadWeights, type GpuWeights } from '../model/gpu-weights.ts';
 import type { CacheSnapshot } from '../model/kv-cache.ts';
-import { TargetModel, type ForwardResult, type Precision } from '../model/target.ts';
+import { buildTarget, type GemmaTargetModel } from '../model/build-target.ts';
+import type { ForwardResult, Precision } from '../model/target.ts';
 import type { CancelToken, ProgressFn } from '../util/cancel.ts';
 import { compareRows } from './compare.ts';
 import { blameCaptures, blameKernel, type KernelName } from './exactness-blame.ts';
@@ -247,7 +248,8 @@ async function checkClass(
   const cls = kernels.kernelClass;
   const W = desc.window;
   const maxK = Math.max(...SELFTEST_BLOCKS);
-  const model = new TargetModel(ctx, weights, {
+  // the built-in model is a dense Gemma 4: buildTarget gives its TargetModel
+  const model = buildTarget(ctx, weights, {
     maxContext: PROMPT_LENGTH + W + maxK,
     maxBlock: maxK,
     prefillChunk: PROMPT_LENGTH,
@@ -287,7 +289,7 @@ async function checkClass(
 
 /** The two arms of one block from `snap`, compared; on a difference, again with captures, to name the kernel. */
 async function checkBlock(
-  model: TargetModel,
+  model: GemmaTargetModel,
   snap: CacheSnapshot,
   block: number[],
   cls: KernelClass,

@@ -19,7 +19,8 @@ import type { TargetDescription } from '../format/model-description.ts';
 import type { GpuContext } from '../gpu/device.ts';
 import type { GpuWeights } from '../model/gpu-weights.ts';
 import type { GpuRouterOrder, GpuRouterScale } from '../model/family/moe-ops.ts';
-import { isMoeTarget, MoETargetModel } from '../model/family/moe-target.ts';
+import { isMoeTarget, type MoETargetModel } from '../model/family/moe-target.ts';
+import { buildTarget } from '../model/build-target.ts';
 
 /** A router convention: the softmax order and how router.scale meets H^-0.5. */
 export interface RouterConvention {
@@ -155,7 +156,7 @@ export async function compareRouters(
   const routerCaps = new Set<string>();
   for (let i = 0; i < L; i++) for (const s of ['router', 'router_ids', 'router_weights']) routerCaps.add(`${s}.${i}`);
   const run = async (c: RouterConvention, captures: Set<string>, inputs?: Float32Array[]) => {
-    const model = new MoETargetModel(ctx, weights, { ...modelOpts, router: c.order, routerScale: c.scale });
+    const model = buildTarget(ctx, weights, { ...modelOpts, router: c.order, routerScale: c.scale }) as MoETargetModel;
     try {
       return await model.prefill(opts.tokens, {
         logits: 'all',
