@@ -99,14 +99,8 @@ proto.params = function (this: Recorder, shader: string, values: ParamValues): B
   });
   return b;
 };
-proto.run = function (
-  this: Recorder,
-  shader: string,
-  entry: string,
-  constants: Record<string, number>,
-  bindings: (Binding | undefined)[],
-  workgroups: number,
-): void {
+proto.run = function (this: Recorder, ...args: Parameters<Recorder['run']>): void {
+  const [shader, entry, constants, bindings, workgroups] = args;
   const r = recorderOf(this);
   r.counts.dispatches++;
   emit({
@@ -118,16 +112,10 @@ proto.run = function (
     workgroups,
     bindings: bindings.map(bindingOf),
   });
-  run.call(this, shader, entry, constants, bindings, workgroups);
+  run.apply(this, args);
 };
-proto.copy = function (
-  this: Recorder,
-  src: GPUBuffer,
-  srcOffset: number,
-  dst: GPUBuffer,
-  dstOffset: number,
-  size: number,
-): void {
+proto.copy = function (this: Recorder, ...args: Parameters<Recorder['copy']>): void {
+  const [src, srcOffset, dst, dstOffset, size] = args;
   emit({
     ev: 'copy',
     rec: recorderOf(this).id,
@@ -135,7 +123,7 @@ proto.copy = function (
     dst: { label: dst.label, bufferSize: dst.size, offset: dstOffset },
     size,
   });
-  copy.call(this, src, srcOffset, dst, dstOffset, size);
+  copy.apply(this, args);
 };
 proto.submit = function (this: Recorder): void {
   const r = recorderOf(this);
