@@ -19,7 +19,7 @@ import type { KernelCache } from '../gpu/kernels.ts';
 import { type RecorderTally, setRecorderTally } from '../gpu/recorder.ts';
 import { generationModels } from '../model/generation-setup.ts';
 import type { TargetStats } from '../model/forward-pass.ts';
-import { QWEN_POLICIES } from '../model/qwen/policies.ts';
+import { policiesFor } from '../model/policy-registry.ts';
 import { buildE2EModel, type E2EModel, type E2EPreset } from './e2e-model.ts';
 import { warmGpu, type Warmup } from './probes.ts';
 import { isSoftwareAdapter } from '../gpu/kernel-class.ts';
@@ -266,7 +266,9 @@ function accumulate(acc: Counts, a: Counts, b: Counts): void {
 
 /** The probe's inexact policy for a family: mlx-metal where it applies, else Qwen3.5's own gdn-chunked. */
 function inexactPolicy(family: E2EModel['family']): string {
-  return family === 'qwen3_5' && !QWEN_POLICIES.has('mlx-metal') ? 'gdn-chunked' : 'mlx-metal';
+  return family === 'qwen3_5' && !policiesFor('qwen3_5').some((p) => p.name === 'mlx-metal')
+    ? 'gdn-chunked'
+    : 'mlx-metal';
 }
 
 export async function benchEndToEnd(ctx: GpuContext, o: E2EOptions): Promise<E2EResult> {

@@ -7,11 +7,10 @@ import type { TargetDescription } from '../format/model-description.ts';
 import type { GpuContext } from '../gpu/device.ts';
 import { ETargetModel, isESeriesTarget } from './family/e-target.ts';
 import type { GpuRouterOrder, GpuRouterScale } from './family/moe-ops.ts';
-import { moePolicyByName } from './family/moe-policies.ts';
 import { isMoeTarget, MoETargetModel } from './family/moe-target.ts';
-import { familyPolicy } from './family-policies.ts';
 import type { GpuWeights } from './gpu-weights.ts';
 import type { Policy } from './policy.ts';
+import { policyFor, type PolicyFamily } from './policy-registry.ts';
 import { QwenTargetModel } from './qwen/target.ts';
 import type { QwenGpuWeights } from './qwen/weights.ts';
 import { TargetModel, type TargetOptions } from './target.ts';
@@ -66,11 +65,13 @@ export function buildTarget(ctx: GpuContext, w: AnyTargetWeights, o: BuildTarget
   return new TargetModel(ctx, w, sizes);
 }
 
-/**
- * The policy `name` for this target: Qwen3.5's list, a MoE target's (every Gemma 4 policy and moe-grouped), or
- * Gemma 4's (familyPolicy refuses the MoE-only policies there: the target has no experts).
- */
+/** Which family's policies these weights' target takes (a MoE target's are every Gemma 4 policy and its own). */
+export function policyFamilyOf(w: AnyTargetWeights): PolicyFamily {
+  if (isQwenWeights(w)) return 'qwen3_5';
+  return isMoeTarget(w.desc) ? 'gemma4-moe' : 'gemma4';
+}
+
+/** The policy `name` for this target, refused naming the targets that take it when this one does not. */
 export function targetPolicy(w: AnyTargetWeights, name: string): Policy {
-  if (isQwenWeights(w)) return familyPolicy('qwen3_5', name);
-  return isMoeTarget(w.desc) ? moePolicyByName(name) : familyPolicy('gemma4', name);
+  return policyFor(policyFamilyOf(w), name);
 }

@@ -126,7 +126,11 @@ const mlxMetal: Policy = {
   matmulSplit: matmulMSplit.matmulSplit,
 };
 
-export const POLICIES: Policy[] = [
+/**
+ * The policies of mechanisms more than one family has, in menu order. Which families take which is the registry's
+ * (src/model/policy-registry.ts), the one place policies are looked up.
+ */
+export const SHARED_POLICIES: readonly Policy[] = [
   EXACT,
   ringChronological,
   maskWidened,
@@ -136,9 +140,3 @@ export const POLICIES: Policy[] = [
   mlxMetal,
   ...mlxPolicies(EXACT),
 ];
-
-export function policyByName(name: string): Policy {
-  const p = POLICIES.find((x) => x.name === name);
-  if (!p) throw new Error(`Unknown policy "${name}" (known: ${POLICIES.map((x) => x.name).join(', ')}).`);
-  return p;
-}

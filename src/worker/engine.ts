@@ -16,8 +16,7 @@ import type { TargetDescription } from '../format/model-description.ts';
 import type { CheckpointInfo, PerformanceSummary, ProbeReport, SelfTestRecord } from '../parity/report.ts';
 import { pageBenchOptions, runBench, type BenchReport } from '../bench/run.ts';
 import { runProbe, type ProbeOptions } from '../parity/probe.ts';
-import { familyPolicyMenu, type PolicyFamily } from '../model/family-policies.ts';
-import { MOE_POLICY_LIST } from '../model/family/moe-policies.ts';
+import { policyMenu, type PolicyFamily } from '../model/policy-registry.ts';
 import { runTrace, type TraceOptions, type TraceReport } from '../parity/trace.ts';
 import { FormatError } from '../format/errors.ts';
 import {
@@ -375,8 +374,7 @@ export class Engine {
    * a Gemma 4 MoE target's (every Gemma 4 policy and moe-grouped).
    */
   policies(family: PolicyFamily = 'gemma4'): { name: string; description: string }[] {
-    if (family === 'gemma4-moe') return MOE_POLICY_LIST.map((p) => ({ name: p.name, description: p.description }));
-    return familyPolicyMenu(family);
+    return policyMenu(family);
   }
 
   /** Runs the block-versus-chain probe on the loaded target. */

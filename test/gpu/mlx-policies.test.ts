@@ -17,7 +17,7 @@ import { Rand, bf16Rne, bytesOf, expectSameBytes, useLab, type Lab } from './hel
 import { affineLinear, type AffineCase } from './helpers/linears.ts';
 import * as op from '../../src/model/ops.ts';
 import { mlxKernel, type MlxKernel, type MlxMachine } from '../../src/model/mlx-dispatch.ts';
-import { POLICIES, policyByName } from '../../src/model/policy.ts';
+import { policiesFor, policyByName } from '../../src/model/policy-registry.ts';
 import { fmaF32, mlxOrder } from '../../src/reference/mlx-orders.ts';
 import { shaderSource } from '../../src/gpu/shaders.ts';
 import { readF32, storageBuffer, uniformBuffer, uploadBuffer } from '../../src/gpu/buffers.ts';
@@ -34,7 +34,9 @@ const machine = (name: string): MlxMachine => policyByName(name).mlx!;
 const M1 = machine('mlx-m1');
 const M3 = machine('mlx-m3plus');
 /** Every MLX policy: the six machines and their +fma twins. */
-const MLX_NAMES = POLICIES.filter((p) => p.mlx).map((p) => p.name);
+const MLX_NAMES = policiesFor('gemma4')
+  .filter((p) => p.mlx)
+  .map((p) => p.name);
 /** The machines whose M = 2 and 6 are also run (one per kernel set: no qmv_wide, qmv_wide; fused or not). */
 const FULL_M = new Set(['mlx-m1', 'mlx-m3plus', 'mlx-m1+fma', 'mlx-m3plus+fma']);
 const describeMachine = (m: MlxMachine) =>

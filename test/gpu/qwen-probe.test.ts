@@ -103,6 +103,6 @@ describe('block-versus-chain probe on a Qwen3.5 target (qwen-tiny)', () => {
   it('refuses a policy whose mechanism the family lacks (the sliding ring)', async () => {
     await expect(
       runProbe(env, { block: 4, policy: 'ring-chronological', precision: 'f32', localize: true }),
-    ).rejects.toThrow(/does not apply to Qwen3.5/);
+    ).rejects.toThrow(/^policy ring-chronological applies to Gemma 4 targets only; Qwen3.5 targets take exact, /);
   });
 });

@@ -7,8 +7,7 @@ import { nodeFolderSources } from '../../src/node/file-source.ts';
 import { uploadQwenWeights, type QwenGpuWeights } from '../../src/model/qwen/weights.ts';
 import { QwenTargetModel } from '../../src/model/qwen/target.ts';
 import type { ForwardResult, Precision } from '../../src/model/target.ts';
-import { policyByName } from '../../src/model/policy.ts';
-import { qwenPolicyByName } from '../../src/model/qwen/policies.ts';
+import { policyByName, policyFor } from '../../src/model/policy-registry.ts';
 import type { GpuContext } from '../../src/gpu/device.ts';
 
 /**
@@ -220,7 +219,7 @@ describe('Qwen3.5 GPU target (qwen-tiny)', () => {
       await m.prefill(TOKENS.slice(0, 5), { logits: 'none' });
       const base = m.snapshot();
       try {
-        const policy = qwenPolicyByName(policyName);
+        const policy = policyFor('qwen3_5', policyName);
         const draft = TOKENS.slice(5, 9);
         const chain: ForwardResult[] = [];
         for (const t of draft) chain.push(await m.decode(t, { policy, captures: 'all' }));

@@ -41,6 +41,6 @@ describe('teacher-forced trace on a Qwen3.5 target (qwen-tiny)', () => {
   it('refuses a policy the family lacks', async () => {
     await expect(
       runTrace(env, { block: 4, prefix: 20, traced: 8, policy: 'ring-chronological', precision: 'f32' }),
-    ).rejects.toThrow(/does not apply to Qwen3.5/);
+    ).rejects.toThrow(/^policy ring-chronological applies to Gemma 4 targets only; Qwen3.5 targets take exact, /);
   });
 });

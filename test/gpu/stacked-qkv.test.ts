@@ -16,7 +16,7 @@ import { forceKernelClass, type KernelClass } from '../../src/gpu/kernel-class.t
 import type { TargetDescription } from '../../src/format/model-description.ts';
 import { uploadWeights, type GpuWeights } from '../../src/model/gpu-weights.ts';
 import { TargetModel, type Precision } from '../../src/model/target.ts';
-import { policyByName } from '../../src/model/policy.ts';
+import { policyByName } from '../../src/model/policy-registry.ts';
 import { stackedQkvBlocks } from '../../src/model/ops.ts';
 
 describe('stacked q, k, v projections', () => {

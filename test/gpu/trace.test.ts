@@ -17,7 +17,7 @@ import {
   type TracePosition,
   type TraceReport,
 } from '../../src/parity/trace.ts';
-import { POLICIES } from '../../src/model/policy.ts';
+import { policiesFor } from '../../src/model/policy-registry.ts';
 import { checkpointInfo } from '../../src/parity/summary.ts';
 import { TINY_A_F64, loadGolden, loadTransformersF32, maxAbsDiff, tinyTarget } from '../support/fixtures.ts';
 import { loadReferenceWeights, referenceForward, type TargetWeights } from '../../src/reference/index.ts';
@@ -131,7 +131,7 @@ describe('teacher-forced trace (chain vs block)', () => {
   it("each inexact policy: block rows differ, by rounding only (within the f32 yardstick of the reference); the chain arm is exact's where its prefill is", async () => {
     const lines: string[] = [];
     // The MLX policies change both arms (the chain runs MLX's one-row kernel): tested below.
-    for (const p of POLICIES.filter((x) => x.name !== 'exact' && !x.mlx)) {
+    for (const p of policiesFor('gemma4').filter((x) => x.name !== 'exact' && !x.mlx)) {
       const r = await runTrace(env, { block: BLOCK, prefix: PREFIX, traced: TRACED, policy: p.name, precision: 'f32' });
       const m = r.metrics;
       expect(r.verdict, p.name).toBe('diverges');

@@ -16,7 +16,7 @@ import { TensorUploader } from '../../src/gpu/upload.ts';
 import { Recorder } from '../../src/gpu/recorder.ts';
 import { WeightTransposer } from '../../src/gpu/weight-layout.ts';
 import type { AffineLinear } from '../../src/format/model-description.ts';
-import { policyByName } from '../../src/model/policy.ts';
+import { policyByName } from '../../src/model/policy-registry.ts';
 import { Rand, expectSameBytes, useLab, type Lab } from './helpers/kernel-lab.ts';
 import { affineLinear, type AffineCase } from './helpers/linears.ts';
 

@@ -52,7 +52,9 @@ describe('buildTarget and targetPolicy', () => {
       'policy moe-grouped applies to Gemma 4 mixture-of-experts targets only; this target has no experts',
     );
     expect(targetPolicy(qwen, 'gdn-chunked').name).toBe('gdn-chunked');
-    expect(() => targetPolicy(moe, 'gdn-chunked')).toThrow(/Unknown policy "gdn-chunked" for a Gemma 4 MoE target/);
+    expect(() => targetPolicy(moe, 'gdn-chunked')).toThrow(
+      /^policy gdn-chunked applies to Qwen3.5 targets only; Gemma 4 mixture-of-experts targets take exact, .*, moe-grouped$/,
+    );
     expect(() => targetPolicy(eSeries, 'gdn-chunked')).toThrow(/policy gdn-chunked applies to Qwen3.5 targets only/);
     expect(targetPolicy(eSeries, 'exact').name).toBe('exact');
   });

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { intList, intOption, outputFileOption } from '../../src/cli/args.ts';
-import { checkPolicyName, familyPolicy } from '../../src/model/family-policies.ts';
+import { checkPolicyName, policyFor } from '../../src/model/policy-registry.ts';
 import { generateClassic, generateMtp, type GenerateTarget } from '../../src/model/generate.ts';
 import { cliRun } from '../support/cli-run.ts';
 import { DEMO, GEMMA4_MOE_TINY, TINY_A } from '../support/fixtures.ts';
@@ -48,10 +48,10 @@ describe('CLI options', () => {
   });
 
   it("another family's policy is named as such, before any model is read", () => {
-    expect(() => familyPolicy('gemma4', 'gdn-chunked')).toThrow(
+    expect(() => policyFor('gemma4', 'gdn-chunked')).toThrow(
       /^policy gdn-chunked applies to Qwen3.5 targets only; Gemma 4 targets take exact, ring-chronological, /,
     );
-    expect(() => familyPolicy('gemma4', 'no-such')).toThrow(/^Unknown policy "no-such" \(known: exact, /);
+    expect(() => policyFor('gemma4', 'no-such')).toThrow(/^Unknown policy "no-such" \(known: exact, /);
     expect(() => checkPolicyName('gemma4', 'moe-grouped')).not.toThrow(); // decided once the target is open
     expect(() => checkPolicyName('qwen3_5', 'ring-chronological')).toThrow(/ring-chronological/);
   });

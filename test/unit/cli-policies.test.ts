@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { policies, policyFamilies } from '../../src/cli/commands/policies.ts';
-import { POLICIES } from '../../src/model/policy.ts';
+import { policies } from '../../src/cli/commands/policies.ts';
+import { policiesFor, policyFamilies } from '../../src/model/policy-registry.ts';
 import { GDN_CHUNKED, GDN_STATE_BF16 } from '../../src/model/qwen/policies.ts';
 import { MOE_GROUPED } from '../../src/model/family/moe-policies.ts';
 
@@ -33,7 +33,7 @@ describe('cli policies', () => {
     expect(table[6]).toMatch(/^Each has a \+fma twin/);
     expect(table[7]).toMatch(/^mlx-metal stacks generic mechanisms/);
     expect(line('moe-grouped')).toMatch(/\[gemma4-moe\]\s+Verify blocks group the rows routed to the same expert/);
-    expect(lines.filter((l) => /^\S+ +\[/.test(l)).length).toBe(POLICIES.length + 3);
+    expect(lines.filter((l) => /^\S+ +\[/.test(l)).length).toBe(policiesFor('gemma4').length + 3);
     expect(policyFamilies(MOE_GROUPED)).toEqual(['gemma4-moe']);
     expect(policyFamilies(GDN_STATE_BF16)).toEqual(['qwen3_5']);
     expect(policyFamilies(GDN_CHUNKED)).toEqual(['qwen3_5']);

@@ -7,7 +7,7 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { TargetDescription } from '../../src/format/model-description.ts';
-import { policyByName } from '../../src/model/policy.ts';
+import { policyByName } from '../../src/model/policy-registry.ts';
 import { openCheckpointDir } from '../../src/node/file-source.ts';
 import { explainMlx, narrowPinCost, stageLinears } from '../../src/parity/mlx-blame.ts';
 import { GEMMA4_E_TINY } from '../support/fixtures.ts';

@@ -14,7 +14,7 @@ import {
 } from '../../src/model/mlx-dispatch.ts';
 import { mlxChoiceFor } from '../../src/model/mlx-matmul.ts';
 import { FMA_SUFFIX, MLX_CHIP_TABLE, MLX_METAL_NOTE } from '../../src/model/mlx-policies.ts';
-import { policyByName, POLICIES } from '../../src/model/policy.ts';
+import { policiesFor, policyByName } from '../../src/model/policy-registry.ts';
 import { explainMlx, narrowPinCost } from '../../src/parity/mlx-blame.ts';
 import type { AffineLinear, TargetDescription } from '../../src/format/model-description.ts';
 import { tinyTarget } from '../support/fixtures.ts';
@@ -69,7 +69,9 @@ describe('MLX quantized-matmul dispatch (quantized.cpp)', () => {
   });
 
   it('the page and the CLI list every MLX policy with a description each, each with its +fma twin', () => {
-    const names = POLICIES.filter((p) => p.mlx).map((p) => p.name);
+    const names = policiesFor('gemma4')
+      .filter((p) => p.mlx)
+      .map((p) => p.name);
     const machines = [...CHIP_POLICIES, 'mlx-m3plus-narrow'];
     expect(names).toEqual(machines.flatMap((n) => [n, `${n}${FMA_SUFFIX}`]));
     for (const name of machines) {

@@ -11,7 +11,7 @@ import { buildHeatmap } from '../../src/ui/report/heatmap-model.ts';
 import { describeCell } from '../../src/ui/report/heatmap.ts';
 import { familyName, type RowDiff, type StageDiff, type StateView } from '../../src/parity/report.ts';
 import { familyOfConfig } from '../../src/format/open-target.ts';
-import { familyPolicyMenu } from '../../src/model/family-policies.ts';
+import { policyMenu } from '../../src/model/policy-registry.ts';
 import { oracleWrong } from '../../src/model/generation-setup.ts';
 
 const row = (position: number, bytesDiffering: number): RowDiff => ({
@@ -82,10 +82,10 @@ describe('Qwen3.5 words', () => {
       expect(familyOfConfig(x)).toBe('gemma4');
     expect(familyName('qwen3_5_text')).toBe('Qwen3.5');
     expect(familyName('gemma4')).toBe('Gemma 4');
-    const qwen = familyPolicyMenu('qwen3_5');
+    const qwen = policyMenu('qwen3_5');
     expect(qwen.map((p) => p.name)).toContain('gdn-state-bf16');
     expect(qwen.find((p) => p.name === 'exact')!.description).not.toMatch(/ring/);
-    expect(familyPolicyMenu('gemma4').find((p) => p.name === 'exact')!.description).toMatch(/ring/);
+    expect(policyMenu('gemma4').find((p) => p.name === 'exact')!.description).toMatch(/ring/);
     const wrong = Array.from({ length: 3000 }, (_, i) => oracleWrong(i)).filter(Boolean).length;
     expect(wrong).toBeGreaterThan(900);
     expect(wrong).toBeLessThan(1100);

@@ -3,8 +3,7 @@ import { loadModels } from '../load-models.ts';
 import type { DraftConvention } from '../../model/assistant.ts';
 import { generateClassic, generateMtp } from '../../model/generate.ts';
 import { generationModels } from '../../model/generation-setup.ts';
-import { familyPolicy } from '../../model/family-policies.ts';
-import { MOE_ONLY_POLICIES } from '../../model/family/moe-policies.ts';
+import { checkPolicyName } from '../../model/policy-registry.ts';
 import { isQwenDir } from '../qwen-target.ts';
 import { refuseRouterWithoutExperts, ROUTER_OPTION, routerOption } from '../router-option.ts';
 import { diffGenerations } from '../../parity/generation-diff.ts';
@@ -46,8 +45,7 @@ export const compare: Command = {
     const position = choice(values, 'draft-position', ['hf', 'mlxcel'] as const)! as DraftConvention;
     const policyName = String(values.policy);
     const router = routerOption(values);
-    // moe-grouped is checked against the target once loaded (generationModels: MoE targets only)
-    if (!MOE_ONLY_POLICIES.has(policyName)) familyPolicy('gemma4', policyName);
+    checkPolicyName('gemma4', policyName);
     const raw = await jsonFileOption(values, 'prompts');
     if (!Array.isArray(raw) || !raw.length)
       throw new Error(`--prompts ${values.prompts}: must be a non-empty JSON array of prompts`);

@@ -11,8 +11,7 @@ import {
   type GenerateTimings,
 } from '../../model/generate.ts';
 import { generationModels, type GenerationModels } from '../../model/generation-setup.ts';
-import { familyPolicy } from '../../model/family-policies.ts';
-import { MOE_ONLY_POLICIES } from '../../model/family/moe-policies.ts';
+import { checkPolicyName } from '../../model/policy-registry.ts';
 import { refuseRouterWithoutExperts, ROUTER_OPTION, routerOption, routerRefused } from '../router-option.ts';
 import type { TextCodec } from '../../format/tokenizer.ts';
 import { isQwenDir, loadQwenTarget } from '../qwen-target.ts';
@@ -169,7 +168,7 @@ function setup(a: GenerateArgs, values: Values, prompt: number[]) {
 /** A Qwen3.5 target: MTP drafts with a split drafter folder given as --draft, else with the target's own mtp.* head. */
 async function runQwen(a: GenerateArgs, values: Values, io: CommandIO): Promise<number> {
   const { targetDir, position, router, mode, source } = a;
-  familyPolicy('qwen3_5', String(values.policy)); // refuse a policy the family lacks before loading
+  checkPolicyName('qwen3_5', String(values.policy)); // refuse a policy the family lacks before loading
   // the draft position convention is a Gemma 4 assistant's (its frozen position); a Qwen3.5 head has none
   if (position !== 'hf') throw new Error('--draft-position applies to Gemma 4 assistants, not to Qwen3.5 MTP heads');
   if (router) throw routerRefused(targetDir);
@@ -199,8 +198,7 @@ async function runGemma(a: GenerateArgs, values: Values, io: CommandIO): Promise
   const { targetDir, router, mode, source } = a;
   if (mode === 'mtp' && source === 'assistant' && !values.draft)
     throw new Error('--mode mtp with --draft-source assistant needs --draft DIR');
-  // moe-grouped is checked against the target once loaded (generationModels: MoE targets only)
-  if (!MOE_ONLY_POLICIES.has(String(values.policy))) familyPolicy('gemma4', String(values.policy));
+  checkPolicyName('gemma4', String(values.policy));
   let prompt: number[] = [];
   const m = await loadModels(targetDir, values.draft ? String(values.draft) : undefined, (o) => {
     refuseRouterWithoutExperts(router, targetDir)(o.target);

@@ -1,11 +1,6 @@
-import { POLICIES } from '../../model/policy.ts';
-import { QWEN_POLICY_LIST } from '../../model/qwen/policies.ts';
-import { MOE_GROUPED } from '../../model/family/moe-policies.ts';
-import { policyFamilies } from '../../model/family-policies.ts';
+import { allPolicies, policyFamilies } from '../../model/policy-registry.ts';
 import { MLX_CHIP_NOTE, MLX_CHIP_TABLE, MLX_METAL_NOTE } from '../../model/mlx-policies.ts';
 import type { Command } from '../command.ts';
-
-export { policyFamilies };
 
 export const policies: Command = {
   name: 'policies',
@@ -14,7 +9,7 @@ export const policies: Command = {
   usage: 'policies',
   options: {},
   async run(_args, io) {
-    const all = [...POLICIES, MOE_GROUPED, ...QWEN_POLICY_LIST.filter((q) => !POLICIES.some((p) => p.name === q.name))];
+    const all = allPolicies();
     const width = Math.max(...all.map((p) => p.name.length));
     const fam = all.map((p) => `[${policyFamilies(p).join(', ')}]`);
     const famWidth = Math.max(...fam.map((f) => f.length));

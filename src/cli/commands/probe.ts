@@ -13,7 +13,7 @@ import { checkPositions, MAX_POSITIONS } from '../bounds.ts';
 import { defaultReportPath, ensureReportFolder } from '../report-path.ts';
 import { defaultDrawLengths, QWEN_DRAW_LENGTHS } from '../../parity/draws.ts';
 import type { Command } from '../command.ts';
-import { checkPolicyName } from '../../model/family-policies.ts';
+import { checkPolicyName } from '../../model/policy-registry.ts';
 import { EXACTNESS_FAILED_EXIT, exactnessBeforeVerdict, exitAfterSelfTest } from '../exactness.ts';
 
 export const probe: Command = {

@@ -11,7 +11,7 @@ import { choice, intOption, jsonFileOption, outputFileOption, requireString } fr
 import { checkPositions, MAX_POSITIONS } from '../bounds.ts';
 import { defaultReportPath, ensureReportFolder } from '../report-path.ts';
 import type { Command } from '../command.ts';
-import { checkPolicyName } from '../../model/family-policies.ts';
+import { checkPolicyName } from '../../model/policy-registry.ts';
 import { judgementLines } from '../judgement-text.ts';
 import { EXACTNESS_FAILED_EXIT, exactnessBeforeVerdict, exitAfterSelfTest } from '../exactness.ts';
 

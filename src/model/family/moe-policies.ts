@@ -3,7 +3,7 @@
  * attention, split-K and MLX policies act on the attention and on every ordinary linear, the router's included;
  * the expert matvecs keep their exact arithmetic under them) plus `moe-grouped`, which only a MoE target has.
  */
-import { EXACT, POLICIES, type Policy } from '../policy.ts';
+import { EXACT, type Policy } from '../policy.ts';
 
 /**
  * Verify blocks put the rows routed to one expert into one matmul whose reduction depends on how many rows it
@@ -20,17 +20,5 @@ export const MOE_GROUPED: Policy = {
   moeGrouped: true,
 };
 
-/** The policies a Gemma 4 MoE target takes, in menu order. */
-export const MOE_POLICY_LIST: readonly Policy[] = [...POLICIES, MOE_GROUPED];
-
-/** Names of the policies only MoE targets take. */
-export const MOE_ONLY_POLICIES: ReadonlySet<string> = new Set([MOE_GROUPED.name]);
-
-export function moePolicyByName(name: string): Policy {
-  const p = MOE_POLICY_LIST.find((x) => x.name === name);
-  if (!p)
-    throw new Error(
-      `Unknown policy "${name}" for a Gemma 4 MoE target (known: ${MOE_POLICY_LIST.map((x) => x.name).join(', ')}).`,
-    );
-  return p;
-}
+/** The policies of the MoE's own mechanisms (src/model/policy-registry.ts lists them for 'gemma4-moe'). */
+export const MOE_OWN_POLICIES: readonly Policy[] = [MOE_GROUPED];

@@ -1,4 +1,4 @@
-import { EXACT, POLICIES, type Policy } from '../policy.ts';
+import { EXACT, type Policy } from '../policy.ts';
 
 /**
  * The numerics policies of the Qwen3.5 family. Shared ones whose mechanism it has: split-K by M in the
@@ -22,22 +22,24 @@ export const GDN_CHUNKED: Policy = {
   gdnChunked: true,
 };
 
-const SHARED = ['exact', 'matmul-m-split', 'attention-m-split', 'prefill-chunk-mismatch'];
-
-export const QWEN_POLICY_LIST: readonly Policy[] = [
-  ...SHARED.map((n) => POLICIES.find((p) => p.name === n)!),
-  GDN_STATE_BF16,
-  GDN_CHUNKED,
+/** The shared policies (src/model/policy.ts) whose mechanism a Qwen3.5 target has. */
+export const QWEN_SHARED_POLICY_NAMES: readonly string[] = [
+  'exact',
+  'matmul-m-split',
+  'attention-m-split',
+  'prefill-chunk-mismatch',
 ];
 
-/** Names of the policies a Qwen3.5 target takes. */
-export const QWEN_POLICIES: ReadonlySet<string> = new Set(QWEN_POLICY_LIST.map((p) => p.name));
+/** The policies of the family's own mechanism, the Gated DeltaNet (src/model/policy-registry.ts lists them). */
+export const QWEN_OWN_POLICIES: readonly Policy[] = [GDN_STATE_BF16, GDN_CHUNKED];
 
-export function qwenPolicyByName(name: string): Policy {
-  const p = QWEN_POLICY_LIST.find((x) => x.name === name);
-  if (!p)
-    throw new Error(
-      `policy ${name} does not apply to Qwen3.5 targets (they take ${QWEN_POLICY_LIST.map((x) => x.name).join(', ')})`,
-    );
-  return p;
-}
+/**
+ * Descriptions in the family's terms where the shared wording names Gemma's mechanisms (the ring, K/V caches
+ * only): a Qwen3.5 target has no ring, and its prefill also fills conv windows and recurrent states.
+ */
+export const QWEN_DESCRIPTIONS: Readonly<Record<string, string>> = {
+  exact:
+    "Reference: every row runs the same pipeline and reduction order whatever M is; a verify block runs each token's conv and recurrent-state update with the chain's arithmetic, in order.",
+  'prefill-chunk-mismatch':
+    'The two arms prefill with different chunk sizes (whole prompt vs chunks of 4) through a prefill GEMM whose split-K depends on the row count, so their conv windows, recurrent states and K/V caches differ.',
+};

@@ -8,7 +8,7 @@ import { CaptureSet, type Phase, QwenEngine } from './engine.ts';
 import { concatF32 } from '../../util/concat.ts';
 import { checkMemory, planLimitsOf } from '../memory-budget.ts';
 import { planQwenMemory } from './memory.ts';
-import { qwenPolicyByName } from './policies.ts';
+import { policyFor } from '../policy-registry.ts';
 import type { StageStep } from '../stages.ts';
 import { qwenStageOrder } from './stages.ts';
 import { QwenState, type QwenStateSnapshot } from './state.ts';
@@ -192,7 +192,7 @@ export class QwenTargetModel {
     const H = this.desc.hidden;
     const e = this.engine;
     const policy = o.policy ?? EXACT;
-    qwenPolicyByName(policy.name); // throws for a policy this family does not take
+    policyFor('qwen3_5', policy.name); // throws for a policy this family does not take
     const split = policy.matmulSplit(M, phase);
     const rows: op.Rows = { M, round: e.opts.round, prefill: phase === 'prefill', split };
     const rec = e.recorder(phase);

@@ -9,7 +9,7 @@ import type { ProbeReport } from '../../parity/report.ts';
 import type { TraceReport } from '../../parity/trace.ts';
 import type { LoadedSummary } from '../../worker/engine.ts';
 import { append, clear, el } from '../common/dom.ts';
-import type { PolicyFamily } from '../../model/family-policies.ts';
+import type { PolicyFamily } from '../../model/policy-registry.ts';
 import { createJobRunner, type JobRunner } from './job-runner.ts';
 import { createProbeForm } from './probe-form.ts';
 import { createTraceForm } from './trace-form.ts';
