@@ -15,6 +15,12 @@ import { denseStageOrder, type StageStep } from './stages.ts';
  */
 export type Precision = 'f32' | 'bf16';
 
+/**
+ * The widest verify block (K) a command or the page takes. Checked once, where a run's options enter (the CLI's
+ * --block, the worker's run options); an engine's own guard is its `maxBlock`, the rows its workspace holds.
+ */
+export const MAX_VERIFY_BLOCK = 16;
+
 export interface TargetOptions {
   /** Largest sequence length (full-attention cache rows, RoPE table). */
   maxContext: number;

@@ -36,6 +36,7 @@ import { buildTarget, targetPolicy } from '../model/build-target.ts';
  * localized by re-running both arms with every stage captured, plus a per-layer logit lens.
  */
 export interface ProbeOptions {
+  /** K, 1 to MAX_VERIFY_BLOCK (src/model/target.ts): checked where it enters, the CLI's --block or the worker. */
   block: number;
   lengths?: number[];
   policy: string;
@@ -156,7 +157,6 @@ export async function runProbe(env: ProbeEnv, opts: ProbeOptions): Promise<Probe
   const desc = w.desc;
   const policy = targetPolicy(w, opts.policy);
   const K = opts.block;
-  if (!(K >= 1 && K <= 16)) throw new Error(`block width must be between 1 and 16 (got ${K})`);
   const lengths = opts.lengths ?? ('window' in desc ? defaultDrawLengths(desc.window) : [...QWEN_DRAW_LENGTHS]);
   const maxLen = Math.max(...lengths);
   const prefillChunk = opts.prefillChunk ?? Math.min(maxLen, 512);

@@ -36,6 +36,7 @@ import { parseKernelFault, type KernelFault } from '../gpu/kernel-fault.ts';
 import { exactnessSelfTestFor, SELFTEST_PHASE } from '../parity/exactness-gate.ts';
 import type { ExactnessSelfTestSummary } from '../parity/report.ts';
 import { indexedDbExactnessStore } from './exactness-store.ts';
+import { checkBlockOption } from './run-options.ts';
 
 export type { GenerationDrafter, GenerationOptions, GenerationProvenance, GenerationRun } from './generation-job.ts';
 
@@ -379,6 +380,7 @@ export class Engine {
 
   /** Runs the block-versus-chain probe on the loaded target. */
   async runProbe(opts: ProbeOptions, jobId: string, onProgress?: ProgressFn): Promise<ProbeReport> {
+    checkBlockOption(opts.block, 1);
     const target = this.requireTarget();
     const token = this.startJob(jobId);
     try {
@@ -410,6 +412,7 @@ export class Engine {
 
   /** Teacher-forced trace on the loaded target. */
   async runTrace(opts: TraceOptions, jobId: string, onProgress?: ProgressFn): Promise<TraceReport> {
+    checkBlockOption(opts.block, 1);
     const target = this.requireTarget();
     const token = this.startJob(jobId);
     try {
@@ -442,6 +445,7 @@ export class Engine {
    * drafter. The prompt is token ids, or text when the target folder has a tokenizer.json.
    */
   async runGeneration(opts: GenerationOptions, jobId: string, onProgress?: ProgressFn): Promise<GenerationRun> {
+    checkBlockOption(opts.block, 2);
     const target = this.requireTarget();
     const assistant = this.assistantFor(target);
     const oracle = opts.drafts === 'oracle';

@@ -11,6 +11,7 @@ import { choice, intOption, jsonFileOption, requireOutputFile, requireString } f
 import type { Command } from '../command.ts';
 import { chatFormNote } from './generate.ts';
 import { checkPositions, MAX_NEW } from '../bounds.ts';
+import { MAX_VERIFY_BLOCK } from '../../model/target.ts';
 import { EXACTNESS_FAILED_EXIT, exactnessBeforeVerdict, exitAfterSelfTest } from '../exactness.ts';
 
 export const compare: Command = {
@@ -39,7 +40,7 @@ export const compare: Command = {
     // every option is checked before the models are read
     const out = requireOutputFile(values, 'json');
     requireString(values, 'prompts');
-    const K = intOption(values, 'block', 2, 16)!;
+    const K = intOption(values, 'block', 2, MAX_VERIFY_BLOCK)!;
     const maxNew = intOption(values, 'max-new', 1, MAX_NEW)!;
     const precision = choice(values, 'precision', ['f32', 'bf16'] as const)!;
     const position = choice(values, 'draft-position', ['hf', 'mlxcel'] as const)! as DraftConvention;

@@ -19,6 +19,7 @@ import { choice, intList, intOption, requireOutputFile, requireString } from '..
 import { checkPositions, MAX_NEW, MAX_POSITIONS, MAX_VOCAB } from '../bounds.ts';
 import type { Command, CommandIO } from '../command.ts';
 import type { ExactnessSelfTestSummary } from '../../parity/report.ts';
+import { MAX_VERIFY_BLOCK } from '../../model/target.ts';
 import { EXACTNESS_FAILED_EXIT, exactnessBeforeVerdict, exitAfterSelfTest } from '../exactness.ts';
 
 /**
@@ -102,7 +103,7 @@ function generateArgs(values: Values): GenerateArgs {
   const out = requireOutputFile(values, 'json');
   const mode = choice(values, 'mode', ['classic', 'mtp'] as const)!;
   const router = routerOption(values);
-  const K = intOption(values, 'block', 2, 16)!;
+  const K = intOption(values, 'block', 2, MAX_VERIFY_BLOCK)!;
   const maxNew = intOption(values, 'max-new', 1, MAX_NEW)!;
   const precision = choice(values, 'precision', ['f32', 'bf16'] as const)!;
   const source = choice(values, 'draft-source', ['assistant', 'oracle'] as const)!;

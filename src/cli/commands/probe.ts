@@ -14,6 +14,7 @@ import { defaultReportPath, ensureReportFolder } from '../report-path.ts';
 import { defaultDrawLengths, QWEN_DRAW_LENGTHS } from '../../parity/draws.ts';
 import type { Command } from '../command.ts';
 import { checkPolicyName } from '../../model/policy-registry.ts';
+import { MAX_VERIFY_BLOCK } from '../../model/target.ts';
 import { EXACTNESS_FAILED_EXIT, exactnessBeforeVerdict, exitAfterSelfTest } from '../exactness.ts';
 
 export const probe: Command = {
@@ -42,7 +43,7 @@ export const probe: Command = {
   },
   async run({ values }, io) {
     const reportPath = outputFileOption(values, 'report') ?? defaultReportPath('probe');
-    const block = intOption(values, 'block', 1, 16)!;
+    const block = intOption(values, 'block', 1, MAX_VERIFY_BLOCK)!;
     const precision = choice(values, 'precision', ['f32', 'bf16'] as const)!;
     const targetDir = requireString(values, 'target');
     const lengths = intList(values, 'lengths', { min: 1, max: MAX_POSITIONS, count: 1024 });

@@ -13,6 +13,7 @@ import { defaultReportPath, ensureReportFolder } from '../report-path.ts';
 import type { Command } from '../command.ts';
 import { checkPolicyName } from '../../model/policy-registry.ts';
 import { judgementLines } from '../judgement-text.ts';
+import { MAX_VERIFY_BLOCK } from '../../model/target.ts';
 import { EXACTNESS_FAILED_EXIT, exactnessBeforeVerdict, exitAfterSelfTest } from '../exactness.ts';
 
 /** The folder `--tsv` names, made if missing; refused when it is a file. Checked before any model is read. */
@@ -102,7 +103,7 @@ export const trace: Command = {
     const opts = {
       prefix: intOption(values, 'prefix', 1, MAX_POSITIONS)!,
       traced: intOption(values, 'traced', 1, MAX_POSITIONS)!,
-      block: intOption(values, 'block', 1, 16)!,
+      block: intOption(values, 'block', 1, MAX_VERIFY_BLOCK)!,
       policy: String(values.policy),
       precision: choice(values, 'precision', ['f32', 'bf16'] as const)!,
       stream,

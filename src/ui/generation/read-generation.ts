@@ -4,6 +4,7 @@
  * one, else a deep, typed, bounded copy. The comparison of the two arms (identical, first difference, window) is
  * computed again from the two token lists, never taken from the file.
  */
+import { MAX_VERIFY_BLOCK } from '../../model/target.ts';
 import type { GenerateResult, GenerateTimings, MtpRound } from '../../model/generate.ts';
 import { diffGenerations } from '../../parity/generation-diff.ts';
 import type { GenerationDrafter, GenerationProvenance } from '../../worker/engine.ts';
@@ -14,7 +15,7 @@ import type { GenerationOptions, GenerationRun } from './generation-model.ts';
 export const GENERATION_SCHEMA = 'ringside-generation/1';
 
 /** Far above a real run (4,096 new tokens at most in the page, K <= 8), low enough that a crafted file cannot freeze the page. */
-export const GENERATION_LIMITS = { tokens: 65_536, rounds: 65_536, block: 16, text: 200_000 } as const;
+export const GENERATION_LIMITS = { tokens: 65_536, rounds: 65_536, block: MAX_VERIFY_BLOCK, text: 200_000 } as const;
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
