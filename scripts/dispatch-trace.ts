@@ -28,7 +28,7 @@ import { nodeGpuContext } from '../src/cli/node-gpu.ts';
 import { loadModels, openGemmaPair } from '../src/cli/load-models.ts';
 import { loadQwenTarget, openQwenTargetDir, qwenDrafterInfo } from '../src/cli/qwen-target.ts';
 import { uploadWeights } from '../src/model/gpu-weights.ts';
-import { uploadQwenWeights } from '../src/model/qwen/weights.ts';
+import { uploadQwenWeights } from '../src/model/qwen3_5/weights.ts';
 import type { TargetDescription } from '../src/format/model-description.ts';
 import { runProbe, type ProbeEnv } from '../src/parity/probe.ts';
 import { runTrace } from '../src/parity/trace.ts';

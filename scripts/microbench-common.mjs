@@ -1,7 +1,7 @@
 // What the plain-Node WebGPU microbenchmarks of exact integer sums (scripts/int8-matrix-microbench.mjs,
 // scripts/dp4a-microbench.mjs) share: the problem (random 4-bit codes, scales, biases and x), x in fixed point per
 // group, the float64 references, and on the GPU buffers, a checked read-back and the time of one dispatch from a
-// pass of many. Not part of the product (the engine's own timing is src/gpu/timer.ts).
+// pass of many. Not part of the product (the engine's own timing is src/bench/timer.ts).
 
 /** Weights per quantization group. */
 export const GS = 64;

@@ -15,7 +15,7 @@
  * which a CPU profile put ~3.9 us in Dawn's setPipeline / setBindGroup / dispatchWorkgroups.
  */
 import { loadModels } from '../src/cli/load-models.ts';
-import { TargetModel } from '../src/model/target.ts';
+import { TargetModel } from '../src/model/gemma4/dense/dense-target.ts';
 
 const args = process.argv.slice(2);
 const noSubmit = args.includes('--no-submit');

@@ -34,7 +34,7 @@
 // and the result is bit for bit one sequential softmax and P.V over the row's keys.
 // Dot products over head_dim are compensated (accuracy); sums over the key axis are plain f32, as in
 // MLX, so that a different key order gives different bits.
-// CPU twin: src/reference/layer.ts attendRow (float64); test: test/gpu/kernels-attention.test.ts.
+// CPU twin: src/reference/gemma4/layer.ts attendRow (float64); test: test/gpu/kernels-attention.test.ts.
 // Relaxed-math exactness: one stream. A decode row and each row of a verify block run the same entry points
 // with the row, its position and key count as run-time values; the branches taken (`big`, staged keys) follow
 // the key count and key locations, which are the same for a position either way.

@@ -3,8 +3,8 @@
 //   select: the top-K clusters of the centroid logits [C] and the tokens they own (token_ordering rows), in
 //           cluster order, into selected [K * per];
 //   pick:   the drafted token, selected[best] for the argmax `best` over the selected logits.
-// The centroid logits and the selected logits themselves are dense-engine matmuls (src/model/family/centroid-head-op.ts).
-// CPU twin: src/reference/family/centroid-head.ts.
+// The centroid logits and the selected logits themselves are dense-engine matmuls (src/model/gemma4/e-series/centroid-head-op.ts).
+// CPU twin: src/reference/gemma4/e-series/centroid-head.ts.
 // Relaxed-math exactness: one stream. Comparisons and copies for one row (the assistant's draft step).
 override WG: u32 = 256u;
 

@@ -14,8 +14,8 @@
 //   recurrence_chunked  the same rule in the chunked (WY / UT-transform) form of fast verify and prefill
 //                kernels (transformers torch_chunk_gated_delta_rule, fla chunk_gated_delta_rule): the
 //                inexact policy gdn-chunked runs it for verify blocks only, so block rows differ from
-//                chain steps in rounding (CPU twins: src/reference/qwen/gdn-chunked.ts).
-// CPU twins: src/reference/qwen/gdn-ops.ts (float64); tests: test/gpu/qwen-kernels.test.ts.
+//                chain steps in rounding (CPU twins: src/reference/qwen3_5/gdn-chunked.ts).
+// CPU twins: src/reference/qwen3_5/gdn-ops.ts (float64); tests: test/gpu/qwen-kernels.test.ts.
 // Relaxed-math exactness: one stream. Each row's arithmetic is a function of that row's inputs only; the recurrence runs rows in
 // order through the same code.
 override WG: u32 = 64u;

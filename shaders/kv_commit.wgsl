@@ -1,6 +1,6 @@
 //#include "common.wgsl"
 // Commits the first `rows` staged K/V rows of a step or verify block into a sliding layer's ring
-// (src/model/kv-cache.ts commit), in one dispatch instead of four buffer copies per row: copies end the
+// (src/model/gemma4/kv-cache.ts commit), in one dispatch instead of four buffer copies per row: copies end the
 // compute pass, and a chain token made ~250 of them (about a fifth of its CPU time on the H200 host).
 // Staged row t goes to slot (slot0 + t) mod slots; when `save_evicted` is 1, the entry the last row
 // overwrites is first kept in k_evicted / v_evicted. Each invocation owns one element of one row, and

@@ -4,7 +4,7 @@
 // moe-grouped: how many of a block's rows share each slot's expert) and `combine` (the weighted sum of a row's
 // experts). One invocation per row (route), per slot (group_counts) or per output element (combine), each with
 // a fixed sequential order: nothing depends on how many rows are dispatched.
-// CPU twin: src/reference/family/moe.ts (routeRow, expertsRow).
+// CPU twin: src/reference/gemma4/moe/moe.ts (routeRow, expertsRow).
 // Relaxed-math exactness: one stream. Routing per row (one invocation per row, the same loops at any M); the row count only sizes
 // the dispatch.
 override WG: u32 = 64u;

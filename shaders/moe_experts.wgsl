@@ -1,6 +1,6 @@
 //#include "common.wgsl"
 // expert_lanes: one routed expert's matvec per (row, slot) of a MoE layer (Gemma 4 26B-A4B; the CPU twin is
-// src/reference/family/moe.ts expertsRow), y[s, n] = sum_k x[s / XDIV, k] * W_e[n, k] with e = ids[s], for the
+// src/reference/gemma4/moe/moe.ts expertsRow), y[s, n] = sum_k x[s / XDIV, k] * W_e[n, k] with e = ids[s], for the
 // stacked expert tensors of MLX's SwitchLinear ([E, N, K] packed: expert e is rows e N .. e N + N - 1 of one
 // [E N, K] matrix, so feature n of expert e is feature e N + n of that matrix). Slot s = m k + j is row m's j-th
 // chosen expert; XDIV = k for gate / up (x: the M rows of pre_feedforward_layernorm_2's output) and 1 for down

@@ -2,7 +2,7 @@
 // The two element-wise ops of Gemma 4's per-layer embeddings (E2B / E4B; docs/GEMMA4-FAMILY.md section 4)
 // that no dense kernel has. Each element's arithmetic is one fixed expression, independent of the dispatch
 // size and of which row it sits in: a verify block's rows and a chain step's row compute the same bits.
-// CPU twin: src/reference/family/ple.ts (perLayerInputs, pleContribution); used by src/model/family/ple-ops.ts.
+// CPU twin: src/reference/gemma4/e-series/ple.ts (perLayerInputs, pleContribution); used by src/model/gemma4/e-series/ple-ops.ts.
 // Relaxed-math exactness: one stream. One fixed expression per element; the row count only sizes the dispatch.
 override WG: u32 = 64u;
 

@@ -30,7 +30,7 @@ import {
 import type { GpuContext } from '../gpu/device.ts';
 import type { GenerationWeights } from '../model/generation-setup.ts';
 import { uploadWeights } from '../model/gpu-weights.ts';
-import { uploadQwenWeights } from '../model/qwen/weights.ts';
+import { uploadQwenWeights } from '../model/qwen3_5/weights.ts';
 import { checkpointInfo, qwenCheckpointInfo } from '../parity/summary.ts';
 import type { CheckpointInfo } from '../parity/report.ts';
 

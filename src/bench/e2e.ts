@@ -18,7 +18,7 @@ import { KernelProfiler, type KernelTime } from '../gpu/profiler.ts';
 import type { KernelCache } from '../gpu/kernels.ts';
 import { type RecorderTally, setRecorderTally } from '../gpu/recorder.ts';
 import { generationModels } from '../model/generation-setup.ts';
-import type { TargetStats } from '../model/forward-pass.ts';
+import type { TargetStats } from '../model/gemma4/forward-pass.ts';
 import { policiesFor } from '../model/policy-registry.ts';
 import { buildE2EModel, type E2EModel, type E2EPreset } from './e2e-model.ts';
 import { warmGpu, type Warmup } from './probes.ts';

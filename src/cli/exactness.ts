@@ -1,7 +1,7 @@
 /**
  * The exactness self-test on the command line: `selftest --exactness` runs it alone and lists its checks; probe,
  * trace, generate and compare run it before their verdict (once per adapter, platform and shader build: the result
- * is kept in memory and in the user's cache folder, src/node/exactness-file-store.ts), record it in what they
+ * is kept in memory and in the user's cache folder, src/cli/exactness-file-store.ts), record it in what they
  * write, and exit with EXACTNESS_FAILED_EXIT when it failed, whatever their own verdict, which is then no
  * reference. RINGSIDE_SELFTEST_FAULT=matmul|attention injects a kernel fault into the self-test
  * (src/gpu/kernel-fault.ts; never kept), for tests of that path.

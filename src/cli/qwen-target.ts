@@ -12,7 +12,7 @@ import {
 import { checkpointTokenizer, type TextCodec } from '../format/tokenizer.ts';
 import type { GpuContext } from '../gpu/device.ts';
 import type { CheckpointInfo } from '../parity/report.ts';
-import { type QwenGpuWeights, uploadQwenWeights } from '../model/qwen/weights.ts';
+import { type QwenGpuWeights, uploadQwenWeights } from '../model/qwen3_5/weights.ts';
 import { nodeFolderSources } from '../node/file-source.ts';
 import { nodeGpuContext } from './node-gpu.ts';
 import { checkpointLabel } from './checkpoint-dir.ts';

@@ -6,8 +6,8 @@
 import type { Checkpoint } from '../format/checkpoint.ts';
 import type { TargetDescription } from '../format/model-description.ts';
 import { routerRefusal } from '../model/build-target.ts';
-import type { GpuRouterOrder } from '../model/family/moe-ops.ts';
-import { isMoeTarget } from '../model/family/moe-target.ts';
+import type { GpuRouterOrder } from '../model/gemma4/moe/moe-ops.ts';
+import { isMoeTarget } from '../model/gemma4/moe/moe-target.ts';
 import { choice } from './args.ts';
 
 export const ROUTER_OPTION = {

@@ -5,7 +5,7 @@
  * gemma4_text.py Gemma4TextModel.previous_kvs and Model.make_cache (only the first L - N layers own caches).
  * Double-wide MLP: Gemma4TextMLP / MLP, `use_double_wide_mlp and layer >= first_shared > 0`.
  * These are facts of the checkpoint's structure, so they live in the format layer; the CPU reference
- * (src/reference/family/kv-sharing.ts) and the tensor plan (describe.ts) both read them from here.
+ * (src/reference/gemma4/kv-sharing.ts) and the tensor plan (describe.ts) both read them from here.
  */
 import type { LayerType } from './config.ts';
 

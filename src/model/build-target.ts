@@ -5,15 +5,16 @@
  */
 import type { TargetDescription } from '../format/model-description.ts';
 import type { GpuContext } from '../gpu/device.ts';
-import { ETargetModel, isESeriesTarget } from './family/e-target.ts';
-import type { GpuRouterOrder, GpuRouterScale } from './family/moe-ops.ts';
-import { isMoeTarget, MoETargetModel } from './family/moe-target.ts';
+import { ETargetModel, isESeriesTarget } from './gemma4/e-series/e-target.ts';
+import type { GpuRouterOrder, GpuRouterScale } from './gemma4/moe/moe-ops.ts';
+import { isMoeTarget, MoETargetModel } from './gemma4/moe/moe-target.ts';
 import type { GpuWeights } from './gpu-weights.ts';
 import type { Policy } from './policy.ts';
 import { policyFor, type PolicyFamily } from './policy-registry.ts';
-import { QwenTargetModel } from './qwen/target.ts';
-import type { QwenGpuWeights } from './qwen/weights.ts';
-import { TargetModel, type TargetOptions } from './target.ts';
+import { QwenTargetModel } from './qwen3_5/target.ts';
+import type { QwenGpuWeights } from './qwen3_5/weights.ts';
+import type { TargetOptions } from './target.ts';
+import { TargetModel } from './gemma4/dense/dense-target.ts';
 
 /** A target's uploaded weights: a Gemma 4 target's (any member of the family) or a Qwen3.5 target's. */
 export type AnyTargetWeights = GpuWeights<TargetDescription> | QwenGpuWeights;

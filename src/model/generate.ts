@@ -1,6 +1,6 @@
 import { sha256Hex } from '../util/sha256.ts';
 import { pipelineCreation } from '../gpu/pipeline-creation.ts';
-import type { AssistantModel } from './assistant.ts';
+import type { AssistantModel } from './gemma4/assistant.ts';
 import type { ForwardResult } from './target.ts';
 import type { Policy } from './policy.ts';
 import type { CancelToken, ProgressFn } from '../util/cancel.ts';

@@ -5,14 +5,14 @@
  */
 import type { AssistantDescription, TargetDescription } from '../format/model-description.ts';
 import type { GpuContext } from '../gpu/device.ts';
-import { AssistantModel, type DraftConvention } from './assistant.ts';
+import { AssistantModel, type DraftConvention } from './gemma4/assistant.ts';
 import { buildTarget, hasRouter, targetPolicy } from './build-target.ts';
-import type { GpuRouterOrder } from './family/moe-ops.ts';
+import type { GpuRouterOrder } from './gemma4/moe/moe-ops.ts';
 import { assistantSource, type DraftSource, type GenerateTarget, oracleSource } from './generate.ts';
 import type { GpuWeights } from './gpu-weights.ts';
 import type { Policy } from './policy.ts';
-import { QwenMtpHead, qwenHeadSource } from './qwen/mtp.ts';
-import type { QwenGpuWeights } from './qwen/weights.ts';
+import { QwenMtpHead, qwenHeadSource } from './qwen3_5/mtp.ts';
+import type { QwenGpuWeights } from './qwen3_5/weights.ts';
 import type { Precision } from './target.ts';
 
 export type GenerationWeights =

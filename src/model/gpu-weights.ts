@@ -13,11 +13,11 @@ import { TensorUploader, type GpuTensor } from '../gpu/upload.ts';
 import type { CancelToken, ProgressFn } from '../util/cancel.ts';
 import { GpuError } from '../gpu/errors.ts';
 import { withErrorScopes } from '../gpu/device.ts';
-import { gpuTensorsOf } from './model-tensors.ts';
+import { gpuTensorsOf } from './gemma4/model-tensors.ts';
 import { WeightTransposer, kMajorCols, kMajorFits, type AffineLayout } from '../gpu/weight-layout.ts';
 import { detectKernelClass } from '../gpu/kernel-class.ts';
-import { checkTokenOrdering, type GpuCentroidHead } from './family/centroid-head-op.ts';
-import { uploadMoeBlock, type GpuMoeBlock } from './family/moe-weights.ts';
+import { checkTokenOrdering, type GpuCentroidHead } from './gemma4/e-series/centroid-head-op.ts';
+import { uploadMoeBlock, type GpuMoeBlock } from './gemma4/moe/moe-weights.ts';
 
 /**
  * A checkpoint's weights in GPU memory, exactly as stored: packed U32 codes and bf16 scales/biases
@@ -67,11 +67,11 @@ export interface GpuLayer {
   layerScalar: number;
   /** E-series targets: the layer's gate of its per-layer input into the residual (DecoderLayer.perLayerInput). */
   perLayerInput?: GpuLayerPerLayerInput;
-  /** 26B-A4B: the router and experts beside the dense MLP (src/model/family/moe-target.ts runs them). */
+  /** 26B-A4B: the router and experts beside the dense MLP (src/model/gemma4/moe/moe-target.ts runs them). */
   moe?: GpuMoeBlock;
 }
 
-/** One layer's per-layer-input weights on the GPU (src/model/family/e-target.ts runs them). */
+/** One layer's per-layer-input weights on the GPU (src/model/gemma4/e-series/e-target.ts runs them). */
 export interface GpuLayerPerLayerInput {
   gate: GpuLinear;
   projection: GpuLinear;
@@ -98,7 +98,7 @@ export interface GpuWeights<D extends ModelDescription = ModelDescription> {
   postProjection?: GpuLinear;
   /** E-series targets: the per-layer embedding table, its projection and norm. */
   perLayer?: GpuPerLayerEmbedding;
-  /** E-series assistants: the centroid LM head (src/model/family/centroid-head-op.ts). */
+  /** E-series assistants: the centroid LM head (src/model/gemma4/e-series/centroid-head-op.ts). */
   centroidHead?: GpuCentroidHead;
   bytes: number;
   destroy(): void;
@@ -108,9 +108,9 @@ export const SUPPORTED_BITS: ReadonlySet<number> = new Set([2, 4, 8]);
 
 /**
  * The Gemma 4 family features of `desc` that no GPU engine runs yet: none. E-series targets (per-layer embeddings,
- * KV sharing, double-wide MLPs) run in src/model/family/e-target.ts and MoE targets in moe-target.ts, not in the
+ * KV sharing, double-wide MLPs) run in src/model/gemma4/e-series/e-target.ts and MoE targets in moe-target.ts, not in the
  * dense TargetModel, which refuses them; E-series assistants (centroid head, reading the donors' K/V) in
- * AssistantModel with src/model/family/centroid-head-op.ts. (MoE assistants do not exist: the config refuses them.)
+ * AssistantModel with src/model/gemma4/e-series/centroid-head-op.ts. (MoE assistants do not exist: the config refuses them.)
  */
 export function unsupportedFamilyFeatures(desc: ModelDescription): string[] {
   return desc.role === 'assistant' && desc.config.moe ? familyFeatures(desc) : [];

@@ -22,7 +22,7 @@ import { GpuError } from '../gpu/errors.ts';
 import { limitProfile, type LimitProfileName } from '../gpu/limit-profiles.ts';
 import { bindingLimit, rowsPerBinding, widestRowBytes, type BindingLimits } from '../gpu/upload.ts';
 import { kMajorFits, type AffineLayout } from '../gpu/weight-layout.ts';
-import { modelTensors } from './model-tensors.ts';
+import { modelTensors } from './gemma4/model-tensors.ts';
 import { stackedQkvBlocks } from './ops.ts';
 import { attentionScratchBytes, type AttentionScratchShape } from './attention-op.ts';
 
@@ -85,7 +85,7 @@ export interface MemoryPlan {
 
 type Category = 'weights' | 'cache' | 'workspace';
 
-/** Accumulates the planned buffers; src/model/qwen/memory.ts plans Qwen3.5 targets with it. */
+/** Accumulates the planned buffers; src/model/qwen3_5/memory.ts plans Qwen3.5 targets with it. */
 export class Planner {
   readonly plan: MemoryPlan;
   /** Every buffer is bound whole as storage, so it must fit both limits. */

@@ -8,9 +8,9 @@
  * mechanism its engine has) and its own. Adding a family is its engine folder and one entry.
  */
 import type { ModelFamily } from '../format/open-target.ts';
-import { MOE_OWN_POLICIES } from './family/moe-policies.ts';
+import { MOE_OWN_POLICIES } from './gemma4/moe/moe-policies.ts';
 import { SHARED_POLICIES, type Policy } from './policy.ts';
-import { QWEN_DESCRIPTIONS, QWEN_OWN_POLICIES, QWEN_SHARED_POLICY_NAMES } from './qwen/policies.ts';
+import { QWEN_DESCRIPTIONS, QWEN_OWN_POLICIES, QWEN_SHARED_POLICY_NAMES } from './qwen3_5/policies.ts';
 
 /**
  * The kinds of target a policy is listed for: a model family, or 'gemma4-moe' for the Gemma 4 mixture-of-experts

@@ -35,7 +35,7 @@ export interface Policy {
   /** When set, quantized matmuls of steps and verify blocks run MLX's kernel for their M on this Apple GPU. */
   mlx?: MlxMachine;
   /**
-   * Gated DeltaNet (Qwen3.5, src/model/qwen/policies.ts): the recurrent state is stored in bf16 after every
+   * Gated DeltaNet (Qwen3.5, src/model/qwen3_5/policies.ts): the recurrent state is stored in bf16 after every
    * forward, while a verify block keeps it in f32 between its own tokens.
    */
   gdnStateBf16?: boolean;
@@ -45,7 +45,7 @@ export interface Policy {
    */
   gdnChunked?: boolean;
   /**
-   * Gemma 4 MoE (src/model/family/moe-policies.ts): verify blocks reduce each expert matvec in as many K ranges as
+   * Gemma 4 MoE (src/model/gemma4/moe/moe-policies.ts): verify blocks reduce each expert matvec in as many K ranges as
    * the block has rows routed to that expert (the batch-dependent grouping of fast MoE kernels).
    */
   moeGrouped?: boolean;

@@ -13,7 +13,7 @@ export const FINAL_STAGES = ['final_norm', 'logits'] as const;
 /** A Gemma 4 MoE layer's own stages (26B-A4B, moe-target.ts): between the MLP and the layer output. */
 export const MOE_STAGES = ['router', 'experts'] as const;
 /**
- * A Gemma 4 E-series layer's own stage (E2B / E4B, src/model/family/e-target.ts): the per-layer input's contribution,
+ * A Gemma 4 E-series layer's own stage (E2B / E4B, src/model/gemma4/e-series/e-target.ts): the per-layer input's contribution,
  * between the MLP and the layer output.
  */
 export const PLE_STAGES = ['ple'] as const;

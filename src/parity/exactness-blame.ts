@@ -8,7 +8,7 @@
  */
 import type { TargetDescription } from '../format/model-description.ts';
 import type { KernelClass } from '../gpu/kernel-class.ts';
-import { OP_CAPTURE } from '../model/forward-pass.ts';
+import { OP_CAPTURE } from '../model/gemma4/forward-pass.ts';
 import { compareRows, type Storage } from './compare.ts';
 
 /** The kernel families of the exact path that the attribution can name. */

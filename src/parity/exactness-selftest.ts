@@ -26,7 +26,7 @@ import {
 } from '../gpu/kernel-class.ts';
 import type { KernelFault } from '../gpu/kernel-fault.ts';
 import { uploadWeights, type GpuWeights } from '../model/gpu-weights.ts';
-import type { CacheSnapshot } from '../model/kv-cache.ts';
+import type { CacheSnapshot } from '../model/gemma4/kv-cache.ts';
 import { buildTarget, type GemmaTargetModel } from '../model/build-target.ts';
 import type { ForwardResult, Precision } from '../model/target.ts';
 import type { CancelToken, ProgressFn } from '../util/cancel.ts';

@@ -13,7 +13,7 @@ import {
  * first stage and position that differ in execution order (layer by layer in the model's own stage
  * order, then final norm and logits; within a stage, position 0 first) and collect per-stage stats.
  * The stage order comes from the model: Gemma's layers are q k v attn mlp layer (TargetModel.stageOrder); a Qwen3.5
- * target's (src/model/qwen/stages.ts) adds the Gated DeltaNet stages of its linear layers.
+ * target's (src/model/qwen3_5/stages.ts) adds the Gated DeltaNet stages of its linear layers.
  */
 export type StageCaptures = Map<string, Float32Array>;
 

@@ -1,7 +1,8 @@
 import type { TargetDescription } from '../format/model-description.ts';
 import type { GpuContext } from '../gpu/device.ts';
 import type { GpuWeights } from '../model/gpu-weights.ts';
-import { TargetModel, type ForwardResult, type Precision } from '../model/target.ts';
+import type { ForwardResult, Precision } from '../model/target.ts';
+import { TargetModel } from '../model/gemma4/dense/dense-target.ts';
 import type { Policy } from '../model/policy.ts';
 import type { CancelToken, ProgressFn } from '../util/cancel.ts';
 import { fmtInt } from '../util/number-format.ts';
@@ -22,10 +23,10 @@ import {
 import { provenance } from './provenance.ts';
 import { explainMlx } from './mlx-blame.ts';
 import { qwenStateView } from './state-view.ts';
-import { QwenTargetModel } from '../model/qwen/target.ts';
-import type { QwenGpuWeights } from '../model/qwen/weights.ts';
-import { ETargetModel } from '../model/family/e-target.ts';
-import { MoETargetModel } from '../model/family/moe-target.ts';
+import { QwenTargetModel } from '../model/qwen3_5/target.ts';
+import type { QwenGpuWeights } from '../model/qwen3_5/weights.ts';
+import { ETargetModel } from '../model/gemma4/e-series/e-target.ts';
+import { MoETargetModel } from '../model/gemma4/moe/moe-target.ts';
 import { buildTarget, targetPolicy } from '../model/build-target.ts';
 
 /**
@@ -80,7 +81,7 @@ interface ProbeTarget<S extends { destroy(): void } = { destroy(): void }> {
 
 /**
  * What localization needs from a target: its stages in execution order (each with the capture holding its rows)
- * and the logit lens over a layer's output. Gemma: LAYER_STAGES per layer; Qwen3.5: src/model/qwen/stages.ts.
+ * and the logit lens over a layer's output. Gemma: LAYER_STAGES per layer; Qwen3.5: src/model/qwen3_5/stages.ts.
  */
 interface Localizer {
   stages: StageStep[];

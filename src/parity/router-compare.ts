@@ -13,13 +13,13 @@
  * output, and the compared forwards are teacher-forced on those rows (StepOptions.layerInputs), so layer i's
  * attention and h1 are the same bytes in each (the report checks that the scores of the order comparison are).
  * The free-running consequence (logits of the whole prompt under each convention) is reported beside.
- * CPU twin: src/reference/family/router-compare.ts.
+ * CPU twin: src/reference/gemma4/moe/router-compare.ts.
  */
 import type { TargetDescription } from '../format/model-description.ts';
 import type { GpuContext } from '../gpu/device.ts';
 import type { GpuWeights } from '../model/gpu-weights.ts';
-import type { GpuRouterOrder, GpuRouterScale } from '../model/family/moe-ops.ts';
-import { isMoeTarget, type MoETargetModel } from '../model/family/moe-target.ts';
+import type { GpuRouterOrder, GpuRouterScale } from '../model/gemma4/moe/moe-ops.ts';
+import { isMoeTarget, type MoETargetModel } from '../model/gemma4/moe/moe-target.ts';
 import { buildTarget } from '../model/build-target.ts';
 
 /** A router convention: the softmax order and how router.scale meets H^-0.5. */

@@ -9,7 +9,7 @@
  */
 import { readMany, storageBuffer } from '../gpu/buffers.ts';
 import type { Policy } from '../model/policy.ts';
-import type { QwenTargetModel } from '../model/qwen/target.ts';
+import type { QwenTargetModel } from '../model/qwen3_5/target.ts';
 import { compareRows } from './compare.ts';
 import type { StateView } from './report.ts';
 

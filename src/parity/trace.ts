@@ -16,7 +16,7 @@ import {
 } from './report.ts';
 import { provenance } from './provenance.ts';
 import { buildTarget, targetPolicy } from '../model/build-target.ts';
-import type { QwenGpuWeights } from '../model/qwen/weights.ts';
+import type { QwenGpuWeights } from '../model/qwen3_5/weights.ts';
 import type { ForwardResult } from '../model/target.ts';
 // The trace's report types live with the report schema (report.ts); re-exported for the trace's users.
 export type { TraceMetrics, TracePosition, TraceReport };

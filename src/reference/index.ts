@@ -6,7 +6,7 @@ export {
   type AssistantWeights,
   type RefLayer,
   type RefLinear,
-} from './weights.ts';
+} from './gemma4/weights.ts';
 export {
   referenceForward,
   referenceGreedy,
@@ -20,8 +20,8 @@ export {
   type GreedyResult,
   type SharedKv,
   type SharedKvByType,
-} from './target.ts';
-export { referenceDraft, type DraftInput, type DraftResult } from './draft.ts';
+} from './gemma4/target.ts';
+export { referenceDraft, type DraftInput, type DraftResult } from './gemma4/draft.ts';
 export { Rope, type RopePrecision } from './rope.ts';
 export { rmsNorm, rmsNormF32, makeNorm, geluTanh, softcap, argmax, matvec, type Numerics, type NormFn } from './ops.ts';
 export { affineMatrix, affineMatvec, affineMatmul, type AffineMatrix, type AffineProduct } from './quantized-matmul.ts';

@@ -11,7 +11,7 @@ import { CancelToken, type ProgressFn } from '../util/cancel.ts';
 import { blobSource } from '../format/bytesource.ts';
 import { checkpointFamily, openFamilyCheckpoint } from '../format/open-target.ts';
 import { uploadWeights, type GpuWeights } from '../model/gpu-weights.ts';
-import { uploadQwenWeights } from '../model/qwen/weights.ts';
+import { uploadQwenWeights } from '../model/qwen3_5/weights.ts';
 import type { TargetDescription } from '../format/model-description.ts';
 import type { CheckpointInfo, PerformanceSummary, ProbeReport, SelfTestRecord } from '../parity/report.ts';
 import { pageBenchOptions, runBench, type BenchReport } from '../bench/run.ts';

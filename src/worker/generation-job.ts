@@ -8,8 +8,8 @@ import type { AssistantDescription, TargetDescription } from '../format/model-de
 import { checkpointTokenizer, type TextCodec } from '../format/tokenizer.ts';
 import { QWEN35_MTP_DRAFTER_TYPE } from '../format/qwen3_5/drafter.ts';
 import type { GpuWeights } from '../model/gpu-weights.ts';
-import type { QwenGpuWeights } from '../model/qwen/weights.ts';
-import type { DraftConvention } from '../model/assistant.ts';
+import type { QwenGpuWeights } from '../model/qwen3_5/weights.ts';
+import type { DraftConvention } from '../model/gemma4/assistant.ts';
 import { classicWithOracleStream, generateClassic, generateMtp, type GenerateResult } from '../model/generate.ts';
 import { generationModels, pageOracleSource, type GenerationWeights } from '../model/generation-setup.ts';
 import type { CheckpointInfo, ExactnessSelfTestSummary, Provenance, SelfTestRecord } from '../parity/report.ts';

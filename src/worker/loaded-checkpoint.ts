@@ -10,7 +10,7 @@ import type { Qwen35DrafterCheckpoint } from '../format/qwen3_5/drafter.ts';
 import type { Qwen35Description } from '../format/qwen3_5/description.ts';
 import type { Qwen35Checkpoint } from '../format/qwen3_5/index.ts';
 import type { GpuWeights } from '../model/gpu-weights.ts';
-import type { QwenGpuMtpHeadUpload, QwenGpuWeights } from '../model/qwen/weights.ts';
+import type { QwenGpuMtpHeadUpload, QwenGpuWeights } from '../model/qwen3_5/weights.ts';
 import type { CheckpointInfo } from '../parity/report.ts';
 import { checkpointInfo, qwenCheckpointInfo } from '../parity/summary.ts';
 import { fmtInt } from '../util/number-format.ts';

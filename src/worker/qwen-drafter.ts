@@ -15,7 +15,7 @@ import {
   type Qwen35DrafterCheckpoint,
 } from '../format/qwen3_5/drafter.ts';
 import type { Qwen35Checkpoint } from '../format/qwen3_5/index.ts';
-import { uploadQwenMtpHead, withQwenMtpHead, type QwenGpuWeights } from '../model/qwen/weights.ts';
+import { uploadQwenMtpHead, withQwenMtpHead, type QwenGpuWeights } from '../model/qwen3_5/weights.ts';
 import type { CheckpointInfo } from '../parity/report.ts';
 import type { CancelToken, ProgressFn } from '../util/cancel.ts';
 import type { AttachedHead, LoadedDrafter } from './loaded-checkpoint.ts';

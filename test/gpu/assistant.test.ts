@@ -13,7 +13,7 @@ import {
   tinyAssistant,
 } from '../support/fixtures.ts';
 import { uploadWeights } from '../../src/model/gpu-weights.ts';
-import { AssistantModel } from '../../src/model/assistant.ts';
+import { AssistantModel } from '../../src/model/gemma4/assistant.ts';
 import type { AssistantDescription } from '../../src/format/model-description.ts';
 import type { GpuContext } from '../../src/gpu/device.ts';
 

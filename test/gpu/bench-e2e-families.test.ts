@@ -11,7 +11,7 @@ import { benchEndToEnd, type E2EResult } from '../../src/bench/e2e.ts';
 import { buildE2EModel, type E2EPreset } from '../../src/bench/e2e-model.ts';
 import { type RecorderTally, setRecorderTally } from '../../src/gpu/recorder.ts';
 import { generationModels } from '../../src/model/generation-setup.ts';
-import { TargetModel } from '../../src/model/target.ts';
+import { TargetModel } from '../../src/model/gemma4/dense/dense-target.ts';
 import { formatBench, type BenchReport } from '../../src/bench/run.ts';
 
 const finitePositive = (v: number | undefined) => typeof v === 'number' && Number.isFinite(v) && v > 0;

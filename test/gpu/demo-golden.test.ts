@@ -25,8 +25,8 @@ import {
   type Golden,
 } from '../support/fixtures.ts';
 import { uploadWeights, type GpuWeights } from '../../src/model/gpu-weights.ts';
-import { TargetModel } from '../../src/model/target.ts';
-import { AssistantModel } from '../../src/model/assistant.ts';
+import { TargetModel } from '../../src/model/gemma4/dense/dense-target.ts';
+import { AssistantModel } from '../../src/model/gemma4/assistant.ts';
 import { assistantSource, generateClassic, generateMtp, roundEmitted } from '../../src/model/generate.ts';
 import type { GpuContext } from '../../src/gpu/device.ts';
 import type { AssistantDescription, TargetDescription } from '../../src/format/model-description.ts';

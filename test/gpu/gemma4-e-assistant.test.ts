@@ -1,16 +1,16 @@
 /**
- * The E-series assistant on the GPU (AssistantModel with the centroid head, src/model/family/centroid-head-op.ts,
+ * The E-series assistant on the GPU (AssistantModel with the centroid head, src/model/gemma4/e-series/centroid-head-op.ts,
  * reading the donors' K/V of an ETargetModel) against gemma4-e-tiny: its draft tokens, the scored tokens of its
  * centroid head (transformers' order) and its logits against the float64 goldens (transformers' f32 run as the
- * yardstick), the assistant forward alone on the golden inputs, and the CPU reference (src/reference/draft.ts) at
+ * yardstick), the assistant forward alone on the golden inputs, and the CPU reference (src/reference/gemma4/draft.ts) at
  * positions past the window wrap, where the sliding donor's ring and its evicted entry (the W + 1-th key) are read.
  */
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AssistantDescription, TargetDescription } from '../../src/format/model-description.ts';
 import type { GpuContext } from '../../src/gpu/device.ts';
-import { AssistantModel } from '../../src/model/assistant.ts';
-import { ETargetModel } from '../../src/model/family/e-target.ts';
+import { AssistantModel } from '../../src/model/gemma4/assistant.ts';
+import { ETargetModel } from '../../src/model/gemma4/e-series/e-target.ts';
 import type { GpuWeights } from '../../src/model/gpu-weights.ts';
 import { openCheckpointDir } from '../../src/node/file-source.ts';
 import {

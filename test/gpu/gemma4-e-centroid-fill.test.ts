@@ -10,10 +10,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AssistantDescription, TargetDescription } from '../../src/format/model-description.ts';
 import type { GpuContext } from '../../src/gpu/device.ts';
-import { AssistantModel, type DraftResult } from '../../src/model/assistant.ts';
-import { ETargetModel } from '../../src/model/family/e-target.ts';
+import { AssistantModel, type DraftResult } from '../../src/model/gemma4/assistant.ts';
+import { ETargetModel } from '../../src/model/gemma4/e-series/e-target.ts';
 import type { GpuWeights } from '../../src/model/gpu-weights.ts';
-import { centroidHead, DTYPE_MIN, type CentroidFill } from '../../src/reference/family/centroid-head.ts';
+import { centroidHead, DTYPE_MIN, type CentroidFill } from '../../src/reference/gemma4/e-series/centroid-head.ts';
 import { GEMMA4_E_TINY, type Golden } from '../support/fixtures.ts';
 import { fixtureOnGpu, type FixtureOnGpu } from './helpers/fixture-on-gpu.ts';
 

@@ -1,19 +1,19 @@
 /**
- * The centroid head op (src/model/family/centroid-head-op.ts, shaders/centroid_head.wgsl) at the real assistants'
+ * The centroid head op (src/model/gemma4/e-series/centroid-head-op.ts, shaders/centroid_head.wgsl) at the real assistants'
  * cluster geometry (2048 centroids, top 32; docs/GEMMA4-FAMILY.md section 7) with fewer tokens per cluster:
  * - the chosen clusters are exactly the top 32 of the GPU's own centroid logits in the reference's order
  *   (descending, ties to the lower index: the centroid rows repeat, so many logits tie, across the cut too);
  * - the scored tokens are those clusters' token_ordering rows, the same from an I32 and an I64 ordering;
  * - the scored logits are the embedding rows' dot products within f32 rounding of float64, from a 4-bit
  *   embedding split into row parts; the token is the scored token of the first largest logit;
- * - the CPU reference (src/reference/family/centroid-head.ts) on the same inputs picks the same token.
+ * - the CPU reference (src/reference/gemma4/e-series/centroid-head.ts) on the same inputs picks the same token.
  */
 import { describe, expect, it } from 'vitest';
 import { storageBuffer } from '../../src/gpu/buffers.ts';
 import type { DenseLinear } from '../../src/format/model-description.ts';
-import { CentroidHeadOp, fullLogits, type GpuCentroidHead } from '../../src/model/family/centroid-head-op.ts';
-import { centroidHead, DTYPE_MIN } from '../../src/reference/family/centroid-head.ts';
-import { topKIndices } from '../../src/reference/family/moe.ts';
+import { CentroidHeadOp, fullLogits, type GpuCentroidHead } from '../../src/model/gemma4/e-series/centroid-head-op.ts';
+import { centroidHead, DTYPE_MIN } from '../../src/reference/gemma4/e-series/centroid-head.ts';
+import { topKIndices } from '../../src/reference/gemma4/moe/moe.ts';
 import { ADAPTER, Rand, bf16Rne, bytesOf, type Lab, useLab } from './helpers/kernel-lab.ts';
 import { affineLinear, uploadTensors } from './helpers/linears.ts';
 

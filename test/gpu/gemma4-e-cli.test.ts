@@ -1,5 +1,5 @@
 /**
- * `probe` on an E-series folder (gemma4-e-tiny): the CLI runs the E-series GPU target (src/model/family/e-target.ts)
+ * `probe` on an E-series folder (gemma4-e-tiny): the CLI runs the E-series GPU target (src/model/gemma4/e-series/e-target.ts)
  * through the probe's arms and localizes a divergence in its own stage order (no k / v stages on the KV-shared layers).
  * (MoE folders run in the MoE target: test/gpu/gemma4-moe-cli.test.ts.)
  */

@@ -1,5 +1,5 @@
 /**
- * The exactness contract of the E-series GPU target (src/model/family/e-target.ts) under policy `exact`, as
+ * The exactness contract of the E-series GPU target (src/model/gemma4/e-series/e-target.ts) under policy `exact`, as
  * test/gpu/exactness.test.ts checks it for the dense engine: a verify block's logits rows are byte-identical to
  * one-token-at-a-time decode of the same tokens, for K = 2, 3, 4, 8, wherever the ring stands (gemma4-e-tiny's
  * window is 16: prompts of 5, 16 and 40 tokens), f32 and bf16; and after partial acceptance and rollback every
@@ -9,7 +9,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GpuContext } from '../../src/gpu/device.ts';
 import type { TargetDescription } from '../../src/format/model-description.ts';
-import { ETargetModel } from '../../src/model/family/e-target.ts';
+import { ETargetModel } from '../../src/model/gemma4/e-series/e-target.ts';
 import { uploadWeights, type GpuWeights } from '../../src/model/gpu-weights.ts';
 import type { Precision } from '../../src/model/target.ts';
 import { openCheckpointDir } from '../../src/node/file-source.ts';

@@ -1,5 +1,5 @@
 /**
- * The E-series GPU target (src/model/family/e-target.ts) in f32 against the float64 transformers goldens of
+ * The E-series GPU target (src/model/gemma4/e-series/e-target.ts) in f32 against the float64 transformers goldens of
  * gemma4-e-tiny (per-layer embeddings, 4 KV-shared layers reading their donors 5 and 4, double-wide MLPs on them;
  * window 16, so the 24-token prompt and the 16 greedy tokens wrap the ring). The family's acceptance: logits within
  * 0.05, greedy tokens equal, and every activation the yardstick has (transformers' own f32 run,
@@ -9,9 +9,9 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GpuContext } from '../../src/gpu/device.ts';
 import type { TargetDescription } from '../../src/format/model-description.ts';
-import { ETargetModel } from '../../src/model/family/e-target.ts';
+import { ETargetModel } from '../../src/model/gemma4/e-series/e-target.ts';
 import { uploadWeights, type GpuWeights } from '../../src/model/gpu-weights.ts';
-import { TargetModel } from '../../src/model/target.ts';
+import { TargetModel } from '../../src/model/gemma4/dense/dense-target.ts';
 import { TensorUploader } from '../../src/gpu/upload.ts';
 import { openCheckpointDir } from '../../src/node/file-source.ts';
 import { GEMMA4_E_TINY, loadGolden, loadTransformersF32, maxAbsDiff, nmse, type Golden } from '../support/fixtures.ts';

@@ -1,11 +1,11 @@
 /**
- * shaders/ple.wgsl (src/model/family/ple-ops.ts), the two per-layer-embedding ops the dense kernels lack:
+ * shaders/ple.wgsl (src/model/gemma4/e-series/ple-ops.ts), the two per-layer-embedding ops the dense kernels lack:
  * `gate` computes elementwise.wgsl geglu's arithmetic with the second operand read from one layer's slice of
  * each row, so it must equal geglu on that slice copied out, byte for byte, and a row's bytes must not depend on
  * how many rows the dispatch has; `scale` is one IEEE multiply (then bf16 rounding in bf16 mode).
  */
 import { describe, expect, it } from 'vitest';
-import * as ple from '../../src/model/family/ple-ops.ts';
+import * as ple from '../../src/model/gemma4/e-series/ple-ops.ts';
 import * as op from '../../src/model/ops.ts';
 import { ADAPTER, Rand, bf16Rne, bytesOf, expectSameBytes, useLab, type Lab } from './helpers/kernel-lab.ts';
 

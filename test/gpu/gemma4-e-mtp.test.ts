@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AssistantDescription, TargetDescription } from '../../src/format/model-description.ts';
 import type { GpuContext } from '../../src/gpu/device.ts';
-import { ETargetModel } from '../../src/model/family/e-target.ts';
+import { ETargetModel } from '../../src/model/gemma4/e-series/e-target.ts';
 import { generateClassic } from '../../src/model/generate.ts';
 import type { GpuWeights } from '../../src/model/gpu-weights.ts';
 import type { Precision } from '../../src/model/target.ts';

@@ -19,8 +19,8 @@ import type { AssistantDescription, Linear, TargetDescription } from '../../src/
 import { tokenOrdering } from '../../src/format/synthetic-gemma4-family.ts';
 import { synthGeometry, syntheticCheckpoint, type SynthGeometry } from '../../src/format/synthetic.ts';
 import type { GpuContext } from '../../src/gpu/device.ts';
-import { AssistantModel } from '../../src/model/assistant.ts';
-import { ETargetModel } from '../../src/model/family/e-target.ts';
+import { AssistantModel } from '../../src/model/gemma4/assistant.ts';
+import { ETargetModel } from '../../src/model/gemma4/e-series/e-target.ts';
 import { assistantSource, generateClassic, generateMtp } from '../../src/model/generate.ts';
 import { uploadWeights } from '../../src/model/gpu-weights.ts';
 import { loadReferenceWeights, referenceDraft, referenceForward } from '../../src/reference/index.ts';

@@ -1,6 +1,6 @@
 /**
  * `probe` on the MoE folder (gemma4-moe-tiny): the CLI uploads the experts, runs the MoE GPU target
- * (src/model/family/moe-target.ts) through the probe's arms, passes under `exact` past the window, and under
+ * (src/model/gemma4/moe/moe-target.ts) through the probe's arms, passes under `exact` past the window, and under
  * `moe-grouped` fails (exit 3) with the divergence localized to an experts stage, the MoE stages in the report.
  */
 import { mkdtempSync, readFileSync } from 'node:fs';

@@ -1,5 +1,5 @@
 /**
- * The MoE GPU target (src/model/family/moe-target.ts) in f32 against the float64 transformers goldens of
+ * The MoE GPU target (src/model/gemma4/moe/moe-target.ts) in f32 against the float64 transformers goldens of
  * gemma4-moe-tiny (8 experts, top-4, a dense MLP beside them, 8-bit router; window 16, so the 24-token prompt and
  * the 16 greedy tokens wrap the ring). The family's acceptance: logits within 0.05, greedy tokens equal where the
  * golden top-1 gap allows (the smallest is 0.0013), and the activations transformers' own f32 run has
@@ -9,10 +9,10 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TargetDescription } from '../../src/format/model-description.ts';
 import type { GpuContext } from '../../src/gpu/device.ts';
-import { ETargetModel } from '../../src/model/family/e-target.ts';
-import { MoETargetModel } from '../../src/model/family/moe-target.ts';
+import { ETargetModel } from '../../src/model/gemma4/e-series/e-target.ts';
+import { MoETargetModel } from '../../src/model/gemma4/moe/moe-target.ts';
 import { uploadWeights, type GpuWeights } from '../../src/model/gpu-weights.ts';
-import { TargetModel } from '../../src/model/target.ts';
+import { TargetModel } from '../../src/model/gemma4/dense/dense-target.ts';
 import { openCheckpointDir } from '../../src/node/file-source.ts';
 import { loadReferenceWeights, referenceForward } from '../../src/reference/index.ts';
 import {

@@ -1,5 +1,5 @@
 /**
- * The MoE kernels (shaders/moe_experts.wgsl, shaders/moe.wgsl via src/model/family/moe-ops.ts) on gemma4-moe-tiny's
+ * The MoE kernels (shaders/moe_experts.wgsl, shaders/moe.wgsl via src/model/gemma4/moe/moe-ops.ts) on gemma4-moe-tiny's
  * layer 0 experts:
  * - expert_lanes computes, for each (row, slot), exactly what ops.matmul's exact lanes kernel computes for that
  *   expert's slice of the stacked tensors (src/format/experts.ts expertLinear) on that row: byte for byte, for
@@ -15,12 +15,12 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { expertLinear } from '../../src/format/experts.ts';
 import type { TargetDescription } from '../../src/format/model-description.ts';
 import { TensorUploader } from '../../src/gpu/upload.ts';
-import { expertMatvec, route } from '../../src/model/family/moe-ops.ts';
-import type { GpuExperts, GpuMoeBlock } from '../../src/model/family/moe-weights.ts';
+import { expertMatvec, route } from '../../src/model/gemma4/moe/moe-ops.ts';
+import type { GpuExperts, GpuMoeBlock } from '../../src/model/gemma4/moe/moe-weights.ts';
 import { uploadWeights, type GpuLinear } from '../../src/model/gpu-weights.ts';
 import * as op from '../../src/model/ops.ts';
 import { openCheckpointDir } from '../../src/node/file-source.ts';
-import { topKIndices } from '../../src/reference/family/moe.ts';
+import { topKIndices } from '../../src/reference/gemma4/moe/moe.ts';
 import { GEMMA4_MOE_TINY } from '../support/fixtures.ts';
 import { ADAPTER, Rand, expectSameBytes, useLab, type Lab } from './helpers/kernel-lab.ts';
 

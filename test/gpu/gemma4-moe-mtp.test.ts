@@ -9,8 +9,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AssistantDescription, TargetDescription } from '../../src/format/model-description.ts';
 import type { GpuContext } from '../../src/gpu/device.ts';
-import { AssistantModel } from '../../src/model/assistant.ts';
-import { MoETargetModel, type MoeTargetOptions } from '../../src/model/family/moe-target.ts';
+import { AssistantModel } from '../../src/model/gemma4/assistant.ts';
+import { MoETargetModel, type MoeTargetOptions } from '../../src/model/gemma4/moe/moe-target.ts';
 import { generateClassic } from '../../src/model/generate.ts';
 import type { GpuWeights } from '../../src/model/gpu-weights.ts';
 import type { Precision } from '../../src/model/target.ts';

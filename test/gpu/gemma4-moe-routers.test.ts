@@ -1,7 +1,7 @@
 /**
  * `routers` on gemma4-moe-tiny (the two router conventions must differ where the report says they do, and agree on
  * the chosen experts): the CLI's report (src/parity/router-compare.ts, GPU f32) against the float64 CPU
- * twin (src/reference/family/router-compare.ts) run on the same prompt with the same base convention.
+ * twin (src/reference/gemma4/moe/router-compare.ts) run on the same prompt with the same base convention.
  * - softmax order (MLX's vs transformers'): the same experts on every row of every layer, as in float64; the f32
  *   weights differ in the bytes of some slots (the listed ones really differ), by no more than f32 rounding, while the
  *   float64 weights agree to 1e-15; every listed weight is within the scores' tolerance of float64.
@@ -18,7 +18,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { TargetDescription } from '../../src/format/model-description.ts';
 import { openCheckpointDir } from '../../src/node/file-source.ts';
 import type { RouterReport } from '../../src/parity/router-compare.ts';
-import { referenceRouterComparison, type RouterScale } from '../../src/reference/family/router-compare.ts';
+import { referenceRouterComparison, type RouterScale } from '../../src/reference/gemma4/moe/router-compare.ts';
 import { loadReferenceWeights, type TargetWeights } from '../../src/reference/index.ts';
 import { GEMMA4_E_TINY, GEMMA4_MOE_TINY, loadGolden } from '../support/fixtures.ts';
 

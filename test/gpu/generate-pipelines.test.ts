@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testGpu } from './gpu-context.ts';
 import { tinyTarget } from '../support/fixtures.ts';
 import { uploadWeights } from '../../src/model/gpu-weights.ts';
-import { TargetModel } from '../../src/model/target.ts';
+import { TargetModel } from '../../src/model/gemma4/dense/dense-target.ts';
 import { generateClassic } from '../../src/model/generate.ts';
 import { pipelinesNote } from '../../src/cli/commands/generate.ts';
 import type { GpuContext } from '../../src/gpu/device.ts';

@@ -1,7 +1,7 @@
 /**
  * Attention (shaders/attention.wgsl through src/model/attention-op.ts / ops.ts op.attention: scores,
  * segmented softmax and P.V, combine; and the fused path of the GPU kernel class) against its CPU twin
- * (src/reference/layer.ts attendRow, float64) on seeded cases of every cache mode (linear, physical ring,
+ * (src/reference/gemma4/layer.ts attendRow, float64) on seeded cases of every cache mode (linear, physical ring,
  * chronological, draft, mask-widened), f32 and bf16 outputs; row invariance (a block's row == the chain
  * step that computes it alone, byte for byte); the kernel == the WGSL replayed in f32 (attentionF32),
  * byte for byte; and the inexact split and masked variants. The case model, the reference with its error

@@ -3,8 +3,8 @@ import { testGpu } from './gpu-context.ts';
 import { tinyWeights, tokens } from './tiny-model.ts';
 import { loadGolden, tinyAssistant } from '../support/fixtures.ts';
 import { uploadWeights, type GpuWeights } from '../../src/model/gpu-weights.ts';
-import { AssistantModel, type DraftConvention } from '../../src/model/assistant.ts';
-import { TargetModel } from '../../src/model/target.ts';
+import { AssistantModel, type DraftConvention } from '../../src/model/gemma4/assistant.ts';
+import { TargetModel } from '../../src/model/gemma4/dense/dense-target.ts';
 import { chainedAndLoop } from './helpers/mtp-parity.ts';
 import {
   assistantSource,

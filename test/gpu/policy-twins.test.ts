@@ -32,7 +32,7 @@ import { createAttentionScratch, segmentCount, SEG_MAX_EXACT } from '../../src/m
 import type { GpuLinear } from '../../src/model/gpu-weights.ts';
 import { EXACT, type AttentionPlan, type Policy } from '../../src/model/policy.ts';
 import { policyByName } from '../../src/model/policy-registry.ts';
-import type { TargetModel } from '../../src/model/target.ts';
+import type { TargetModel } from '../../src/model/gemma4/dense/dense-target.ts';
 import type { GpuWeights } from '../../src/model/gpu-weights.ts';
 import type { AffineLinear, DenseLinear, TargetDescription, TensorRef } from '../../src/format/model-description.ts';
 import { bytesSource } from '../../src/format/bytesource.ts';

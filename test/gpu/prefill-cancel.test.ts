@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TargetDescription } from '../../src/format/model-description.ts';
 import type { GpuContext } from '../../src/gpu/device.ts';
 import { uploadWeights, type GpuWeights } from '../../src/model/gpu-weights.ts';
-import { TargetModel } from '../../src/model/target.ts';
+import { TargetModel } from '../../src/model/gemma4/dense/dense-target.ts';
 import { openCheckpointDir } from '../../src/node/file-source.ts';
 import { CancelToken } from '../../src/util/cancel.ts';
 import { TINY_A } from '../support/fixtures.ts';

@@ -15,9 +15,9 @@ import {
   type Qwen35Description,
 } from '../../src/format/qwen3_5/index.ts';
 import { nodeFolderSources } from '../../src/node/file-source.ts';
-import { uploadQwenWeights } from '../../src/model/qwen/weights.ts';
-import { QwenTargetModel } from '../../src/model/qwen/target.ts';
-import { QwenMtpHead, qwenHeadSource } from '../../src/model/qwen/mtp.ts';
+import { uploadQwenWeights } from '../../src/model/qwen3_5/weights.ts';
+import { QwenTargetModel } from '../../src/model/qwen3_5/target.ts';
+import { QwenMtpHead, qwenHeadSource } from '../../src/model/qwen3_5/mtp.ts';
 import { generateClassic, generateMtp, type GenerateResult } from '../../src/model/generate.ts';
 import type { GpuContext } from '../../src/gpu/device.ts';
 

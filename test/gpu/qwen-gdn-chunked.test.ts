@@ -1,7 +1,7 @@
 /**
  * Policy gdn-chunked: verify blocks run the Gated DeltaNet recurrence in the chunked (WY) form
  * (gated_delta.wgsl recurrence_chunked), chain steps in the token-by-token form.
- * - The kernel gives the bytes of its float32 emulation (src/reference/qwen/gdn-chunked.ts F32_WGSL, the same
+ * - The kernel gives the bytes of its float32 emulation (src/reference/qwen3_5/gdn-chunked.ts F32_WGSL, the same
  *   operations in the same order), for one chunk and for several, f32 and bf16 outputs, and never writes S.
  * - Its rows differ from the token-by-token kernel's (the mechanism) while staying within rounding of them.
  * - On qwen-tiny through the probe (f32): exact keeps block == chain; gdn-chunked diverges on every draw and
@@ -10,13 +10,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storageBuffer } from '../../src/gpu/buffers.ts';
 import type { GpuContext } from '../../src/gpu/device.ts';
-import * as qop from '../../src/model/qwen/ops.ts';
-import type { GdnGeometry } from '../../src/model/qwen/ops.ts';
+import * as qop from '../../src/model/qwen3_5/ops.ts';
+import type { GdnGeometry } from '../../src/model/qwen3_5/ops.ts';
 import { runProbe, type ProbeEnv } from '../../src/parity/probe.ts';
 import { validateReport } from '../../src/parity/report.ts';
-import { chunkedRecurrence, F32_WGSL } from '../../src/reference/qwen/gdn-chunked.ts';
-import * as twin from '../../src/reference/qwen/gdn-ops.ts';
-import { softplus } from '../../src/reference/qwen/scalar.ts';
+import { chunkedRecurrence, F32_WGSL } from '../../src/reference/qwen3_5/gdn-chunked.ts';
+import * as twin from '../../src/reference/qwen3_5/gdn-ops.ts';
+import { softplus } from '../../src/reference/qwen3_5/scalar.ts';
 import { testGpu } from './gpu-context.ts';
 import { ADAPTER, bytesOf, expectSameBytes, Rand, useLab, type Lab } from './helpers/kernel-lab.ts';
 import { qwenTinyEnv } from './helpers/qwen-tiny.ts';

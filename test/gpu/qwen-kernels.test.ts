@@ -1,6 +1,6 @@
 /**
- * The Qwen3.5 kernels (shaders/gated_delta.wgsl, shaders/qwen_ops.wgsl, via src/model/qwen/ops.ts) against
- * their float64 twins (src/reference/qwen/gdn-ops.ts) on random shapes, and row invariance: M rows in one
+ * The Qwen3.5 kernels (shaders/gated_delta.wgsl, shaders/qwen_ops.wgsl, via src/model/qwen3_5/ops.ts) against
+ * their float64 twins (src/reference/qwen3_5/gdn-ops.ts) on random shapes, and row invariance: M rows in one
  * dispatch give each row the bytes it gets alone (the recurrence: a staged block of M tokens gives the state
  * and output bytes of M single-token calls updating the state in place).
  * Error bounds follow helpers/kernel-lab.ts: roundings on the longest chain, each U relative to the magnitude
@@ -9,10 +9,10 @@
 import { describe, expect, it } from 'vitest';
 import { storageBuffer } from '../../src/gpu/buffers.ts';
 import type { Recorder } from '../../src/gpu/recorder.ts';
-import * as qop from '../../src/model/qwen/ops.ts';
-import type { GdnGeometry } from '../../src/model/qwen/ops.ts';
-import * as twin from '../../src/reference/qwen/gdn-ops.ts';
-import { sigmoid, softplus } from '../../src/reference/qwen/index.ts';
+import * as qop from '../../src/model/qwen3_5/ops.ts';
+import type { GdnGeometry } from '../../src/model/qwen3_5/ops.ts';
+import * as twin from '../../src/reference/qwen3_5/gdn-ops.ts';
+import { sigmoid, softplus } from '../../src/reference/qwen3_5/index.ts';
 import {
   ADAPTER,
   EXP_REF_ULP,

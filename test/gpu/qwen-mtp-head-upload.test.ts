@@ -18,7 +18,7 @@ import {
   uploadQwenWeights,
   withQwenMtpHead,
   type QwenGpuMtpHead,
-} from '../../src/model/qwen/weights.ts';
+} from '../../src/model/qwen3_5/weights.ts';
 import { readBytes } from '../../src/gpu/buffers.ts';
 import type { GpuContext } from '../../src/gpu/device.ts';
 import type { GpuLinear } from '../../src/model/gpu-weights.ts';

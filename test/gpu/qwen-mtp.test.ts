@@ -4,9 +4,9 @@ import { testGpu } from './gpu-context.ts';
 import { loadGolden, maxAbsDiff, nmse, type Golden } from '../support/fixtures.ts';
 import { openQwen35Checkpoint } from '../../src/format/qwen3_5/index.ts';
 import { nodeFolderSources } from '../../src/node/file-source.ts';
-import { uploadQwenWeights, type QwenGpuWeights } from '../../src/model/qwen/weights.ts';
-import { QwenTargetModel } from '../../src/model/qwen/target.ts';
-import { QwenMtpHead, qwenHeadSource } from '../../src/model/qwen/mtp.ts';
+import { uploadQwenWeights, type QwenGpuWeights } from '../../src/model/qwen3_5/weights.ts';
+import { QwenTargetModel } from '../../src/model/qwen3_5/target.ts';
+import { QwenMtpHead, qwenHeadSource } from '../../src/model/qwen3_5/mtp.ts';
 import { generateClassic, generateMtp, oracleSource } from '../../src/model/generate.ts';
 import type { GpuContext } from '../../src/gpu/device.ts';
 

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openQwen35Checkpoint } from '../../src/format/qwen3_5/index.ts';
 import { qwenSynthGeometry } from '../../src/format/qwen3_5/synthetic.ts';
 import type { GpuContext } from '../../src/gpu/device.ts';
-import { uploadQwenWeights } from '../../src/model/qwen/weights.ts';
+import { uploadQwenWeights } from '../../src/model/qwen3_5/weights.ts';
 import { nodeFolderSources } from '../../src/node/file-source.ts';
 import { writeSynthetic } from '../../src/node/synthetic.ts';
 import { runProbe } from '../../src/parity/probe.ts';

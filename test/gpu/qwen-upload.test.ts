@@ -7,7 +7,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openQwen35Checkpoint } from '../../src/format/qwen3_5/index.ts';
 import type { GpuContext } from '../../src/gpu/device.ts';
-import { uploadQwenWeights } from '../../src/model/qwen/weights.ts';
+import { uploadQwenWeights } from '../../src/model/qwen3_5/weights.ts';
 import { nodeFolderSources } from '../../src/node/file-source.ts';
 import { CancelledError, CancelToken, type Progress } from '../../src/util/cancel.ts';
 import { testGpu } from './gpu-context.ts';

@@ -15,7 +15,8 @@ import type { GpuContext } from '../../src/gpu/device.ts';
 import { forceKernelClass, type KernelClass } from '../../src/gpu/kernel-class.ts';
 import type { TargetDescription } from '../../src/format/model-description.ts';
 import { uploadWeights, type GpuWeights } from '../../src/model/gpu-weights.ts';
-import { TargetModel, type Precision } from '../../src/model/target.ts';
+import type { Precision } from '../../src/model/target.ts';
+import { TargetModel } from '../../src/model/gemma4/dense/dense-target.ts';
 import { policyByName } from '../../src/model/policy-registry.ts';
 import { stackedQkvBlocks } from '../../src/model/ops.ts';
 

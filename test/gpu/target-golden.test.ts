@@ -11,7 +11,7 @@ import {
   type Golden,
 } from '../support/fixtures.ts';
 import { uploadWeights } from '../../src/model/gpu-weights.ts';
-import { TargetModel } from '../../src/model/target.ts';
+import { TargetModel } from '../../src/model/gemma4/dense/dense-target.ts';
 import type { GpuContext } from '../../src/gpu/device.ts';
 import type { TargetDescription } from '../../src/format/model-description.ts';
 

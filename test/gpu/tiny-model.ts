@@ -2,7 +2,8 @@
 import type { GpuContext } from '../../src/gpu/device.ts';
 import type { TargetDescription } from '../../src/format/model-description.ts';
 import { uploadWeights, type GpuWeights } from '../../src/model/gpu-weights.ts';
-import { TargetModel, type Precision } from '../../src/model/target.ts';
+import type { Precision } from '../../src/model/target.ts';
+import { TargetModel } from '../../src/model/gemma4/dense/dense-target.ts';
 import { tinyTarget } from '../support/fixtures.ts';
 import { pseudoRandomTokens } from '../../src/util/prng.ts';
 

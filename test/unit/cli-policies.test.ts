@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { policies } from '../../src/cli/commands/policies.ts';
 import { policiesFor, policyFamilies } from '../../src/model/policy-registry.ts';
-import { GDN_CHUNKED, GDN_STATE_BF16 } from '../../src/model/qwen/policies.ts';
-import { MOE_GROUPED } from '../../src/model/family/moe-policies.ts';
+import { GDN_CHUNKED, GDN_STATE_BF16 } from '../../src/model/qwen3_5/policies.ts';
+import { MOE_GROUPED } from '../../src/model/gemma4/moe/moe-policies.ts';
 
 /** `policies` lists every family's policies once, each with the families it applies to. */
 describe('cli policies', () => {

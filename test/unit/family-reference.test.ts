@@ -1,12 +1,12 @@
 /**
- * The Gemma 4 family's CPU reference parts (src/reference/family) on small random weights: the
+ * The Gemma 4 family's CPU reference parts (src/reference/gemma4: the member layer, KV sharing, e-series/, moe/) on small random weights: the
  * documented formulas (docs/GEMMA4-FAMILY.md) written a second time, directly, against the reference functions.
  */
 import { describe, expect, it } from 'vitest';
 import type { LayerType } from '../../src/format/config.ts';
-import { layerRow } from '../../src/reference/layer.ts';
+import { layerRow } from '../../src/reference/gemma4/layer.ts';
 import { geluTanh, makeNorm, rmsNorm } from '../../src/reference/ops.ts';
-import type { RefLayer, RefLinear } from '../../src/reference/weights.ts';
+import type { RefLayer, RefLinear } from '../../src/reference/gemma4/weights.ts';
 import {
   DTYPE_MIN,
   SharedKvCache,
@@ -26,7 +26,7 @@ import {
   type MoeWeights,
   type PleLayerWeights,
   type PleModelWeights,
-} from '../../src/reference/family/index.ts';
+} from '../../src/reference/gemma4/index.ts';
 
 /** mulberry32 + Box-Muller: deterministic normal samples. */
 function rng(seed: number): () => number {

@@ -1,5 +1,5 @@
 /**
- * The CPU twin of the router comparison (src/reference/family/router-compare.ts) on gemma4-moe-tiny: its routes,
+ * The CPU twin of the router comparison (src/reference/gemma4/moe/router-compare.ts) on gemma4-moe-tiny: its routes,
  * computed from an h1 it rebuilds from the reference's captures, are the reference forward's own router outputs
  * (the same bytes: the rebuild is the layer's arithmetic), and under transformers' base convention they are the
  * float64 goldens' (act.router_experts.i, act.router_weights.i within 1e-9). The flip it reports under the bf16
@@ -9,7 +9,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import path from 'node:path';
 import type { TargetDescription } from '../../src/format/model-description.ts';
 import { openCheckpointDir } from '../../src/node/file-source.ts';
-import { referenceRouterComparison } from '../../src/reference/family/router-compare.ts';
+import { referenceRouterComparison } from '../../src/reference/gemma4/moe/router-compare.ts';
 import { loadReferenceWeights, referenceForward, type TargetWeights } from '../../src/reference/index.ts';
 import { GEMMA4_MOE_TINY, loadGolden, type Golden } from '../support/fixtures.ts';
 

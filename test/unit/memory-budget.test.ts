@@ -3,7 +3,7 @@ import { openCheckpoint } from '../../src/format/checkpoint.ts';
 import type { AssistantDescription, TargetDescription } from '../../src/format/model-description.ts';
 import { synthGeometry, syntheticCheckpoint } from '../../src/format/synthetic.ts';
 import { uploadWeights } from '../../src/model/gpu-weights.ts';
-import { gpuTensorsOf } from '../../src/model/model-tensors.ts';
+import { gpuTensorsOf } from '../../src/model/gemma4/model-tensors.ts';
 import { GpuError } from '../../src/gpu/errors.ts';
 import { checkMemory, fmtBytes, planMemory } from '../../src/model/memory-budget.ts';
 import { attentionScratchBytes } from '../../src/model/attention-op.ts';

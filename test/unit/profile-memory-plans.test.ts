@@ -14,7 +14,7 @@ import {
   type PlanLimits,
   planMemory,
 } from '../../src/model/memory-budget.ts';
-import { planQwenMemory } from '../../src/model/qwen/memory.ts';
+import { planQwenMemory } from '../../src/model/qwen3_5/memory.ts';
 
 /**
  * What the 12B, 31B, 26B-A4B and Qwen3.6-27B memory plans (synthetic checkpoints of the real geometries, planned

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import * as twin from '../../src/reference/qwen/gdn-ops.ts';
-import { CHUNK, chunkedRecurrence, expRef32, F32_WGSL, F64 } from '../../src/reference/qwen/gdn-chunked.ts';
-import { softplus } from '../../src/reference/qwen/scalar.ts';
+import * as twin from '../../src/reference/qwen3_5/gdn-ops.ts';
+import { CHUNK, chunkedRecurrence, expRef32, F32_WGSL, F64 } from '../../src/reference/qwen3_5/gdn-chunked.ts';
+import { softplus } from '../../src/reference/qwen3_5/scalar.ts';
 import { normalRng } from '../support/qwen-synth.ts';
 
 /**

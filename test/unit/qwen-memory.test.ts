@@ -4,12 +4,12 @@ import { qwenSynthGeometry, syntheticQwen } from '../../src/format/qwen3_5/synth
 import type { GpuContext } from '../../src/gpu/device.ts';
 import { GpuError } from '../../src/gpu/errors.ts';
 import { checkMemory } from '../../src/model/memory-budget.ts';
-import { planQwenMemory } from '../../src/model/qwen/memory.ts';
-import { QwenTargetModel } from '../../src/model/qwen/target.ts';
-import { type QwenGpuWeights, qwenGpuTensors } from '../../src/model/qwen/weights.ts';
+import { planQwenMemory } from '../../src/model/qwen3_5/memory.ts';
+import { QwenTargetModel } from '../../src/model/qwen3_5/target.ts';
+import { type QwenGpuWeights, qwenGpuTensors } from '../../src/model/qwen3_5/weights.ts';
 
 /**
- * The Qwen3.5 memory plan (src/model/qwen/memory.ts): the verify block's per-token recurrent states are counted
+ * The Qwen3.5 memory plan (src/model/qwen3_5/memory.ts): the verify block's per-token recurrent states are counted
  * (1.2 GB at K = 8 for the Qwen3.6-27B geometry), weights are the uploaded tensors, and QwenTargetModel refuses
  * a buffer over the adapter's limits or a total over the budget before allocating anything.
  */

@@ -17,7 +17,7 @@ import {
   qwenMtpForward,
   type QwenRefWeights,
   type QwenState,
-} from '../../src/reference/qwen/index.ts';
+} from '../../src/reference/qwen3_5/index.ts';
 import { QWEN_SYNTH, qwenSynthFiles } from '../support/qwen-synth.ts';
 
 /** Byte equality of float arrays (NaN-safe, -0 != 0): the standard of block == chain. */

@@ -21,7 +21,7 @@ import {
   newQwenState,
   qwenForward,
   qwenMtpForward,
-} from '../../src/reference/qwen/index.ts';
+} from '../../src/reference/qwen3_5/index.ts';
 
 /**
  * Synthetic Qwen3.5 checkpoints (src/format/qwen3_5/synthetic.ts): the real-shape presets open in the Qwen

@@ -1,6 +1,6 @@
 import { writeFile } from 'node:fs/promises';
 import { loadModels } from '../load-models.ts';
-import type { DraftConvention } from '../../model/assistant.ts';
+import type { DraftConvention } from '../../model/gemma4/assistant.ts';
 import { generateClassic, generateMtp } from '../../model/generate.ts';
 import { generationModels } from '../../model/generation-setup.ts';
 import { checkPolicyName } from '../../model/policy-registry.ts';

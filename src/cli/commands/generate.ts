@@ -1,6 +1,6 @@
 import { writeFile } from 'node:fs/promises';
 import { loadModels } from '../load-models.ts';
-import type { DraftConvention } from '../../model/assistant.ts';
+import type { DraftConvention } from '../../model/gemma4/assistant.ts';
 import {
   classicWithOracleStream,
   generateClassic,

@@ -13,8 +13,8 @@ import {
   type MemoryOptions,
   type MemoryPlan,
 } from '../../model/memory-budget.ts';
-import { planQwenMemory } from '../../model/qwen/memory.ts';
-import { uploadQwenWeights } from '../../model/qwen/weights.ts';
+import { planQwenMemory } from '../../model/qwen3_5/memory.ts';
+import { uploadQwenWeights } from '../../model/qwen3_5/weights.ts';
 import type { ProgressFn } from '../../util/cancel.ts';
 import { namingFolder } from '../load-models.ts';
 import { checkpointLabel } from '../checkpoint-dir.ts';

@@ -4,7 +4,7 @@ import { uploadWeights } from '../../model/gpu-weights.ts';
 import type { TargetDescription } from '../../format/model-description.ts';
 import { runProbe } from '../../parity/probe.ts';
 import { checkpointInfo, qwenCheckpointInfo } from '../../parity/summary.ts';
-import { uploadQwenWeights } from '../../model/qwen/weights.ts';
+import { uploadQwenWeights } from '../../model/qwen3_5/weights.ts';
 import { isQwenDir, openQwenTargetDir, qwenDrafterInfo } from '../qwen-target.ts';
 import { openGemmaPair } from '../load-models.ts';
 import type { ProbeEnv } from '../../parity/probe.ts';

@@ -3,7 +3,7 @@ import { nodeGpuContext } from '../node-gpu.ts';
 import { openGemmaDir } from '../load-models.ts';
 import { uploadWeights } from '../../model/gpu-weights.ts';
 import type { TargetDescription } from '../../format/model-description.ts';
-import { isMoeTarget } from '../../model/family/moe-target.ts';
+import { isMoeTarget } from '../../model/gemma4/moe/moe-target.ts';
 import { probeDraw } from '../../parity/draws.ts';
 import { compareRouters, routerReportText } from '../../parity/router-compare.ts';
 import { choice, intList, intOption, outputFileOption, requireString } from '../args.ts';

@@ -8,7 +8,7 @@ import { expect } from 'vitest';
 import type { Recorder } from '../../../src/gpu/recorder.ts';
 import * as op from '../../../src/model/ops.ts';
 import { createAttentionScratch, segmentCount, SEG_MAX_EXACT } from '../../../src/model/attention-op.ts';
-import { attendRow } from '../../../src/reference/layer.ts';
+import { attendRow } from '../../../src/reference/gemma4/layer.ts';
 import { EXP_REF_ULP, SENTINEL, U, expectSameBytes, range, type Lab, type Rand } from './kernel-lab.ts';
 
 // ---- attention: which key each term reads, derived from the documented cache semantics ----------

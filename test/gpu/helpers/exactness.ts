@@ -8,7 +8,7 @@ import { expect } from 'vitest';
 import { readBytes } from '../../../src/gpu/buffers.ts';
 import type { GpuContext } from '../../../src/gpu/device.ts';
 import type { ForwardResult, StepOptions } from '../../../src/model/target.ts';
-import type { TargetCore } from '../../../src/model/target-core.ts';
+import type { TargetCore } from '../../../src/model/gemma4/target-core.ts';
 import { bytesEqual, rowBytes } from '../tiny-model.ts';
 
 /** What the checks use of a target: any family's TargetCore. */

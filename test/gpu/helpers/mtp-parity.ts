@@ -8,7 +8,7 @@ import { expect } from 'vitest';
 import type { AssistantDescription } from '../../../src/format/model-description.ts';
 import { readBytes } from '../../../src/gpu/buffers.ts';
 import type { GpuContext } from '../../../src/gpu/device.ts';
-import { AssistantModel } from '../../../src/model/assistant.ts';
+import { AssistantModel } from '../../../src/model/gemma4/assistant.ts';
 import {
   assistantSource,
   generateClassic,
@@ -19,7 +19,7 @@ import {
 } from '../../../src/model/generate.ts';
 import type { GpuWeights } from '../../../src/model/gpu-weights.ts';
 import type { Precision } from '../../../src/model/target.ts';
-import type { TargetCore } from '../../../src/model/target-core.ts';
+import type { TargetCore } from '../../../src/model/gemma4/target-core.ts';
 import type { Golden } from '../../support/fixtures.ts';
 
 /** A family's GPU target (ETargetModel, MoETargetModel): what generate and the assistant use of it. */

@@ -2,7 +2,7 @@ import path from 'node:path';
 import { openQwen35Checkpoint } from '../../../src/format/qwen3_5/index.ts';
 import { nodeFolderSources } from '../../../src/node/file-source.ts';
 import type { GpuContext } from '../../../src/gpu/device.ts';
-import { type QwenGpuWeights, uploadQwenWeights } from '../../../src/model/qwen/weights.ts';
+import { type QwenGpuWeights, uploadQwenWeights } from '../../../src/model/qwen3_5/weights.ts';
 import type { CheckpointInfo } from '../../../src/parity/report.ts';
 import { qwenCheckpointInfo } from '../../../src/parity/summary.ts';
 
