@@ -6,7 +6,7 @@
 import type { AffineLinear, TensorRef } from '../format/model-description.ts';
 import type { AffineBits } from '../format/quantization.ts';
 import { bytesSource } from '../format/bytesource.ts';
-import type { GpuLinear } from '../model/gpu-weights.ts';
+import type { GpuLinear } from '../model/gpu-linear.ts';
 import type { GpuTensor, RowPart } from '../gpu/upload.ts';
 import { storageBuffer } from '../gpu/buffers.ts';
 import { WeightTransposer, kMajorCols } from '../gpu/weight-layout.ts';

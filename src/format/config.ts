@@ -1,6 +1,7 @@
 import { type Ctx, isObj, type Obj, optEosIds, optPosInt, optPosNumber, posInt } from './config-fields.ts';
 import { FormatError } from './errors.ts';
 import { kvDonors } from './kv-sharing.ts';
+import type { LayerType } from './layer-type.ts';
 import { readQuantization, type QuantizationConfig } from './quantization.ts';
 
 export const TARGET_MODEL_TYPES = ['gemma4', 'gemma4_unified', 'gemma4_text', 'gemma4_unified_text'] as const;
@@ -8,8 +9,6 @@ export const ASSISTANT_MODEL_TYPES = ['gemma4_assistant', 'gemma4_unified_assist
 export type TargetModelType = (typeof TARGET_MODEL_TYPES)[number];
 export type AssistantModelType = (typeof ASSISTANT_MODEL_TYPES)[number];
 export type ModelType = TargetModelType | AssistantModelType;
-
-export type LayerType = 'sliding' | 'full';
 
 export interface RopeSpec {
   /** "default" (all of head dim rotates) or "proportional" (only the first partialRotary*d/2 frequencies are non-zero). */

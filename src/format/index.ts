@@ -29,13 +29,13 @@ export {
   ASSISTANT_MODEL_TYPES,
   type ModelConfig,
   type LayerGeometry,
-  type LayerType,
   type RopeSpec,
   type ModelType,
   type PerLayerInputConfig,
   type CentroidHeadConfig,
   type MoeConfig,
 } from './config.ts';
+export type { LayerType } from './layer-type.ts';
 export {
   firstKvSharedLayer,
   isKvSharedLayer,
@@ -63,12 +63,10 @@ export {
   synthGeometry,
   syntheticCheckpoint,
   layerTypes,
-  SyntheticFile,
   SYNTH_PRESETS,
-  DEFAULT_SHARD_BYTES,
   type SynthGeometry,
   type SynthPreset,
-  type SynthOptions,
   type SyntheticPair,
 } from './synthetic.ts';
+export { SyntheticFile, DEFAULT_SHARD_BYTES, type SynthOptions } from './synthetic-files.ts';
 export * from './qwen3_5/index.ts';

@@ -7,7 +7,7 @@
  * These are facts of the checkpoint's structure, so they live in the format layer; the CPU reference
  * (src/reference/gemma4/kv-sharing.ts) and the tensor plan (describe.ts) both read them from here.
  */
-import type { LayerType } from './config.ts';
+import type { LayerType } from './layer-type.ts';
 
 /** Index of the first KV-shared layer (L - N; L when nothing is shared, 0 for an assistant). */
 export function firstKvSharedLayer(numLayers: number, numShared: number): number {

@@ -17,17 +17,10 @@
  */
 import type { ByteSource } from './bytesource.ts';
 import type { ESeriesSynth } from './synthetic-gemma4-family-presets.ts';
-// Types only: synthetic.ts calls in here and hands over its planning tools (SynthTools), so there is no import cycle.
-import type { files, Planner, PlannedTensor, SynthGeometry, SynthOptions } from './synthetic.ts';
+import { DEFAULT_SHARD_BYTES, files, Planner, type PlannedTensor, type SynthOptions } from './synthetic-files.ts';
+import type { SynthGeometry } from './synthetic-gemma4-geometry.ts';
 import { syntheticTokenizerFiles } from './synthetic-tokenizer.ts';
 import { planTowers, type TowerConfigs } from './synthetic-towers.ts';
-
-/** The dense presets' tensor planner and virtual-file builder (src/format/synthetic.ts), passed in by its caller. */
-export interface SynthTools {
-  Planner: typeof Planner;
-  files: typeof files;
-  defaultShardBytes: number;
-}
 
 export type ESeriesGeometry = SynthGeometry & { eSeries: ESeriesSynth };
 
@@ -73,16 +66,15 @@ export function checkESeriesGeometry(g: ESeriesGeometry): void {
 export function syntheticESeries(
   g: ESeriesGeometry,
   opts: SynthOptions,
-  tools: SynthTools,
 ): { geometry: SynthGeometry; target: ByteSource[]; assistant: ByteSource[] | null } {
   checkESeriesGeometry(g);
   const seed = opts.seed ?? 0;
-  const shard = opts.shardBytes ?? tools.defaultShardBytes;
-  const p = new tools.Planner(seed);
+  const shard = opts.shardBytes ?? DEFAULT_SHARD_BYTES;
+  const p = new Planner(seed);
   const towers = targetTensors(p, g);
-  const target = tools.files(targetConfig(g, towers), p.tensors, shard, syntheticTokenizerFiles('gemma4', g.vocab));
+  const target = files(targetConfig(g, towers), p.tensors, shard, syntheticTokenizerFiles('gemma4', g.vocab));
   const assistant = g.assistant
-    ? tools.files(assistantConfig(g), assistantTensors(new tools.Planner(seed ^ 0x5a5a5a5a), g, seed), shard)
+    ? files(assistantConfig(g), assistantTensors(new Planner(seed ^ 0x5a5a5a5a), g, seed), shard)
     : null;
   return { geometry: g, target, assistant };
 }

@@ -16,7 +16,8 @@
 import type { AffineBits } from './quantization.ts';
 import type { MoeSynth } from './synthetic-gemma4-moe-presets.ts';
 // Types only: synthetic.ts calls in here with its Planner, so there is no import cycle.
-import type { Planner, PlannedTensor, SynthGeometry } from './synthetic.ts';
+import type { Planner, PlannedTensor } from './synthetic-files.ts';
+import type { SynthGeometry } from './synthetic-gemma4-geometry.ts';
 
 export type MoeGeometry = SynthGeometry & { moe: MoeSynth };
 

@@ -19,7 +19,7 @@
  */
 import type { AffineBits } from './quantization.ts';
 // Types only: synthetic.ts imports this module and hands over its Planner instance.
-import type { Planner } from './synthetic.ts';
+import type { Planner } from './synthetic-files.ts';
 
 export type TowerKind = 'gemma4' | 'gemma4-e' | 'gemma4_unified' | 'qwen3_5';
 

@@ -2,7 +2,7 @@ import { shaderSource } from './shaders.ts';
 import { GpuError } from './errors.ts';
 import { detectKernelClass, type KernelClass } from './kernel-class.ts';
 import { faultedSource, faultShaders, type KernelFault } from './kernel-fault.ts';
-import type { ParamArena } from './recorder.ts';
+import type { ParamArena } from './param-arena.ts';
 import { pipelineCreation } from './pipeline-creation.ts';
 import { formatWgslFuzz, fuzzedPipelineSource, wgslFuzzSpec } from './wgsl-fuzz/config.ts';
 

@@ -1,4 +1,5 @@
 import { type KernelCache, dispatch, type Binding } from './kernels.ts';
+import type { ParamArena } from './param-arena.ts';
 import type { KernelProfiler } from './profiler.ts';
 import { boundSize, packParams, paramsLayout, type ParamValues } from './params-layout.ts';
 
@@ -50,20 +51,6 @@ export function setRecorderTally(t: RecorderTally | undefined): void {
 
 const SLOT = 256; // >= minUniformBufferOffsetAlignment on every adapter we know (the spec maximum)
 const SLOTS_PER_ARENA = 256;
-
-/**
- * A uniform buffer of SLOTS_PER_ARENA parameter blocks and the host copy its blocks are packed into. Both
- * are kept for the device's lifetime (KernelCache.freeArenas): a fresh 64 KiB ArrayBuffer per recorder was
- * external memory V8 had to account and collect, and on lavapipe that garbage collection took about a fifth
- * of the host's time in chained decode (a profile of scripts/record-microbench.ts, 2026-12-02).
- */
-export interface ParamArena {
-  buffer: GPUBuffer;
-  data: ArrayBuffer;
-  view: DataView;
-  /** Blocks packed since a Recorder took it (reset when one takes it). */
-  used: number;
-}
 
 /**
  * Records a sequence of kernel dispatches and buffer copies into one command buffer (one submit

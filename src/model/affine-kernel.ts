@@ -1,7 +1,7 @@
 /** Which exact affine matmul kernel (lanes, tile, affine or coop) runs a linear, by phase, adapter class and shape. */
 import type { Recorder } from '../gpu/recorder.ts';
 import type { KernelClass } from '../gpu/kernel-class.ts';
-import type { GpuLinear } from './gpu-weights.ts';
+import type { GpuLinear } from './gpu-linear.ts';
 import type { Rows } from './op-rows.ts';
 
 /** The exact affine kernels ops.matmul can run (benchmarks compare them; the engine picks per phase and adapter class). */

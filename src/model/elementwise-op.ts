@@ -2,7 +2,7 @@
 import type { Recorder } from '../gpu/recorder.ts';
 import { partBinding } from '../gpu/upload.ts';
 import { layoutConstants } from '../gpu/weight-layout.ts';
-import type { GpuLinear } from './gpu-weights.ts';
+import type { GpuLinear } from './gpu-linear.ts';
 import { DENSE_DTYPE, groups, type Rows } from './op-rows.ts';
 
 /** h[m, :] = table[ids[m], :] * scale (a tied embedding, quantized or dense). */

@@ -1,7 +1,7 @@
 /** The MLP's first half, g = GeGLU(gate x, up x): one fused coop dispatch where it fits, else two matmuls and a GeGLU. */
 import type { Recorder } from '../gpu/recorder.ts';
 import { partBinding } from '../gpu/upload.ts';
-import type { GpuLinear } from './gpu-weights.ts';
+import type { GpuLinear } from './gpu-linear.ts';
 import { affineParams } from './affine-params.ts';
 import type { AffineLinearDesc, Rows } from './op-rows.ts';
 import { coopShape } from './coop-shape.ts';

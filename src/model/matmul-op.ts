@@ -3,7 +3,7 @@ import type { Recorder } from '../gpu/recorder.ts';
 import type { Binding } from '../gpu/kernels.ts';
 import { partBinding } from '../gpu/upload.ts';
 import { layoutConstants, type AffineLayout } from '../gpu/weight-layout.ts';
-import type { GpuLinear } from './gpu-weights.ts';
+import type { GpuLinear } from './gpu-linear.ts';
 import { mlxMatmul } from './mlx-matmul.ts';
 import { affineParams } from './affine-params.ts';
 import { DENSE_DTYPE, WG, groups, type AffineLinearDesc, type Rows } from './op-rows.ts';

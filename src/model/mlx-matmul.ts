@@ -8,7 +8,7 @@
  */
 import type { Recorder } from '../gpu/recorder.ts';
 import type { AffineLinear } from '../format/model-description.ts';
-import type { GpuLinear } from './gpu-weights.ts';
+import type { GpuLinear } from './gpu-linear.ts';
 import { partBinding } from '../gpu/upload.ts';
 import { layoutConstants } from '../gpu/weight-layout.ts';
 import { mlxKernel, type MlxKernelChoice, type MlxMachine } from './mlx-dispatch.ts';

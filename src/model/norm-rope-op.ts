@@ -1,7 +1,7 @@
 /** RMSNorm (with its fused second norm, group sums and RoPE), an attention block's q/k/v norms, and RoPE. */
 import type { Recorder } from '../gpu/recorder.ts';
 import type { Binding } from '../gpu/kernels.ts';
-import type { GpuLinear } from './gpu-weights.ts';
+import type { GpuLinear } from './gpu-linear.ts';
 import { groups, type Rows } from './op-rows.ts';
 import { readsGroupSums } from './affine-kernel.ts';
 import { groupSums, type GroupSums } from './matmul-op.ts';

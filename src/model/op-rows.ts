@@ -1,5 +1,5 @@
 /** What every op wrapper shares: the rows an op runs over, the flat dispatch size and the dense weight dtypes. */
-import type { GpuLinear } from './gpu-weights.ts';
+import type { GpuLinear } from './gpu-linear.ts';
 import type { MlxMachine } from './mlx-dispatch.ts';
 
 export const WG = 64;

@@ -9,7 +9,8 @@
  */
 import type { ModelFamily } from '../format/open-target.ts';
 import { MOE_OWN_POLICIES } from './gemma4/moe/moe-policies.ts';
-import { SHARED_POLICIES, type Policy } from './policy.ts';
+import { mlxPolicies } from './mlx-policies.ts';
+import { EXACT, MECHANISM_POLICIES, type Policy } from './policy.ts';
 import { QWEN_DESCRIPTIONS, QWEN_OWN_POLICIES, QWEN_SHARED_POLICY_NAMES } from './qwen3_5/policies.ts';
 
 /**
@@ -17,6 +18,9 @@ import { QWEN_DESCRIPTIONS, QWEN_OWN_POLICIES, QWEN_SHARED_POLICY_NAMES } from '
  * targets (26B-A4B), which take every 'gemma4' policy and their own.
  */
 export type PolicyFamily = ModelFamily | 'gemma4-moe';
+
+/** The policies of mechanisms more than one family has: the generic ones, then MLX's per chip, in menu order. */
+const SHARED_POLICIES: readonly Policy[] = [...MECHANISM_POLICIES, ...mlxPolicies(EXACT)];
 
 interface FamilyEntry {
   family: PolicyFamily;

@@ -1,7 +1,6 @@
 import { maskedKeyCount, type AttentionMode } from './ops.ts';
 import { SEG_MAX } from './attention-op.ts';
 import type { MlxMachine } from './mlx-dispatch.ts';
-import { mlxPolicies } from './mlx-policies.ts';
 
 /**
  * A numerics policy decides, per op, which kernel variant a forward uses. `exact` keeps every row's
@@ -127,10 +126,10 @@ const mlxMetal: Policy = {
 };
 
 /**
- * The policies of mechanisms more than one family has, in menu order. Which families take which is the registry's
- * (src/model/policy-registry.ts), the one place policies are looked up.
+ * The policies of the generic mechanisms, in menu order; the per-chip MLX policies (mlx-policies.ts) follow them
+ * in the registry (src/model/policy-registry.ts), the one place policies are looked up.
  */
-export const SHARED_POLICIES: readonly Policy[] = [
+export const MECHANISM_POLICIES: readonly Policy[] = [
   EXACT,
   ringChronological,
   maskWidened,
@@ -138,5 +137,4 @@ export const SHARED_POLICIES: readonly Policy[] = [
   attentionMSplit,
   prefillChunkMismatch,
   mlxMetal,
-  ...mlxPolicies(EXACT),
 ];

@@ -1,7 +1,7 @@
 /** A layer's stacked q, k and v projections as one coop dispatch: where each lands, when it runs, and the dispatch. */
 import type { Recorder } from '../gpu/recorder.ts';
 import type { Binding } from '../gpu/kernels.ts';
-import type { GpuStackedQkv } from './gpu-weights.ts';
+import type { GpuStackedQkv } from './gpu-linear.ts';
 import { affineParams } from './affine-params.ts';
 import type { AffineLinearDesc, Rows } from './op-rows.ts';
 import { sumsKernel } from './affine-kernel.ts';

@@ -7,7 +7,8 @@ import { mkdir, open, readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { ByteSource } from '../format/bytesource.ts';
 import { type QwenSynthGeometry, syntheticQwen } from '../format/qwen3_5/synthetic.ts';
-import { SyntheticFile, syntheticCheckpoint, type SynthGeometry, type SynthOptions } from '../format/synthetic.ts';
+import { SyntheticFile, type SynthOptions } from '../format/synthetic-files.ts';
+import { syntheticCheckpoint, type SynthGeometry } from '../format/synthetic.ts';
 import type { ProgressFn } from '../util/cancel.ts';
 
 const CHUNK = 8 << 20;

@@ -5,8 +5,8 @@ export {
   type TargetWeights,
   type AssistantWeights,
   type RefLayer,
-  type RefLinear,
 } from './gemma4/weights.ts';
+export { linear, type RefLinear } from './linear.ts';
 export {
   referenceForward,
   referenceGreedy,

@@ -6,7 +6,9 @@ import { checkCompatibility } from '../format/compat.ts';
 import type { AssistantDescription, TargetDescription } from '../format/model-description.ts';
 import type { FamilyCheckpoint } from '../format/open-target.ts';
 import type { LoadedCheckpoint } from './loaded-checkpoint.ts';
-import type { Role } from './engine.ts';
+
+/** The zone a checkpoint is dropped on: the target's, or the assistant's (a Gemma 4 assistant, a Qwen3.5 drafter). */
+export type Role = 'target' | 'assistant';
 
 /**
  * Throws where `opened` cannot take `role` beside `other` (the other zone's checkpoint); for a new target, returns

@@ -25,13 +25,19 @@ import {
   loadedInfo,
   type FamilyFacts,
   type LoadedCheckpoint,
-  type LoadedDrafter,
   type LoadedTarget,
 } from './loaded-checkpoint.ts';
-import { checkPairing } from './checkpoint-pairing.ts';
+import { checkPairing, type Role } from './checkpoint-pairing.ts';
 import { runGenerationJob, type GenerationOptions, type GenerationRun } from './generation-job.ts';
 import { attachQwen35Drafter, QWEN35_MTP_DRAFTER_TYPE } from '../format/qwen3_5/drafter.ts';
-import { attachedTo, attachPageDrafter, configModelType, draftingWeights, openPageDrafter } from './qwen-drafter.ts';
+import {
+  attachedTo,
+  attachPageDrafter,
+  configModelType,
+  draftingWeights,
+  openPageDrafter,
+  type LoadedDrafter,
+} from './qwen-drafter.ts';
 import { parseKernelFault, type KernelFault } from '../gpu/kernel-fault.ts';
 import { exactnessSelfTestFor, SELFTEST_PHASE } from '../parity/exactness-gate.ts';
 import type { ExactnessSelfTestSummary } from '../parity/report.ts';
@@ -40,7 +46,7 @@ import { checkBlockOption } from './run-options.ts';
 
 export type { GenerationDrafter, GenerationOptions, GenerationProvenance, GenerationRun } from './generation-job.ts';
 
-export type Role = 'target' | 'assistant';
+export type { Role };
 
 /** Files of one dropped or picked folder: `path` relative to the folder (e.g. "model-00001-of-00002.safetensors"). */
 export interface FolderFiles {

@@ -16,8 +16,8 @@ import type { CheckpointInfo, ExactnessSelfTestSummary, Provenance, SelfTestReco
 import { APP_COMMIT, APP_VERSION } from '../parity/version.ts';
 import { compilerHere } from '../parity/compiler-provenance.ts';
 import { diffGenerations, type GenerationDiff } from '../parity/generation-diff.ts';
-import { loadedInfo, type LoadedCheckpoint, type LoadedDrafter, type LoadedTarget } from './loaded-checkpoint.ts';
-import { attachedTo } from './qwen-drafter.ts';
+import { loadedInfo, type LoadedCheckpoint, type LoadedTarget } from './loaded-checkpoint.ts';
+import { attachedTo, type LoadedDrafter } from './qwen-drafter.ts';
 
 /** What the page asks of a generation run. */
 export interface GenerationOptions {

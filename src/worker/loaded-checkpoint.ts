@@ -6,15 +6,13 @@
 import type { Checkpoint } from '../format/checkpoint.ts';
 import type { DecoderLayer } from '../format/model-description.ts';
 import type { ModelFamily } from '../format/open-target.ts';
-import type { Qwen35DrafterCheckpoint } from '../format/qwen3_5/drafter.ts';
-import type { Qwen35Description } from '../format/qwen3_5/description.ts';
 import type { Qwen35Checkpoint } from '../format/qwen3_5/index.ts';
 import type { GpuWeights } from '../model/gpu-weights.ts';
-import type { QwenGpuMtpHeadUpload, QwenGpuWeights } from '../model/qwen3_5/weights.ts';
+import type { QwenGpuWeights } from '../model/qwen3_5/weights.ts';
 import type { CheckpointInfo } from '../parity/report.ts';
 import { checkpointInfo, qwenCheckpointInfo } from '../parity/summary.ts';
 import { fmtInt } from '../util/number-format.ts';
-import { attachedTo, drafterHeadText, drafterInfo, drafterStatus } from './qwen-drafter.ts';
+import { attachedTo, drafterHeadText, drafterInfo, drafterStatus, type LoadedDrafter } from './qwen-drafter.ts';
 
 export type LoadedCheckpoint =
   | { family: 'gemma4'; ck: Checkpoint; weights: GpuWeights; loadMs: number }
@@ -23,28 +21,6 @@ export type LoadedCheckpoint =
 
 /** What the target zone holds (a split drafter goes on the assistant zone only). */
 export type LoadedTarget = Exclude<LoadedCheckpoint, LoadedDrafter>;
-
-/**
- * A split Qwen3.5 MTP drafter folder on the assistant zone (src/worker/qwen-drafter.ts): opened, and attached (its head
- * on the GPU) while a Qwen3.5 target it fits is loaded; `attached` null while it waits for one.
- */
-export interface LoadedDrafter {
-  family: 'qwen3_5_mtp';
-  ck: Qwen35DrafterCheckpoint;
-  attached: AttachedHead | null;
-  loadMs: number;
-}
-
-/** A drafter's head checked against a target and uploaded beside it. */
-export interface AttachedHead {
-  /** The target checkpoint it was checked against: it drafts for that one only. */
-  target: Qwen35Checkpoint;
-  /** The target's description with the drafter's head as its MTP head (attachQwen35Drafter). */
-  desc: Qwen35Description;
-  upload: QwenGpuMtpHeadUpload;
-  /** Whether the target has an mtp.* head of its own, which this one replaces. */
-  replacedOwnHead: boolean;
-}
 
 /** What the page's model summary adds to CheckpointInfo for a family. */
 export interface FamilyFacts {

@@ -14,11 +14,38 @@ import {
   QWEN35_MTP_DRAFTER_TYPE,
   type Qwen35DrafterCheckpoint,
 } from '../format/qwen3_5/drafter.ts';
+import type { Qwen35Description } from '../format/qwen3_5/description.ts';
 import type { Qwen35Checkpoint } from '../format/qwen3_5/index.ts';
-import { uploadQwenMtpHead, withQwenMtpHead, type QwenGpuWeights } from '../model/qwen3_5/weights.ts';
+import {
+  uploadQwenMtpHead,
+  withQwenMtpHead,
+  type QwenGpuMtpHeadUpload,
+  type QwenGpuWeights,
+} from '../model/qwen3_5/weights.ts';
 import type { CheckpointInfo } from '../parity/report.ts';
 import type { CancelToken, ProgressFn } from '../util/cancel.ts';
-import type { AttachedHead, LoadedDrafter } from './loaded-checkpoint.ts';
+
+/**
+ * A split Qwen3.5 MTP drafter folder on the assistant zone (this module): opened, and attached (its head
+ * on the GPU) while a Qwen3.5 target it fits is loaded; `attached` null while it waits for one.
+ */
+export interface LoadedDrafter {
+  family: 'qwen3_5_mtp';
+  ck: Qwen35DrafterCheckpoint;
+  attached: AttachedHead | null;
+  loadMs: number;
+}
+
+/** A drafter's head checked against a target and uploaded beside it. */
+export interface AttachedHead {
+  /** The target checkpoint it was checked against: it drafts for that one only. */
+  target: Qwen35Checkpoint;
+  /** The target's description with the drafter's head as its MTP head (attachQwen35Drafter). */
+  desc: Qwen35Description;
+  upload: QwenGpuMtpHeadUpload;
+  /** Whether the target has an mtp.* head of its own, which this one replaces. */
+  replacedOwnHead: boolean;
+}
 
 /**
  * Opens a Qwen3.5 folder dropped on the assistant zone as a split MTP drafter. A Qwen3.5 target folder there is

@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { readF32, storageBuffer, uploadBuffer } from '../../src/gpu/buffers.ts';
 import { shaderSource } from '../../src/gpu/shaders.ts';
 import * as op from '../../src/model/ops.ts';
-import type { GpuLinear } from '../../src/model/gpu-weights.ts';
+import type { GpuLinear } from '../../src/model/gpu-linear.ts';
 import { geluTanh, softcap as softcapRef } from '../../src/reference/ops.ts';
 import {
   ADAPTER,

@@ -29,7 +29,7 @@ import { readBytes, uploadBuffer } from '../../src/gpu/buffers.ts';
 import type { GpuTensor, RowPart } from '../../src/gpu/upload.ts';
 import * as op from '../../src/model/ops.ts';
 import { createAttentionScratch, segmentCount, SEG_MAX_EXACT } from '../../src/model/attention-op.ts';
-import type { GpuLinear } from '../../src/model/gpu-weights.ts';
+import type { GpuLinear } from '../../src/model/gpu-linear.ts';
 import { EXACT, type AttentionPlan, type Policy } from '../../src/model/policy.ts';
 import { policyByName } from '../../src/model/policy-registry.ts';
 import type { TargetModel } from '../../src/model/gemma4/dense/dense-target.ts';

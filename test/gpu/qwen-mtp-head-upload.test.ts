@@ -21,7 +21,7 @@ import {
 } from '../../src/model/qwen3_5/weights.ts';
 import { readBytes } from '../../src/gpu/buffers.ts';
 import type { GpuContext } from '../../src/gpu/device.ts';
-import type { GpuLinear } from '../../src/model/gpu-weights.ts';
+import type { GpuLinear } from '../../src/model/gpu-linear.ts';
 
 const TARGET = path.resolve('test/fixtures/qwen-tiny/target');
 

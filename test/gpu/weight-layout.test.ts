@@ -11,7 +11,8 @@
 import { describe, expect, it } from 'vitest';
 import * as op from '../../src/model/ops.ts';
 import type { AffineKernel, Rows } from '../../src/model/ops.ts';
-import { uploadLinear, type GpuLinear } from '../../src/model/gpu-weights.ts';
+import { uploadLinear } from '../../src/model/gpu-weights.ts';
+import type { GpuLinear } from '../../src/model/gpu-linear.ts';
 import { TensorUploader } from '../../src/gpu/upload.ts';
 import { Recorder } from '../../src/gpu/recorder.ts';
 import { WeightTransposer } from '../../src/gpu/weight-layout.ts';

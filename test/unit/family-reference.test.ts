@@ -3,10 +3,11 @@
  * documented formulas (docs/GEMMA4-FAMILY.md) written a second time, directly, against the reference functions.
  */
 import { describe, expect, it } from 'vitest';
-import type { LayerType } from '../../src/format/config.ts';
+import type { LayerType } from '../../src/format/layer-type.ts';
 import { layerRow } from '../../src/reference/gemma4/layer.ts';
 import { geluTanh, makeNorm, rmsNorm } from '../../src/reference/ops.ts';
-import type { RefLayer, RefLinear } from '../../src/reference/gemma4/weights.ts';
+import type { RefLinear } from '../../src/reference/linear.ts';
+import type { RefLayer } from '../../src/reference/gemma4/weights.ts';
 import {
   DTYPE_MIN,
   SharedKvCache,

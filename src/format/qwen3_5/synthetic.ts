@@ -12,7 +12,7 @@
  */
 import type { ByteSource } from '../bytesource.ts';
 import type { AffineBits } from '../quantization.ts';
-import { DEFAULT_SHARD_BYTES, files, Planner, type SynthOptions } from '../synthetic.ts';
+import { DEFAULT_SHARD_BYTES, files, Planner, type SynthOptions } from '../synthetic-files.ts';
 import { syntheticTokenizerFiles } from '../synthetic-tokenizer.ts';
 import { planTowers, type TowerConfigs } from '../synthetic-towers.ts';
 

@@ -6,7 +6,7 @@ import { KernelCache } from '../../gpu/kernels.ts';
 import { Recorder } from '../../gpu/recorder.ts';
 import { ropeTable } from '../rope-tables.ts';
 import { createAttentionScratch } from '../attention-op.ts';
-import type { GpuLinear } from '../gpu-weights.ts';
+import type { GpuLinear } from '../gpu-linear.ts';
 import * as op from '../ops.ts';
 import type { Policy } from '../policy.ts';
 import type { Captures } from '../target.ts';

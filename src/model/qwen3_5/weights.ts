@@ -5,7 +5,8 @@ import { uploadBuffer } from '../../gpu/buffers.ts';
 import { withErrorScopes } from '../../gpu/device.ts';
 import { TensorUploader } from '../../gpu/upload.ts';
 import type { CancelToken, ProgressFn } from '../../util/cancel.ts';
-import { defaultLayout, uploadLinear, type GpuLinear } from '../gpu-weights.ts';
+import { defaultLayout, uploadLinear } from '../gpu-weights.ts';
+import type { GpuLinear } from '../gpu-linear.ts';
 import { WeightTransposer } from '../../gpu/weight-layout.ts';
 
 /**

@@ -1,5 +1,6 @@
 import { centroidHead, type CentroidFill } from './e-series/centroid-head.ts';
-import { headNorm, layerRow, linear, attendRow } from './layer.ts';
+import { headNorm, layerRow, attendRow } from './layer.ts';
+import { linear } from '../linear.ts';
 import { argmax, makeNorm, type Numerics } from '../ops.ts';
 import type { Rope } from '../rope.ts';
 import { ropeFor, type SharedKvByType } from './target.ts';

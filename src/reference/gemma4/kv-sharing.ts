@@ -5,7 +5,7 @@
  * gemma4_text.py Gemma4TextModel.previous_kvs and Model.make_cache (only the first L - N layers own caches).
  * Double-wide MLP: Gemma4TextMLP / MLP, `use_double_wide_mlp and layer >= first_shared > 0`.
  */
-import type { LayerType } from '../../format/config.ts';
+import type { LayerType } from '../../format/layer-type.ts';
 import { firstKvSharedLayer, kvDonors } from '../../format/kv-sharing.ts';
 
 // The structure (donors, owners, widths) is the format layer's; re-exported for the reference's callers.

@@ -1,10 +1,6 @@
-import { geluTanh, matvec, softmaxInPlace, type NormFn } from '../ops.ts';
-import type { RefLayer, RefLinear } from './weights.ts';
-
-/** y = W x for one row. */
-export function linear(l: RefLinear, x: Float64Array, off = 0): Float64Array {
-  return matvec(l.w, l.out, l.in, x, off);
-}
+import { geluTanh, softmaxInPlace, type NormFn } from '../ops.ts';
+import { linear } from '../linear.ts';
+import type { RefLayer } from './weights.ts';
 
 /** Per-head RMSNorm in place over `numHeads` heads of size d. */
 export function headNorm(x: Float64Array, numHeads: number, d: number, w: Float64Array | null, norm: NormFn): void {

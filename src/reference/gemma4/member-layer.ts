@@ -9,7 +9,8 @@
  * Written to be called from the reference target's layer loop (which keeps its attention and cache; KV-shared
  * layers pass an attention that reads the donor's K/V, see kv-sharing.ts).
  */
-import { layerRow, linear, type LayerRowCapture } from './layer.ts';
+import { layerRow, type LayerRowCapture } from './layer.ts';
+import { linear } from '../linear.ts';
 import { geluTanh, type NormFn } from '../ops.ts';
 import type { RefLayer } from './weights.ts';
 import { moeBlockRow, type RouterOptions, type RouterResult } from './moe/moe.ts';

@@ -1,9 +1,10 @@
-import type { LayerType } from '../../format/config.ts';
+import type { LayerType } from '../../format/layer-type.ts';
 import { familyConstants } from '../../numerics/family-constants.ts';
 import { familyLayerRow } from './member-layer.ts';
 import type { RouterOptions } from './moe/moe.ts';
 import { perLayerInputs } from './e-series/ple.ts';
-import { headNorm, linear, attendRow } from './layer.ts';
+import { headNorm, attendRow } from './layer.ts';
+import { linear } from '../linear.ts';
 import { argmax, makeNorm, softcap, type NormFn, type Numerics } from '../ops.ts';
 import { Rope } from '../rope.ts';
 import type { RefLayer, TargetWeights } from './weights.ts';

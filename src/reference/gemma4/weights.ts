@@ -14,13 +14,7 @@ import type { CentroidHeadWeights } from './e-series/centroid-head.ts';
 import type { MoeWeights } from './moe/moe.ts';
 import type { PleLayerWeights, PleModelWeights } from './e-series/ple.ts';
 import { expertLinear } from '../../format/experts.ts';
-
-/** A linear map with its weight dequantized to float64, row-major [out, in]. */
-export interface RefLinear {
-  out: number;
-  in: number;
-  w: Float64Array;
-}
+import type { RefLinear } from '../linear.ts';
 
 /** One decoder layer's weights in float64 (null where the description has no tensor). */
 export interface RefLayer extends LayerGeometry {

@@ -9,7 +9,7 @@
  * row), so a block of K tokens leaves the state and produces the logits bit for bit as K one-token calls do.
  */
 import { matvec, rmsNorm } from '../ops.ts';
-import type { RefLinear } from '../gemma4/weights.ts';
+import type { RefLinear } from '../linear.ts';
 import type { Qwen35Config } from '../../format/qwen3_5/config.ts';
 import type { QwenRefAttentionLayer, QwenRefLinearLayer, QwenRefWeights } from './weights.ts';
 import { sigmoid, silu, softplus } from './scalar.ts';

@@ -13,7 +13,7 @@ import type {
 } from '../../format/qwen3_5/description.ts';
 import type { Qwen35Config } from '../../format/qwen3_5/config.ts';
 import { readTensorBytes, toFloat64, type TensorRef } from '../../format/safetensors.ts';
-import type { RefLinear } from '../gemma4/weights.ts';
+import type { RefLinear } from '../linear.ts';
 
 interface QwenRefLayerBase {
   index: number;

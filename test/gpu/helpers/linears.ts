@@ -7,7 +7,7 @@ import { expect } from 'vitest';
 import { TensorUploader } from '../../../src/gpu/upload.ts';
 import type { Recorder } from '../../../src/gpu/recorder.ts';
 import * as op from '../../../src/model/ops.ts';
-import type { GpuLinear } from '../../../src/model/gpu-weights.ts';
+import type { GpuLinear } from '../../../src/model/gpu-linear.ts';
 import type { AffineLinear, DenseLinear } from '../../../src/format/model-description.ts';
 import { writeSafetensors, type TensorToWrite } from '../../../src/format/safetensors-writer.ts';
 import { readSafetensorsHeader } from '../../../src/format/safetensors.ts';

@@ -20,7 +20,7 @@ import { readMany, storageBuffer } from '../../../gpu/buffers.ts';
 import { GpuError } from '../../../gpu/errors.ts';
 import type { Recorder } from '../../../gpu/recorder.ts';
 import type { GpuTensor } from '../../../gpu/upload.ts';
-import type { GpuLinear } from '../../gpu-weights.ts';
+import type { GpuLinear } from '../../gpu-linear.ts';
 import * as op from '../../ops.ts';
 
 /** centroid_head.wgsl's MAX_K: the chosen clusters live in a fixed-size workgroup array. */

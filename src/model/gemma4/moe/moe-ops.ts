@@ -7,7 +7,7 @@
  * ranges as the block has rows routed to the slot's expert (moe_experts.wgsl says why).
  */
 import type { Recorder } from '../../../gpu/recorder.ts';
-import type { GpuLinear } from '../../gpu-weights.ts';
+import type { GpuLinear } from '../../gpu-linear.ts';
 import { partBinding } from '../../../gpu/upload.ts';
 import * as op from '../../ops.ts';
 import type { GpuExperts, GpuMoeBlock } from './moe-weights.ts';

@@ -12,7 +12,7 @@ import { GpuError } from '../../../gpu/errors.ts';
 import type { GpuTensor, TensorUploader } from '../../../gpu/upload.ts';
 import { familyConstants } from '../../../numerics/family-constants.ts';
 import { roundBf16 } from '../../../numerics/bf16.ts';
-import type { GpuLinear } from '../../gpu-weights.ts';
+import type { GpuLinear } from '../../gpu-linear.ts';
 
 /** A stacked expert linear: the [E, out, in] tensors, split into expert ranges (parts) alike. */
 export interface GpuExperts {

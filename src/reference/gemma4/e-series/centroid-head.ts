@@ -9,8 +9,7 @@
  *   every other logit = fill: min(selected logits) - 1 (transformers, mlx-vlm) or the dtype's minimum (vLLM)
  * Greedy drafting takes the argmax over the selected logits (mlx-vlm MaskedEmbedder.argmax, vLLM get_top_tokens).
  */
-import type { RefLinear } from '../weights.ts';
-import { linear } from '../layer.ts';
+import { linear, type RefLinear } from '../../linear.ts';
 import { topKIndices } from '../moe/moe.ts';
 
 export interface CentroidHeadWeights {

@@ -10,9 +10,8 @@
  * and in layer l, after the MLP's residual add and before layer_scalar:
  *   h = h + post_norm( W_up_l( gelu_tanh(W_gate_l h) * input_l ) )   (W_gate: [P, H], W_up: [H, P])
  */
-import { linear } from '../layer.ts';
+import { linear, type RefLinear } from '../../linear.ts';
 import { geluTanh, type NormFn } from '../../ops.ts';
-import type { RefLinear } from '../weights.ts';
 import type { FamilyConstants } from '../../../numerics/family-constants.ts';
 
 export interface PleModelWeights {

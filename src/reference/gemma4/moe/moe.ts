@@ -9,9 +9,8 @@
  *   'mlx' (gemma4_text.py Router.__call__): top-k of the raw scores (argpartition), softmax over the k;
  * both times per_expert_scale[e]. Equal in exact arithmetic, not bit-equal.
  */
-import { linear } from '../layer.ts';
+import { linear, type RefLinear } from '../../linear.ts';
 import { geluTanh, type NormFn } from '../../ops.ts';
-import type { RefLinear } from '../weights.ts';
 import { roundBf16 } from '../../mlx-orders.ts';
 
 export interface MoeWeights {
