@@ -4,8 +4,8 @@
  * per-module entries; the towers' tensors beside language_model.model.* (synthetic-towers.ts); a target's
  * tokenizer.json, tokenizer_config.json and chat_template.jinja (synthetic-tokenizer.ts). Weights are
  * deterministic pseudo-random. Nothing is materialised: each weight file is a virtual ByteSource
- * whose bytes are computed on demand from (seed, tensor, element index) by a counter-based hash, so any
- * byte range can be produced independently. That lets tests open a 31B checkpoint without a byte on disk
+ * (synthetic-files.ts) whose bytes are computed on demand from (seed, tensor, element index) by a counter-based
+ * hash, so any byte range can be produced independently. That lets tests open a 31B checkpoint without a byte on disk
  * (headers only) and lets src/node/synthetic.ts stream an 11 GB 12B to disk in bounded chunks.
  *
  * Weights are random codes with bf16 scales/biases chosen so each weight has mean 0 and std 1/sqrt(in)

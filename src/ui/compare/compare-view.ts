@@ -10,6 +10,7 @@ import { VERDICT_TEXT } from '../../parity/trace-judgement.ts';
 import type { TraceArm } from '../../parity/trace-files.ts';
 import { DECIDED_GAP } from '../../parity/trace-thresholds.ts';
 import { append, clear, el } from '../common/dom.ts';
+import { verdictHead } from '../common/verdict-head.ts';
 import { onWidthChange, sizeCanvas } from '../common/canvas.ts';
 import { fmtInt, fmtPercent, fmtSci, fmtTokenId } from '../common/format.ts';
 import { createHeatmapView } from '../report/heatmap.ts';
@@ -159,22 +160,11 @@ function renderTraces(c: TraceComparison): HTMLElement[] {
     el(
       'div',
       { class: 'verdict-card', 'data-testid': 'compare-verdict', 'data-verdict': j.verdict },
-      el(
-        'div',
-        { class: 'verdict-head' },
-        el(
-          'span',
-          {
-            class: `verdict-label ${j.verdict === 'identical' ? 'equal' : j.verdict === 'decided' ? 'diverges' : 'undecided'}`,
-          },
-          VERDICT_WORDS[j.verdict].toUpperCase(),
-        ),
-        el(
-          'div',
-          {},
-          el('p', { class: 'summary', 'data-testid': 'compare-summary' }, judgementLine(c)),
-          el('p', { class: 'consequence' }, VERDICT_TEXT[j.verdict]),
-        ),
+      verdictHead(
+        j.verdict === 'identical' ? 'equal' : j.verdict === 'decided' ? 'diverges' : 'undecided',
+        VERDICT_WORDS[j.verdict].toUpperCase(),
+        el('p', { class: 'summary', 'data-testid': 'compare-summary' }, judgementLine(c)),
+        el('p', { class: 'consequence' }, VERDICT_TEXT[j.verdict]),
       ),
       el(
         'ul',
@@ -293,17 +283,12 @@ function renderProbes(c: ProbeComparison): HTMLElement[] {
     el(
       'div',
       { class: 'verdict-card', 'data-testid': 'compare-verdict', 'data-verdict': c.same ? 'same' : 'part' },
-      el(
-        'div',
-        { class: 'verdict-head' },
-        el('span', { class: `verdict-label ${c.same ? 'equal' : 'diverges'}` }, c.same ? 'SAME' : 'PART'),
-        el(
-          'div',
-          {},
-          el('p', { class: 'summary', 'data-testid': 'compare-summary' }, c.headline),
-          el('p', { class: 'consequence' }, `A: ${c.a.report.summary}`),
-          el('p', { class: 'consequence' }, `B: ${c.b.report.summary}`),
-        ),
+      verdictHead(
+        c.same ? 'equal' : 'diverges',
+        c.same ? 'SAME' : 'PART',
+        el('p', { class: 'summary', 'data-testid': 'compare-summary' }, c.headline),
+        el('p', { class: 'consequence' }, `A: ${c.a.report.summary}`),
+        el('p', { class: 'consequence' }, `B: ${c.b.report.summary}`),
       ),
     ),
     el('h3', {}, 'Draws and first divergences'),

@@ -6,6 +6,7 @@
 import type { GenerateResult } from '../../model/generate.ts';
 import type { GenerationProvenance } from '../../worker/engine.ts';
 import { append, clear, el } from '../common/dom.ts';
+import { verdictHead } from '../common/verdict-head.ts';
 import { fmtInt, fmtMs, fmtPercent, plural } from '../common/format.ts';
 import { exactnessNodes } from '../common/exactness-view.ts';
 import { createShareBar } from '../share/share.ts';
@@ -343,23 +344,14 @@ export function createGenerationView(): {
           'div',
           { class: 'verdict-card', 'data-testid': 'generation-verdict', 'data-verdict': v.verdict },
           ...exactnessNodes(r.provenance?.exactnessSelfTest),
-          el(
-            'div',
-            { class: 'verdict-head' },
-            el(
-              'span',
-              { class: `verdict-label ${v.verdict === 'identical' ? 'equal' : 'diverges'}` },
-              v.verdict === 'identical' ? 'IDENTICAL' : 'DIFFERS',
-            ),
-            el(
-              'div',
-              {},
-              el('p', { class: 'summary', 'data-testid': 'generation-summary' }, v.text),
-              el('p', { class: 'consequence', 'data-testid': 'generation-setup' }, generationSetup(run)),
-              r.drafter
-                ? el('p', { class: 'small', 'data-testid': 'generation-drafter' }, `Drafts: ${r.drafter.text}`)
-                : null,
-            ),
+          verdictHead(
+            v.verdict === 'identical' ? 'equal' : 'diverges',
+            v.verdict === 'identical' ? 'IDENTICAL' : 'DIFFERS',
+            el('p', { class: 'summary', 'data-testid': 'generation-summary' }, v.text),
+            el('p', { class: 'consequence', 'data-testid': 'generation-setup' }, generationSetup(run)),
+            r.drafter
+              ? el('p', { class: 'small', 'data-testid': 'generation-drafter' }, `Drafts: ${r.drafter.text}`)
+              : null,
           ),
         ),
         el(

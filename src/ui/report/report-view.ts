@@ -7,6 +7,7 @@
  */
 import type { DrawResult, ProbeReport } from '../../parity/report.ts';
 import { append, clear, el } from '../common/dom.ts';
+import { verdictHead } from '../common/verdict-head.ts';
 import { fmtInt, fmtMs, fmtPercent, fmtSci } from '../common/format.ts';
 import { buildHeatmap, type HeatGrid, type Metric, type PositionPick } from './heatmap-model.ts';
 import { createHeatmapView } from './heatmap.ts';
@@ -220,16 +221,11 @@ function renderVerdict(box: HTMLElement, r: ProbeReport): void {
   append(
     box,
     ...exactnessNodes(r.provenance.exactnessSelfTest),
-    el(
-      'div',
-      { class: 'verdict-head' },
-      el('span', { class: `verdict-label ${r.verdict}` }, r.verdict === 'equal' ? 'EQUAL' : 'DIVERGES'),
-      el(
-        'div',
-        {},
-        el('p', { class: 'summary', 'data-testid': 'summary' }, r.summary),
-        el('p', { class: 'consequence', 'data-testid': 'consequence' }, r.consequence),
-      ),
+    verdictHead(
+      r.verdict,
+      r.verdict === 'equal' ? 'EQUAL' : 'DIVERGES',
+      el('p', { class: 'summary', 'data-testid': 'summary' }, r.summary),
+      el('p', { class: 'consequence', 'data-testid': 'consequence' }, r.consequence),
     ),
     fd ? el('p', { class: 'first-divergence', 'data-testid': 'first-divergence' }, fd.fd.text) : null,
     fd?.fd.cause ? el('p', { class: 'small muted', 'data-testid': 'divergence-cause' }, fd.fd.cause) : null,

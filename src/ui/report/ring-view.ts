@@ -96,23 +96,35 @@ function paintRing(canvas: HTMLCanvasElement, root: HTMLElement, ring: RingView 
   const h = 290;
   const ctx = sizeCanvas(canvas, w, h);
   if (!ctx || !ring) return;
-  const f = ringFacts(ring);
-  const lo = Math.min(f.minPos, ...f.blockPositions);
-  const hi = Math.max(f.maxPos, ...f.blockPositions);
-  const isBlock = new Set(f.blockSlots);
   ctx.textBaseline = 'middle';
-  drawRing(ctx, f, ring, lo, hi, isBlock);
-  drawReadingOrders(ctx, w, f, ring, lo, hi, isBlock);
+  const scene = ringScene(ring);
+  drawRing(ctx, scene);
+  drawReadingOrders(ctx, w, scene);
 }
 
-function drawRing(
-  ctx: CanvasRenderingContext2D,
-  f: RingFacts,
-  ring: RingView,
-  lo: number,
-  hi: number,
-  isBlock: Set<number>,
-): void {
+/** What both drawings read: the ring's facts, the span of positions the colours run over, the block's slots. */
+interface RingScene {
+  f: RingFacts;
+  ring: RingView;
+  /** Oldest and newest position shown (the ring's and the block's), the ends of the colour scale. */
+  lo: number;
+  hi: number;
+  isBlock: Set<number>;
+}
+
+function ringScene(ring: RingView): RingScene {
+  const f = ringFacts(ring);
+  return {
+    f,
+    ring,
+    lo: Math.min(f.minPos, ...f.blockPositions),
+    hi: Math.max(f.maxPos, ...f.blockPositions),
+    isBlock: new Set(f.blockSlots),
+  };
+}
+
+function drawRing(ctx: CanvasRenderingContext2D, scene: RingScene): void {
+  const { f, ring, lo, hi, isBlock } = scene;
   const W = f.window;
   // The ring: slot 0 at the top, slots clockwise. Room above it for the slot-0 and oldest-slot labels.
   const cx = 140;
@@ -189,15 +201,8 @@ function drawRing(
   ctx.fillText('clockwise', cx, cy + 10);
 }
 
-function drawReadingOrders(
-  ctx: CanvasRenderingContext2D,
-  w: number,
-  f: RingFacts,
-  ring: RingView,
-  lo: number,
-  hi: number,
-  isBlock: Set<number>,
-): void {
+function drawReadingOrders(ctx: CanvasRenderingContext2D, w: number, scene: RingScene): void {
+  const { f, ring, lo, hi, isBlock } = scene;
   const W = f.window;
   // The two reading orders as strips of the same colours.
   const sx = 300;

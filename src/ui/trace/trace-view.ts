@@ -5,6 +5,7 @@
  */
 import type { TracePosition } from '../../parity/trace.ts';
 import { append, clear, el } from '../common/dom.ts';
+import { verdictHead } from '../common/verdict-head.ts';
 import { fmtInt, fmtMs, fmtPercent, fmtSci, fmtTokenId, plural } from '../common/format.ts';
 import { provenanceList } from '../report/provenance-view.ts';
 import { exactnessNodes } from '../common/exactness-view.ts';
@@ -83,17 +84,12 @@ function renderVerdict(verdictBox: HTMLElement, r: TraceView) {
   append(
     verdictBox,
     ...exactnessNodes(r.provenance.exactnessSelfTest),
-    el(
-      'div',
-      { class: 'verdict-head' },
-      el('span', { class: `verdict-label ${r.verdict}` }, r.verdict === 'equal' ? 'EQUAL' : 'DIVERGES'),
-      el(
-        'div',
-        {},
-        el('p', { class: 'summary', 'data-testid': 'trace-summary' }, r.summary),
-        el('p', { class: 'consequence', 'data-testid': 'trace-consequence' }, traceConsequence(r)),
-        el('p', { class: 'consequence small', 'data-testid': 'trace-setup' }, traceSetup(r)),
-      ),
+    verdictHead(
+      r.verdict,
+      r.verdict === 'equal' ? 'EQUAL' : 'DIVERGES',
+      el('p', { class: 'summary', 'data-testid': 'trace-summary' }, r.summary),
+      el('p', { class: 'consequence', 'data-testid': 'trace-consequence' }, traceConsequence(r)),
+      el('p', { class: 'consequence small', 'data-testid': 'trace-setup' }, traceSetup(r)),
     ),
     el(
       'ul',
