@@ -1,6 +1,7 @@
 /** What a bench run measures and how long it may take: its options, the CLI's defaults and the page's short form. */
 import type { AffineKernel, BenchShapes } from './kernels.ts';
 import type { E2EOptions } from './e2e.ts';
+import type { CoopTuning } from '../gpu/coop-tuning.ts';
 
 export interface BenchOptions {
   /** Geometries for the kernel benchmarks: presets, or shapes of their own (tests use tiny ones). */
@@ -38,6 +39,8 @@ export interface BenchOptions {
   fmaRounds: number;
   /** null: skip the end-to-end part. */
   e2e: Omit<E2EOptions, 'log'> | null;
+  /** matmul_coop.wgsl shape overrides for every kernel measured and the end to end's engine; unset: the rules. */
+  coop?: CoopTuning;
   log?: (line: string) => void;
 }
 

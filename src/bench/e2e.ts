@@ -15,6 +15,7 @@ import { synthGeometry, syntheticCheckpoint, type SynthPreset } from '../format/
 import { runProbe } from '../parity/probe.ts';
 import type { ProbeReport } from '../parity/report.ts';
 import { KernelProfiler, type KernelTime } from '../gpu/profiler.ts';
+import type { CoopTuning } from '../gpu/coop-tuning.ts';
 import type { KernelCache } from '../gpu/kernels.ts';
 import { type RecorderTally, setRecorderTally } from '../gpu/recorder.ts';
 import { generationModels } from '../model/generation-setup.ts';
@@ -51,6 +52,8 @@ export interface E2EOptions {
    * clock to raise.
    */
   warmupMs?: number;
+  /** The engine's matmul_coop.wgsl shape overrides (bench --coop-threads / --coop-features); unset: the rules. */
+  coop?: CoopTuning;
   log?: (line: string) => void;
 }
 
@@ -291,6 +294,7 @@ export async function benchEndToEnd(ctx: GpuContext, o: E2EOptions): Promise<E2E
       block: Math.max(8, o.block),
       policy: 'exact',
       precision: 'f32',
+      ...(o.coop ? { kernels: { coop: o.coop } } : {}),
     });
     const d = driven(ctx, g.target, tally, m.vocab, o, log);
     const { model, engine, stats, V } = d;

@@ -7,6 +7,7 @@
 import type { GpuContext } from '../gpu/device.ts';
 import * as op from '../model/ops.ts';
 import { GpuTimer } from './timer.ts';
+import { KernelCache } from '../gpu/kernels.ts';
 import { copyBandwidth, fmaThroughput, type ProbeResult } from './probes.ts';
 import type { AffineKernel, KernelResult, Yardsticks } from './kernels.ts';
 import { isSoftwareAdapter } from '../gpu/kernel-class.ts';
@@ -35,11 +36,15 @@ export async function runBench(ctx: GpuContext, opts: BenchOptions): Promise<Ben
   const device = ctx.device;
   // On a GPU a kernel of 20 us needs thousands of replays for opts.targetSeconds (see
   // GpuTimer.measureDispatches); software adapters keep the cap that has always bounded their time.
-  const timer = new GpuTimer(device, {
-    targetSeconds: opts.targetSeconds,
-    maxIters: isSoftwareAdapter(ctx.report) ? opts.maxIters : Math.max(opts.maxIters, GPU_MAX_ITERS),
-    timestamps: opts.timestamps,
-  });
+  const timer = new GpuTimer(
+    device,
+    {
+      targetSeconds: opts.targetSeconds,
+      maxIters: isSoftwareAdapter(ctx.report) ? opts.maxIters : Math.max(opts.maxIters, GPU_MAX_ITERS),
+      timestamps: opts.timestamps,
+    },
+    new KernelCache(device, { coop: opts.coop }),
+  );
   const notes: string[] = [];
   const kernels: KernelResult[] = [];
   const onResult = (r: KernelResult) => {
@@ -61,7 +66,7 @@ export async function runBench(ctx: GpuContext, opts: BenchOptions): Promise<Ben
 
     // (c) end to end
     let e2e: E2EResult | undefined;
-    if (opts.e2e) e2e = await benchEndToEnd(ctx, { ...opts.e2e, log });
+    if (opts.e2e) e2e = await benchEndToEnd(ctx, { ...opts.e2e, ...(opts.coop ? { coop: opts.coop } : {}), log });
 
     await remeasureYardsticks(timer, opts, yardsticks, log);
     y.copyGBps = yardsticks[0].value;

@@ -1,5 +1,6 @@
 import { shaderSource } from './shaders.ts';
 import { GpuError } from './errors.ts';
+import { checkCoopTuning, type CoopTuning } from './coop-tuning.ts';
 import { detectKernelClass, type KernelClass } from './kernel-class.ts';
 import { faultedSource, faultShaders, type KernelFault } from './kernel-fault.ts';
 import type { ParamArena } from './param-arena.ts';
@@ -35,7 +36,10 @@ export class KernelCache {
 
   /** A fault injected into this cache's kernels (src/gpu/kernel-fault.ts; the exactness self-test's proof only). */
   readonly fault: KernelFault | undefined;
-  private readonly pool: PipelinePool | undefined;
+  /** The pool this cache shares modules and pipelines through (KernelCacheOptions.pool), if any. */
+  readonly pool: PipelinePool | undefined;
+  /** Overrides of matmul_coop.wgsl's shape (KernelCacheOptions.coop); empty: the rules of coop-shape.ts. */
+  readonly coop: Readonly<CoopTuning>;
 
   constructor(
     readonly device: GPUDevice,
@@ -48,6 +52,8 @@ export class KernelCache {
     this.kernelClass = opts.kernelClass ?? detectKernelClass(info, device.limits);
     this.fault = opts.fault;
     this.pool = opts.pool;
+    if (opts.coop) checkCoopTuning(opts.coop);
+    this.coop = { ...opts.coop };
   }
 
   /** The shader's module's name in a pool: the file, and the fault where it rewrites that file. */
@@ -150,6 +156,8 @@ export interface KernelCacheOptions {
   fault?: KernelFault;
   /** Modules and pipelines shared with other caches of the same device that are given the same pool. */
   pool?: PipelinePool;
+  /** matmul_coop.wgsl's shape for every coop linear this cache dispatches, instead of the rules (tuning, tests). */
+  coop?: CoopTuning;
 }
 
 /**

@@ -1,27 +1,8 @@
-/** The shape of matmul_coop.wgsl's dispatches (workgroup size, threads and features per output feature) and its tuning overrides. */
-
-/** Tuning only (`bench --coop-threads N --coop-features R`): every coop linear uses these instead of the rules. */
-let coopThreadsOverride: number | undefined;
-let coopFeaturesOverride: number | undefined;
-
-export function setCoopThreads(n: number | undefined): void {
-  // matmul_coop.wgsl stages a whole round of T groups of 4 rows' x in 16 KiB: T * 64 <= 1024.
-  if (n !== undefined && n !== 8 && n !== 16) throw new Error(`coop threads per feature must be 8 or 16, not ${n}`);
-  coopThreadsOverride = n;
-}
-
-export function setCoopFeatures(r: number | undefined): void {
-  if (r !== undefined && r !== 1 && r !== 2 && r !== 4)
-    throw new Error(`coop features per invocation must be 1, 2 or 4, not ${r}`);
-  coopFeaturesOverride = r;
-}
-
-/** Tests only: every coop linear runs in workgroups of this size (256 or 512) where the device allows it. */
-let coopWorkgroupOverride: number | undefined;
-export function setCoopWorkgroup(wg: number | undefined): void {
-  if (wg !== undefined && wg !== 256 && wg !== 512) throw new Error(`coop workgroups must be 256 or 512, not ${wg}`);
-  coopWorkgroupOverride = wg;
-}
+/**
+ * The shape of matmul_coop.wgsl's dispatches (workgroup size, threads and features per output feature): the rules,
+ * and a kernel cache's tuning overrides where it has them (src/gpu/coop-tuning.ts).
+ */
+import type { CoopTuning } from '../gpu/coop-tuning.ts';
 
 /** The device limits coopWorkgroup reads. */
 type CoopLimits = Pick<
@@ -47,12 +28,12 @@ export interface CoopLinear {
  * bytes). Kept at 256: the LM head and the 8-bit gate/up, where 512 made single rows 7-9% slower. 1024
  * invocations (64 registers, spilling) were slower everywhere.
  */
-export function coopWorkgroup(limits: CoopLimits, d: CoopLinear): number {
+export function coopWorkgroup(limits: CoopLimits, d: CoopLinear, tuning: CoopTuning = {}): number {
   const fits =
     limits.maxComputeInvocationsPerWorkgroup >= 512 &&
     limits.maxComputeWorkgroupSizeX >= 512 &&
     limits.maxComputeWorkgroupStorageSize >= 512 * 64;
-  if (coopWorkgroupOverride) return fits ? coopWorkgroupOverride : 256;
+  if (tuning.workgroup) return fits ? tuning.workgroup : 256;
   const gateUp = d.outFeatures >= 12288 && d.outFeatures < 65536;
   const down = d.inFeatures >= 12288 && d.outFeatures < 12288;
   return fits && d.bits === 4 && (gateUp || down) ? 512 : 256;
@@ -67,8 +48,8 @@ export function coopWorkgroup(limits: CoopLimits, d: CoopLinear): number {
  * workgroup 64 consecutive features, a whole quantization group of the down projection, whose x sums
  * `gate_up_sums` then computes (gateUp). At least 8 (the kernel's final totals need SLOTS * ROWS = 8 of them).
  */
-export function coopThreads(outFeatures = 0, entry: 'main' | 'gate_up' = 'main'): number {
-  if (coopThreadsOverride) return coopThreadsOverride;
+export function coopThreads(outFeatures = 0, entry: 'main' | 'gate_up' = 'main', tuning: CoopTuning = {}): number {
+  if (tuning.threads) return tuning.threads;
   return entry === 'gate_up' && outFeatures >= 12288 ? 8 : 16;
 }
 
@@ -83,8 +64,8 @@ export function coopThreads(outFeatures = 0, entry: 'main' | 'gate_up' = 'main')
  * with R = 2 at M = 1 and 4, and the down projection (3840 x 15360) with R = 1, also against workgroups of
  * 128. The fused `gate_up` entry serves two features of each matrix (four slots too) and takes at most 2.
  */
-export function coopFeatures(outFeatures: number, entry: 'main' | 'gate_up' = 'main'): number {
-  const r = coopFeaturesOverride ?? (outFeatures >= 12288 ? 4 : outFeatures >= 6144 ? 2 : 1);
+export function coopFeatures(outFeatures: number, entry: 'main' | 'gate_up' = 'main', tuning: CoopTuning = {}): number {
+  const r = tuning.features ?? (outFeatures >= 12288 ? 4 : outFeatures >= 6144 ? 2 : 1);
   return entry === 'gate_up' ? Math.min(r, 2) : r;
 }
 
@@ -97,10 +78,11 @@ export function coopShape(
   limits: CoopLimits,
   d: CoopLinear,
   entry: 'main' | 'gate_up',
+  tuning: CoopTuning = {},
 ): { WG: number; T: number; R: number } {
   return {
-    WG: coopWorkgroup(limits, d),
-    T: coopThreads(d.outFeatures, entry),
-    R: coopFeatures(d.outFeatures, entry),
+    WG: coopWorkgroup(limits, d, tuning),
+    T: coopThreads(d.outFeatures, entry, tuning),
+    R: coopFeatures(d.outFeatures, entry, tuning),
   };
 }

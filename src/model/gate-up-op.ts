@@ -90,7 +90,7 @@ export function downSumsFused(rec: Recorder, gate: GpuLinear, down: GpuLinear, r
   if (g.kind !== 'affine' || d.kind !== 'affine' || d.inFeatures !== g.outFeatures) return false;
   if (rec.kernels.device.limits.maxStorageBuffersPerShaderStage < GATE_UP_SUMS_STORAGE) return false;
   if (!readsGroupSums(rec, down, r)) return false;
-  const { WG, T, R } = coopShape(rec.kernels.device.limits, g, 'gate_up');
+  const { WG, T, R } = coopShape(rec.kernels.device.limits, g, 'gate_up', rec.kernels.coop);
   const span = R * (WG / T); // the features of one gate_up_sums workgroup
   return (
     span % d.groupSize === 0 &&

@@ -5,6 +5,7 @@
  */
 import type { AssistantDescription, TargetDescription } from '../format/model-description.ts';
 import type { GpuContext } from '../gpu/device.ts';
+import type { KernelCacheOptions } from '../gpu/kernels.ts';
 import { AssistantModel, type DraftConvention } from './gemma4/assistant.ts';
 import { buildTarget, hasRouter, targetPolicy } from './build-target.ts';
 import type { GpuRouterOrder } from './gemma4/moe/moe-ops.ts';
@@ -30,6 +31,8 @@ export interface GenerationSetupOptions {
   draftPosition?: DraftConvention;
   /** Gemma 4 mixture-of-experts targets only: the router convention (default MLX's; refused on other targets). */
   router?: GpuRouterOrder;
+  /** The target's kernel cache options (the bench's coop tuning); unset: a cache of the device's class. */
+  kernels?: KernelCacheOptions;
 }
 
 export interface MtpDrafter {
@@ -64,6 +67,7 @@ export function generationModels(ctx: GpuContext, w: GenerationWeights, o: Gener
     prefillChunk: Math.min(o.promptLength, 512),
     precision: o.precision,
     router: o.router,
+    ...(o.kernels ? { kernels: o.kernels } : {}),
   };
   if (w.family === 'qwen3_5') {
     const target = buildTarget(ctx, w.target, modelOpts);

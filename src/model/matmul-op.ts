@@ -47,7 +47,7 @@ export function coopDispatch(
   entry: 'main' | 'gate_up',
   layout: AffineLayout | undefined,
 ): { constants: Record<string, number>; workgroups: number } {
-  const { WG, T, R } = coopShape(rec.kernels.device.limits, d, entry);
+  const { WG, T, R } = coopShape(rec.kernels.device.limits, d, entry, rec.kernels.coop);
   return {
     constants: { BITS: d.bits, WG, T, R, GS: d.groupSize, ...layoutConstants(layout) },
     workgroups: Math.ceil(rows / (R * (WG / T))),

@@ -17,9 +17,6 @@ export {
   coopShape,
   coopThreads,
   coopWorkgroup,
-  setCoopFeatures,
-  setCoopThreads,
-  setCoopWorkgroup,
   type CoopLinear,
 } from './coop-shape.ts';
 export { groupSums, matmul, splitRanges, type GroupSums } from './matmul-op.ts';

@@ -8,7 +8,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testGpu } from './gpu-context.ts';
 import type { GpuContext } from '../../src/gpu/device.ts';
-import { KernelCache } from '../../src/gpu/kernels.ts';
+import type { CoopTuning } from '../../src/gpu/coop-tuning.ts';
+import { KernelCache, type PipelinePool } from '../../src/gpu/kernels.ts';
 import { forceKernelClass, type KernelClass } from '../../src/gpu/kernel-class.ts';
 import { Recorder } from '../../src/gpu/recorder.ts';
 import { readBytes, storageBuffer, uploadBuffer } from '../../src/gpu/buffers.ts';
@@ -50,11 +51,17 @@ function useTestGpu(): () => GpuContext {
   };
 }
 
-/** A kernel cache of the given class (the class is read when the cache is made). */
-function kernelsOf(device: GPUDevice, cls: KernelClass): KernelCache {
+/**
+ * The pipelines of the tests' kernel caches, shared: caches that differ only in their coop tuning then compile
+ * only the pipelines whose override constants differ (a coop compile takes minutes on a cold lavapipe).
+ */
+const pool: PipelinePool = { modules: new Map(), pipelines: new Map() };
+
+/** A kernel cache of the given class (the class is read when the cache is made), with a coop tuning if given. */
+function kernelsOf(device: GPUDevice, cls: KernelClass, coop?: CoopTuning): KernelCache {
   forceKernelClass(cls);
   try {
-    return new KernelCache(device);
+    return new KernelCache(device, { pool, ...(coop ? { coop } : {}) });
   } finally {
     forceKernelClass(undefined);
   }
@@ -137,7 +144,6 @@ describe('fused residual norm + next norm + group sums (rmsnorm rows_wg)', () =>
  */
 describe('fused gate/up/GeGLU (matmul_coop gate_up)', () => {
   const gpu = useTestGpu();
-  afterAll(() => op.setCoopFeatures(undefined));
 
   for (const [bits, gs, R] of [
     [4, 64, 1],
@@ -150,8 +156,7 @@ describe('fused gate/up/GeGLU (matmul_coop gate_up)', () => {
     it(`${bits}-bit gs ${gs}, R = ${R}: fused == separate, M = 1, 2, 4, 5, 8, 13 (f32 and bf16), and each row alone`, {
       timeout: 600_000,
     }, async () => {
-      op.setCoopFeatures(R);
-      const kernels = kernelsOf(gpu().device, 'gpu');
+      const kernels = kernelsOf(gpu().device, 'gpu', { features: R });
       const device = gpu().device;
       const N = 40,
         K = 1088;
@@ -208,10 +213,6 @@ describe('fused gate/up/GeGLU (matmul_coop gate_up)', () => {
  */
 describe('fused gate/up/GeGLU + down x sums (matmul_coop gate_up_sums)', () => {
   const gpu = useTestGpu();
-  afterAll(() => {
-    op.setCoopFeatures(undefined);
-    op.setCoopThreads(undefined);
-  });
 
   // Each case compares with one reference (`how`), to keep the cold compiles on CPU adapters few (a coop
   // pipeline takes minutes there): the 12B's configuration with the separate matmuls at T = 8 (the strong
@@ -224,14 +225,12 @@ describe('fused gate/up/GeGLU + down x sums (matmul_coop gate_up_sums)', () => {
     it(`${bits}-bit gs ${gs}, T = ${T}: g == ${ref}, sums == affine_xsum, M = 1, 5, and the last row alone`, {
       timeout: 600_000,
     }, async () => {
-      op.setCoopFeatures(2);
-      op.setCoopThreads(T);
       const device = gpu().device;
       expect(
         device.limits.maxStorageBuffersPerShaderStage,
         'the test adapter binds gate_up_sums',
       ).toBeGreaterThanOrEqual(10);
-      const kernels = kernelsOf(device, 'gpu');
+      const kernels = kernelsOf(device, 'gpu', { features: 2, threads: T });
       const N = 192,
         K = 1088;
       const gate = syntheticAffine(device, 'gate', N, K, bits, gs, 31);
@@ -240,11 +239,17 @@ describe('fused gate/up/GeGLU + down x sums (matmul_coop gate_up_sums)', () => {
       const xAll = rand(5 * K, 34);
       const sumsFloats = (M: number) => M * (N / gs);
       // how: 'sums' gate_up_sums; 'fused' gate_up, then affine_xsum; 'separate' two matmuls, geglu, affine_xsum
-      const compute = async (x: Float32Array, M: number, round: boolean, how: 'sums' | 'fused' | 'separate') => {
+      const compute = async (
+        x: Float32Array,
+        M: number,
+        round: boolean,
+        how: 'sums' | 'fused' | 'separate',
+        cache = kernels,
+      ) => {
         const xb = uploadBuffer(device, x, 'x');
         const g = storageBuffer(device, M * N * 4, 'g');
         const u = storageBuffer(device, M * N * 4, 'u');
-        const rec = new Recorder(device, kernels, 'gate-up-sums-test');
+        const rec = new Recorder(device, cache, 'gate-up-sums-test');
         const rows: op.Rows = { M, round };
         let sums: op.GroupSums | undefined;
         const xs = op.groupSums(rec, gate, xb, rows, K, 'x'); // the x sums gate and up read
@@ -283,22 +288,18 @@ describe('fused gate/up/GeGLU + down x sums (matmul_coop gate_up_sums)', () => {
       if (bits === 4) {
         // Workgroups of 512 (ops.coopWorkgroup: the 12B's 4-bit MLP on GPUs that allow them): 128 features a
         // workgroup, two of down's groups of sums each, the second workgroup half past N: the bytes of 256.
+        const wide = kernelsOf(device, 'gpu', { features: 2, threads: T, workgroup: 512 });
         for (const M of [1, 5]) {
           const x = xAll.subarray(0, M * K);
           const small = await compute(x, M, false, 'sums');
-          op.setCoopWorkgroup(512);
-          try {
-            const big = await compute(x, M, false, 'sums');
-            expect(big.g.equals(small.g), `M=${M}: g in workgroups of 512 vs 256`).toBe(true);
-            expect(big.s.equals(small.s), `M=${M}: sums in workgroups of 512 vs 256`).toBe(true);
-          } finally {
-            op.setCoopWorkgroup(undefined);
-          }
+          const big = await compute(x, M, false, 'sums', wide);
+          expect(big.g.equals(small.g), `M=${M}: g in workgroups of 512 vs 256`).toBe(true);
+          expect(big.s.equals(small.s), `M=${M}: sums in workgroups of 512 vs 256`).toBe(true);
         }
       }
       // where a workgroup's features are not whole groups of down, the sums are left to affine_xsum
-      op.setCoopFeatures(1);
-      expect(op.downSumsFused(new Recorder(device, kernels, 'probe'), gate, down, { M: 1, round: false })).toBe(false);
+      const single = kernelsOf(device, 'gpu', { features: 1, threads: T });
+      expect(op.downSumsFused(new Recorder(device, single, 'probe'), gate, down, { M: 1, round: false })).toBe(false);
       [gate, up, down].forEach((l) => l.destroy());
     });
   }

@@ -17,6 +17,9 @@
  * scripts/test.sh runs this file on lavapipe, again on SwiftShader and again with the GPU kernel class
  * forced (RINGSIDE_KERNELS=gpu).
  */
+import { CaptureRecorder } from '../../src/gpu/capture-recorder.ts';
+import type { CoopTuning } from '../../src/gpu/coop-tuning.ts';
+import type { KernelCache } from '../../src/gpu/kernels.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as op from '../../src/model/ops.ts';
 import {
@@ -128,8 +131,8 @@ describe(`GPU kernels: matmul vs the CPU float64 reference (${ADAPTER})`, () => 
   // one-output-per-invocation `affine` kernel. Linears a kernel cannot run fall back to `affine`.
   describe('matmul, exact kernels lanes / tile / coop', () => {
     /**
-     * The coop matmul of the same M random rows under two settings of the ops overrides (`base`, then `other`,
-     * each applied as its dispatch is recorded) gives every output the same bytes.
+     * The coop matmul of the same M random rows under two coop tunings (`base`, then `other`: kernel caches of
+     * src/gpu/coop-tuning.ts's shapes) gives every output the same bytes.
      */
     async function expectCoopSettingsAgree(
       label: string,
@@ -137,17 +140,13 @@ describe(`GPU kernels: matmul vs the CPU float64 reference (${ADAPTER})`, () => 
       A: AffineWeights,
       c: AffineCase,
       M: number,
-      base: () => void,
-      other: () => void,
+      base: CoopTuning,
+      other: CoopTuning,
     ): Promise<void> {
       const xb = lab.f32(r.f32s(M * c.K));
       const [a, b] = [lab.sentinel(M * c.N), lab.sentinel(M * c.N)];
-      await lab.run((rec) => {
-        base();
-        op.matmul(rec, A.lin, xb, a, { M, round: false }, c.K, c.N, 'coop');
-        other();
-        op.matmul(rec, A.lin, xb, b, { M, round: false }, c.K, c.N, 'coop');
-      });
+      await lab.run((rec) => op.matmul(rec, A.lin, xb, a, { M, round: false }, c.K, c.N, 'coop'), lab.tuned(base));
+      await lab.run((rec) => op.matmul(rec, A.lin, xb, b, { M, round: false }, c.K, c.N, 'coop'), lab.tuned(other));
       expectSameBytes(`${label}, M = ${M}`, await lab.bytes(b, M * c.N), await lab.bytes(a, M * c.N));
     }
     const ROW_KERNELS = ['lanes', 'tile', 'coop'] as const;
@@ -181,28 +180,33 @@ describe(`GPU kernels: matmul vs the CPU float64 reference (${ADAPTER})`, () => 
     // (a fresh CI machine; one case ran past the default 120 s there).
     for (const R of [2, 4] as const) {
       describe(`coop with ${R} features per invocation (R = ${R})`, { timeout: 600_000 }, () => {
-        beforeAll(() => op.setCoopFeatures(R));
-        afterAll(() => op.setCoopFeatures(undefined));
+        it(`the tuned kernel cache dispatches coop with R = ${R}, the lab's own with the rule's R = 1`, async () => {
+          const c = invCases[0];
+          const A = await affineLinear(lab, new Rand(890), c);
+          const [xb, y] = [lab.f32(new Float32Array(c.K)), lab.sentinel(c.N)];
+          const constants = (kernels: KernelCache) => {
+            const rec = new CaptureRecorder(lab.device, kernels, 'coop-tuning');
+            op.matmul(rec, A.lin, xb, y, { M: 1, round: false }, c.K, c.N, 'coop');
+            rec.release();
+            // one coop dispatch per row part (after the x group sums' kernel)
+            const coop = rec.captured.filter((d) => d.key!.startsWith('matmul_coop'));
+            return coop.map((d) => JSON.parse(d.key!.split('#')[2]) as Record<string, number>);
+          };
+          expect(constants(lab.tuned({ features: R })).map((k) => k.R)).toEqual([R, R, R]);
+          expect(constants(lab.kernels).map((k) => k.R)).toEqual([1, 1, 1]);
+        });
         for (const c of invCases) {
           it(`coop R = ${R} row-invariant (${c.name}, K ${c.K}, N ${c.N}): M = 1..8 and 13 together == each row alone`, async () => {
             const r = new Rand(900 + c.K + c.N + c.bits);
             const A = await affineLinear(lab, r, c);
             for (const M of [1, 2, 3, 4, 5, 6, 7, 8, 13])
-              await expectRowInvariantMatmul(lab, r, A.lin, M, c.K, c.N, 'coop');
+              await expectRowInvariantMatmul(lab, r, A.lin, M, c.K, c.N, 'coop', lab.tuned({ features: R }));
           });
           it(`coop R = ${R} gives every feature the bytes of R = 1 (${c.name}; M = 1, 5, 13)`, async () => {
             const r = new Rand(950 + c.K + c.N + c.bits);
             const A = await affineLinear(lab, r, c);
             for (const M of [1, 5, 13])
-              await expectCoopSettingsAgree(
-                `coop R = ${R} vs R = 1`,
-                r,
-                A,
-                c,
-                M,
-                () => op.setCoopFeatures(1),
-                () => op.setCoopFeatures(R),
-              );
+              await expectCoopSettingsAgree(`coop R = ${R} vs R = 1`, r, A, c, M, { features: 1 }, { features: R });
           });
         }
       });
@@ -235,10 +239,6 @@ describe(`GPU kernels: matmul vs the CPU float64 reference (${ADAPTER})`, () => 
         expect(op.coopWorkgroup(big, { outFeatures: 3840, inFeatures: 4096, bits: 4 }), 'o_proj').toBe(256);
         expect(op.coopWorkgroup(big, { outFeatures: 8192, inFeatures: 3840, bits: 4 }), 'stacked q, k, v').toBe(256);
       });
-      afterAll(() => {
-        op.setCoopWorkgroup(undefined);
-        op.setCoopFeatures(undefined);
-      });
       for (const R of [1, 4] as const)
         for (const c of [invCases[0], invCases[1], invCases[7]]) {
           it(`coop R = ${R}, WG 512 gives the bytes of WG 256 (${c.name}; M = 1, 4, 5)`, async () => {
@@ -253,7 +253,6 @@ describe(`GPU kernels: matmul vs the CPU float64 reference (${ADAPTER})`, () => 
             );
             const r = new Rand(1950 + c.K + c.N + c.bits);
             const A = await affineLinear(lab, r, c);
-            op.setCoopFeatures(R);
             for (const M of [1, 4, 5])
               await expectCoopSettingsAgree(
                 'coop WG 512 vs 256',
@@ -261,8 +260,8 @@ describe(`GPU kernels: matmul vs the CPU float64 reference (${ADAPTER})`, () => 
                 A,
                 c,
                 M,
-                () => op.setCoopWorkgroup(256),
-                () => op.setCoopWorkgroup(512),
+                { features: R, workgroup: 256 },
+                { features: R, workgroup: 512 },
               );
           });
         }

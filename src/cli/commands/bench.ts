@@ -6,7 +6,7 @@ import { defaultBenchOptions, formatBench, runBench } from '../../bench/run.ts';
 import type { AffineKernel } from '../../bench/kernels.ts';
 import { checkE2ELayers, defaultE2ELayers, E2E_PRESETS, isE2EPreset } from '../../bench/e2e-model.ts';
 import type { Command } from '../command.ts';
-import { setCoopFeatures, setCoopThreads } from '../../model/ops.ts';
+import { checkCoopTuning } from '../../gpu/coop-tuning.ts';
 
 const KERNELS: readonly AffineKernel[] = ['lanes', 'tile', 'affine', 'coop'];
 
@@ -49,7 +49,7 @@ export const bench: Command = {
     },
     'coop-threads': {
       type: 'string',
-      help: 'tuning: invocations per output feature of the coop matvec (8..256, a power of two) instead of its rule',
+      help: 'tuning: invocations per output feature of the coop matvec (8 or 16) instead of its rule',
     },
     'coop-features': {
       type: 'string',
@@ -83,10 +83,12 @@ export const bench: Command = {
       o.compareKernels = list as AffineKernel[];
     }
     if (v['compare-head']) o.compareHead = true;
-    const coopT = intOption(v, 'coop-threads', 8, 256);
-    if (coopT !== undefined) setCoopThreads(coopT);
-    const coopR = intOption(v, 'coop-features', 1, 4);
-    if (coopR !== undefined) setCoopFeatures(coopR);
+    const threads = intOption(v, 'coop-threads', 8, 16);
+    const features = intOption(v, 'coop-features', 1, 4);
+    if (threads !== undefined || features !== undefined) {
+      o.coop = { ...(threads !== undefined ? { threads } : {}), ...(features !== undefined ? { features } : {}) };
+      checkCoopTuning(o.coop);
+    }
     const rows = intList(v, 'rows', { min: 1, max: 8192, count: 64 });
     if (rows) o.matmulRows = rows;
     if (v['no-kernels']) o.models = [];

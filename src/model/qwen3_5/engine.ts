@@ -2,7 +2,7 @@ import { concatF32 } from '../../util/concat.ts';
 import type { Qwen35Description } from '../../format/qwen3_5/description.ts';
 import { readMany, storageBuffer } from '../../gpu/buffers.ts';
 import { GpuError } from '../../gpu/errors.ts';
-import { KernelCache } from '../../gpu/kernels.ts';
+import { KernelCache, type KernelCacheOptions } from '../../gpu/kernels.ts';
 import { Recorder } from '../../gpu/recorder.ts';
 import { ropeTable } from '../rope-tables.ts';
 import { createAttentionScratch } from '../attention-op.ts';
@@ -27,6 +27,8 @@ export interface QwenEngineOptions {
   /** Rows of the workspace (the prefill chunk, at least maxBlock). */
   rows: number;
   round: boolean;
+  /** The kernel cache to use, or the options of its own (TargetOptions.kernels); unset: a cache of the device's class. */
+  kernels?: KernelCache | KernelCacheOptions;
 }
 
 export type Phase = 'prefill' | 'step';
@@ -94,7 +96,7 @@ export class QwenEngine {
     readonly opts: QwenEngineOptions,
   ) {
     const c = desc.config;
-    this.kernels = new KernelCache(device);
+    this.kernels = opts.kernels instanceof KernelCache ? opts.kernels : new KernelCache(device, opts.kernels);
     const R = opts.rows;
     const { numHeads: nh, numKvHeads: nkv, headDim: hd } = c.attention;
     this.rope = this.ropeTable(opts.maxContext);

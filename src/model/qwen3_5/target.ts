@@ -1,4 +1,5 @@
 import type { Qwen35Description } from '../../format/qwen3_5/description.ts';
+import type { KernelCache, KernelCacheOptions } from '../../gpu/kernels.ts';
 import { readMany } from '../../gpu/buffers.ts';
 import type { GpuContext } from '../../gpu/device.ts';
 import type * as op from '../ops.ts';
@@ -31,6 +32,8 @@ export interface QwenTargetOptions {
   precision: Precision;
   /** Bytes the whole model may take (weights, state, workspace); refused before allocating when over it. */
   memoryBudget?: number;
+  /** The engine's kernel cache, or the options of its own (as TargetOptions.kernels). */
+  kernels?: KernelCache | KernelCacheOptions;
 }
 
 export interface QwenStepOptions {
@@ -64,6 +67,7 @@ export class QwenTargetModel {
       maxBlock: opts.maxBlock,
       rows: Math.max(opts.prefillChunk, opts.maxBlock),
       round: opts.precision === 'bf16',
+      ...(opts.kernels ? { kernels: opts.kernels } : {}),
     });
   }
 

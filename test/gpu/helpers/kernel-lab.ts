@@ -16,7 +16,8 @@
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import { testGpu } from '../gpu-context.ts';
 import type { GpuContext } from '../../../src/gpu/device.ts';
-import { KernelCache } from '../../../src/gpu/kernels.ts';
+import type { CoopTuning } from '../../../src/gpu/coop-tuning.ts';
+import { KernelCache, type PipelinePool } from '../../../src/gpu/kernels.ts';
 import { Recorder } from '../../../src/gpu/recorder.ts';
 import { readBytes, storageBuffer, uploadBuffer } from '../../../src/gpu/buffers.ts';
 
@@ -301,10 +302,23 @@ export class Lab {
   readonly kernels: KernelCache;
   readonly dummy: GPUBuffer;
   private readonly owned: GPUBuffer[] = [];
+  /** Pipelines shared by `kernels` and every tuned cache (tuned): only the constants a tuning changes compile. */
+  private readonly pool: PipelinePool = { modules: new Map(), pipelines: new Map() };
+  private readonly tunings = new Map<string, KernelCache>();
   constructor(readonly ctx: GpuContext) {
     this.device = ctx.device;
-    this.kernels = new KernelCache(this.device);
+    this.kernels = new KernelCache(this.device, { pool: this.pool });
     this.dummy = storageBuffer(this.device, 16, 'dummy');
+  }
+  /** A kernel cache of the lab's class whose coop linears take this shape (src/gpu/coop-tuning.ts), kept per tuning. */
+  tuned(coop: CoopTuning): KernelCache {
+    const key = JSON.stringify(coop);
+    let k = this.tunings.get(key);
+    if (!k) {
+      k = new KernelCache(this.device, { pool: this.pool, kernelClass: this.kernels.kernelClass, coop });
+      this.tunings.set(key, k);
+    }
+    return k;
   }
   own<T extends GPUBuffer>(b: T): T {
     this.owned.push(b);
@@ -321,9 +335,9 @@ export class Lab {
     return this.u32(new Uint32Array(floats).fill(SENTINEL), label);
   }
   /** Records with `fn`, submits, and fails on any validation error (shader compile included). */
-  async run(fn: (rec: Recorder) => void): Promise<void> {
+  async run(fn: (rec: Recorder) => void, kernels = this.kernels): Promise<void> {
     this.device.pushErrorScope('validation');
-    const rec = new Recorder(this.device, this.kernels, 'kernel-test');
+    const rec = new Recorder(this.device, kernels, 'kernel-test');
     fn(rec);
     rec.submit();
     const err = await this.device.popErrorScope();

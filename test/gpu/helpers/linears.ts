@@ -206,6 +206,7 @@ export async function expectRowInvariantMatmul(
   K: number,
   N: number,
   kernel?: op.AffineKernel,
+  kernels = lab.kernels,
 ): Promise<void> {
   const x = r.f32s(M * K);
   const mm = (rec: Recorder, xb: GPUBuffer, y: GPUBuffer, rows: op.Rows) =>
@@ -216,7 +217,7 @@ export async function expectRowInvariantMatmul(
     await lab.run((rec) => {
       mm(rec, lab.f32(x), block, { M, round });
       alone.forEach((y, m) => mm(rec, lab.f32(x.subarray(m * K, (m + 1) * K)), y, { M: 1, round }));
-    });
+    }, kernels);
     const all = await lab.bytes(block, M * N);
     for (let m = 0; m < M; m++)
       expectSameBytes(
