@@ -269,9 +269,7 @@ function accumulate(acc: Counts, a: Counts, b: Counts): void {
 
 /** The probe's inexact policy for a family: mlx-metal where it applies, else Qwen3.5's own gdn-chunked. */
 function inexactPolicy(family: E2EModel['family']): string {
-  return family === 'qwen3_5' && !policiesFor('qwen3_5').some((p) => p.name === 'mlx-metal')
-    ? 'gdn-chunked'
-    : 'mlx-metal';
+  return policiesFor(family).some((p) => p.name === 'mlx-metal') ? 'mlx-metal' : 'gdn-chunked';
 }
 
 export async function benchEndToEnd(ctx: GpuContext, o: E2EOptions): Promise<E2EResult> {

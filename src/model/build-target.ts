@@ -67,7 +67,7 @@ export function buildTarget(ctx: GpuContext, w: AnyTargetWeights, o: BuildTarget
 }
 
 /** Which family's policies these weights' target takes (a MoE target's are every Gemma 4 policy and its own). */
-export function policyFamilyOf(w: AnyTargetWeights): PolicyFamily {
+function policyFamilyOf(w: AnyTargetWeights): PolicyFamily {
   if (isQwenWeights(w)) return 'qwen3_5';
   return isMoeTarget(w.desc) ? 'gemma4-moe' : 'gemma4';
 }

@@ -5,7 +5,7 @@
  * A policy is defined beside its mechanism: the shared ones (attention, split-K, prefill chunks, MLX's kernel
  * choice) in src/model/policy.ts, a family's own in its engine folder (Qwen3.5's Gated DeltaNet policies,
  * the Gemma 4 MoE's moe-grouped). Each family has one entry here naming the shared policies it takes (those whose
- * mechanism its engine has) and its own. Adding a family is its engine folder and one entry.
+ * mechanism its engine has) and its own; a new family's policies are its engine folder's and one entry here.
  */
 import type { ModelFamily } from '../format/open-target.ts';
 import { MOE_OWN_POLICIES } from './gemma4/moe/moe-policies.ts';
@@ -85,15 +85,15 @@ export function policyFamilies(p: Policy): PolicyFamily[] {
   return FAMILIES.filter((f) => listed(f).some((x) => x.name === p.name)).map((f) => f.family);
 }
 
+/** The refusal of a name no family knows (a typo), listing the names the asker could have meant. */
+function unknownPolicy(name: string, known: readonly Policy[]): Error {
+  return new Error(`Unknown policy "${name}" (known: ${known.map((x) => x.name).join(', ')}).`);
+}
+
 /** A policy by name, whichever family takes it (tests, and tools that name an MLX machine). */
 export function policyByName(name: string): Policy {
   const p = allPolicies().find((x) => x.name === name);
-  if (!p)
-    throw new Error(
-      `Unknown policy "${name}" (known: ${allPolicies()
-        .map((x) => x.name)
-        .join(', ')}).`,
-    );
+  if (!p) throw unknownPolicy(name, allPolicies());
   return p;
 }
 
@@ -115,12 +115,7 @@ export function policyFor(family: PolicyFamily, name: string): Policy {
   const p = policiesFor(family).find((x) => x.name === name);
   if (p) return p;
   const takers = FAMILIES.filter((f) => listed(f).some((x) => x.name === name));
-  if (!takers.length)
-    throw new Error(
-      `Unknown policy "${name}" (known: ${policiesFor(family)
-        .map((x) => x.name)
-        .join(', ')}).`,
-    );
+  if (!takers.length) throw unknownPolicy(name, policiesFor(family));
   const e = entry(family);
   const extension = takers.find((f) => f.extends === family && f.lacking);
   const why = extension ? extension.lacking : takesPhrase(e);
